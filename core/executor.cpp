@@ -1,0 +1,190 @@
+#include "executor.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace singa {
+
+ExecNode::~ExecNode() {
+  if (state && kernel && kernel->def.destroy) kernel->def.destroy(state);
+}
+
+namespace {
+
+std::string versions_of(const std::vector<KernelEntry*>& ks) {
+  std::set<std::string> seen;
+  std::string out;
+  for (auto* k : ks) {
+    std::string s = std::to_string(k->def.since_version) + "-" + std::to_string(k->def.end_version) + " on " + k->device;
+    if (seen.insert(s).second) out += (out.empty() ? "" : ", ") + s;
+  }
+  return out;
+}
+
+std::string mask_names(uint64_t mask) {
+  std::string out;
+  for (int t = 1; t <= 16; ++t)
+    if (mask & SINGA_DTYPE_BIT(t)) out += (out.empty() ? "" : ",") + std::string(dtype_name(t));
+  return out;
+}
+
+singa_value_info to_info(const graph::Value& v) {
+  singa_value_info info{};
+  info.struct_size = sizeof(info);
+  info.onnx_dtype = v.dtype;
+  info.ndim = v.rank_known ? int32_t(std::min<size_t>(v.dims.size(), SINGA_MAX_DIMS)) : -1;
+  for (int i = 0; i < info.ndim; ++i) info.dims[i] = v.dims[size_t(i)];
+  return info;
+}
+
+}  // namespace
+
+Executor::Executor(graph::Graph graph, Device* device, int32_t device_id, bool fallback, size_t max_tensor_bytes)
+    : g_(std::move(graph)), device_(device), device_id_(device_id), cpu_(Runtime::instance().cpu()), max_bytes_(max_tensor_bytes) {
+  exec_.resize(g_.nodes.size());
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    ExecNode& e = exec_[i];
+    e.node = &g_.nodes[i];
+    auto info = std::make_unique<singa_node>();
+    info->proto = &e.node->proto;
+    info->opset = e.node->opset;
+    for (int v : e.node->inputs) {
+      info->input_present.push_back(v >= 0);
+      info->inputs.push_back(v >= 0 ? to_info(g_.values[size_t(v)]) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
+      info->constants.push_back(v >= 0 && g_.values[size_t(v)].is_initializer ? &g_.values[size_t(v)].constant : nullptr);
+    }
+    for (int v : e.node->outputs)
+      info->outputs.push_back(v >= 0 ? to_info(g_.values[size_t(v)]) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
+    e.info = std::move(info);
+    select(e, fallback);
+    singa_status* st = e.kernel->def.create(e.kernel->def.user, e.info.get(), &e.state);
+    throw_status(st, g_.source + ": " + e.node->label);
+    e.host_inputs.assign(e.node->inputs.size(), false);
+    if (e.kernel->def.flags & SINGA_KERNEL_HOST_INPUTS)
+      for (size_t j = 0; j < e.host_inputs.size() && j < 64; ++j) e.host_inputs[j] = (e.kernel->def.cpu_inputs_mask >> j) & 1u;
+  }
+  // Each value is released right after its last reader (or its producer when
+  // nobody reads it); graph outputs are kept.
+  last_use_.assign(g_.values.size(), -1);
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (int v : g_.nodes[i].inputs)
+      if (v >= 0) last_use_[size_t(v)] = int(i);
+    for (int v : g_.nodes[i].outputs)
+      if (v >= 0 && last_use_[size_t(v)] < int(i)) last_use_[size_t(v)] = int(i);
+  }
+  for (size_t v = 0; v < g_.values.size(); ++v) {
+    const auto& val = g_.values[v];
+    if (last_use_[v] < 0 || val.is_output || val.is_initializer) continue;
+    exec_[size_t(last_use_[v])].release.push_back(int(v));
+  }
+}
+
+void Executor::select(ExecNode& e, bool fallback) {
+  const auto& n = *e.node;
+  const auto& rt = Runtime::instance();
+  const std::string& dom = n.proto.domain();
+  const auto& all = rt.kernels(dom, n.proto.op_type());
+  std::string where = g_.source + ": " + n.label;
+  if (all.empty())
+    throw Error(SINGA_NOT_FOUND, where + ": no loaded plugin implements op '" + n.proto.op_type() + "'" +
+                                     (dom.empty() ? "" : " of domain '" + dom + "'") + " (see `singa plugins`)");
+  std::vector<KernelEntry*> by_version;
+  for (auto* k : all)
+    if (k->def.since_version <= n.opset && n.opset <= k->def.end_version) by_version.push_back(k);
+  if (by_version.empty())
+    throw Error(SINGA_UNIMPLEMENTED, where + ": the model uses opset " + std::to_string(n.opset) + " of domain '" +
+                                         (dom.empty() ? "ai.onnx" : dom) + "'; kernels exist for opsets " + versions_of(all));
+  std::vector<Device*> order{device_};
+  if (fallback && cpu_ && device_ != cpu_) order.push_back(cpu_);
+  std::string type_error;
+  for (Device* d : order) {
+    for (auto* k : by_version) {
+      if (k->device != d->name()) continue;
+      bool ok = true;
+      for (const auto& c : k->constraints) {
+        int v = -1;
+        if (c.index >= 0 && size_t(c.index) < n.inputs.size()) v = n.inputs[size_t(c.index)];
+        if (c.index < 0 && size_t(-1 - c.index) < n.outputs.size()) v = n.outputs[size_t(-1 - c.index)];
+        if (v < 0) continue;
+        int32_t t = g_.values[size_t(v)].dtype;
+        if (t != 0 && !(c.dtypes & SINGA_DTYPE_BIT(t))) {
+          ok = false;
+          type_error = std::string(c.name) + "=" + dtype_name(t) + " ('" + g_.values[size_t(v)].name + "'); the " + d->name() +
+                       " kernel accepts " + mask_names(c.dtypes);
+          break;
+        }
+      }
+      if (ok) {
+        e.kernel = k;
+        e.device = d;
+        e.device_id = d == device_ ? device_id_ : 0;
+        return;
+      }
+    }
+  }
+  if (!type_error.empty()) throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel for element type " + type_error);
+  throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel on device '" + device_->name() + "'" +
+                                       (fallback ? " or the cpu" : " (fallback disabled)") + " for opset " + std::to_string(n.opset) +
+                                       "; kernels exist for " + versions_of(all));
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, size_t stop, bool keep_all) const {
+  std::vector<Tensor> env(g_.values.size());
+  for (size_t v = 0; v < g_.values.size(); ++v)
+    if (g_.values[v].is_initializer) env[v] = g_.values[v].constant;
+  for (size_t i = 0; i < g_.inputs.size() && i < inputs.size(); ++i) env[size_t(g_.inputs[i])] = inputs[i];
+
+  stop = std::min(stop, exec_.size());
+  for (size_t i = 0; i < stop; ++i) {
+    const ExecNode& e = exec_[i];
+    const graph::Node& n = *e.node;
+    singa_kernel_context ctx;
+    KernelCall& call = ctx.call;
+    call.node_name = &n.proto.name();
+    call.device = e.device;
+    call.device_id = e.device_id;
+    call.pool = e.device->has_parallel_for() ? e.device : nullptr;
+    call.max_tensor_bytes = max_bytes_;
+    call.inputs.resize(n.inputs.size());
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      int v = n.inputs[j];
+      if (v < 0) continue;
+      const Tensor& t = env[size_t(v)];
+      if (!t.defined())
+        throw Error(SINGA_INTERNAL, g_.source + ": " + n.label + ": input '" + g_.values[size_t(v)].name + "' is not available");
+      bool host = e.host_inputs[j] || e.device->host_addressable();
+      call.inputs[j] = host ? t.to_host() : t.to(e.device, e.device_id);
+    }
+    // In place: input 0 dies here and nobody else holds it.
+    int v0 = n.inputs.empty() ? -1 : n.inputs[0];
+    if ((e.kernel->def.flags & SINGA_KERNEL_MAY_INPLACE) && v0 >= 0 && !keep_all && last_use_[size_t(v0)] == int(i) &&
+        !g_.values[size_t(v0)].is_output && !g_.values[size_t(v0)].is_initializer && !g_.values[size_t(v0)].is_input &&
+        std::count(n.inputs.begin(), n.inputs.end(), v0) == 1) {
+      env[size_t(v0)] = Tensor();
+      call.inplace_allowed = true;
+    }
+    call.input_views.resize(call.inputs.size());
+    for (size_t j = 0; j < call.inputs.size(); ++j)
+      if (call.inputs[j].defined()) call.input_views[j] = call.inputs[j].dl();
+    call.outputs.resize(n.outputs.size());
+    call.output_views.resize(n.outputs.size());
+    singa_status* st = e.kernel->def.compute(e.state, &ctx);
+    throw_status(st, g_.source + ": " + n.label);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      int v = n.outputs[k];
+      if (v < 0) continue;
+      if (!call.outputs[k].defined()) {
+        if (g_.values[size_t(v)].is_output || !g_.values[size_t(v)].consumers.empty())
+          throw Error(SINGA_INTERNAL, g_.source + ": " + n.label + ": the kernel produced no output " + std::to_string(k) +
+                                          " ('" + g_.values[size_t(v)].name + "')");
+        continue;
+      }
+      env[size_t(v)] = std::move(call.outputs[k]);
+    }
+    if (!keep_all)
+      for (int v : e.release) env[size_t(v)] = Tensor();
+  }
+  return env;
+}
+
+}  // namespace singa

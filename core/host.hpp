@@ -1,0 +1,74 @@
+// host.hpp - the core's side of the C ABI: the concrete types behind the
+// opaque handles of singa_abi.h. Internal to libsinga_core.
+#ifndef SINGA_CORE_HOST_HPP
+#define SINGA_CORE_HOST_HPP
+
+#include <singa/runtime.hpp>
+#include <singa/tensor.hpp>
+#include <singa/singa_abi.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct singa_status {
+  singa_code code;
+  std::string message;
+};
+
+// A plugin being initialised: what it registers waits here until init has
+// returned successfully with a matching ABI major.
+struct singa_plugin_handle {
+  std::string path;
+  std::vector<singa_device_def> devices;
+  std::vector<std::unique_ptr<singa::KernelEntry>> kernels;
+  std::string error;  // first registration error
+};
+
+// A node as plugins see it at create/infer time.
+struct singa_node {
+  const onnx::NodeProto* proto = nullptr;
+  int64_t opset = 0;
+  std::vector<singa_value_info> inputs, outputs;
+  std::vector<bool> input_present;
+  std::vector<const singa::Tensor*> constants;  // host tensors or null
+  // DLTensor views of constants and tensor attributes, built on demand.
+  mutable std::vector<DLTensor> constant_views;
+  mutable std::map<std::string, std::pair<singa::Tensor, DLTensor>> attr_tensors;
+};
+
+namespace singa {
+
+// One compute call: inputs as DLTensors, outputs allocated on request.
+struct KernelCall {
+  const std::string* node_name = nullptr;
+  Device* device = nullptr;  // where outputs go
+  int32_t device_id = 0;
+  Device* pool = nullptr;    // device whose parallel_for serves the call
+  void* stream = nullptr;
+  std::vector<Tensor> inputs;
+  std::vector<DLTensor> input_views;
+  std::vector<Tensor> outputs;
+  std::vector<DLTensor> output_views;
+  std::vector<Tensor> workspaces;
+  bool inplace_allowed = false;  // input 0 may be overwritten
+  size_t max_tensor_bytes = 0;
+};
+
+// The host table handed to plugins (static storage).
+const singa_host_api* host_api();
+singa_status* make_status(singa_code code, const std::string& message);
+// Turns a status from a plugin into an Error (freeing it), prefixed by `context`.
+void throw_status(singa_status* status, const std::string& context);
+std::string take_status_message(singa_status* status);
+
+}  // namespace singa
+
+struct singa_kernel_context {
+  singa::KernelCall call;
+};
+
+#endif

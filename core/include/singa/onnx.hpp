@@ -1,0 +1,99 @@
+// onnx.hpp - the backend: an ONNX model becomes a runnable Rep (SINGA's sonnx
+// `prepare` / `SingaRep.run`).
+#ifndef SINGA_ONNX_HPP
+#define SINGA_ONNX_HPP
+
+#include <singa/tensor.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+}  // namespace onnx
+
+namespace singa {
+namespace onnx {
+
+struct PrepareOptions {
+  std::string device = "cpu";  // "cpu", "cuda:0", "opencl:0", ...
+  bool fallback = true;        // nodes without a kernel on `device` run on the CPU
+  // Values for symbolic dimensions (e.g. {"batch", 8}); unbound ones are taken
+  // from the inputs at run time.
+  std::map<std::string, int64_t> dims;
+  int threads = 0;             // intra-op threads, 0 = one per core
+  bool check_model = true;     // run onnx::checker
+  size_t max_tensor_bytes = size_t(16) << 30;  // refuse larger allocations
+};
+
+struct RunOptions {
+  // <= 0: stop |last_layers| nodes before the end (the outputs are then those
+  // of the last node that runs), as in sonnx.
+  int last_layers = 0;
+  bool all_outputs = false;  // return every intermediate value by name
+};
+
+struct ValueInfo {
+  std::string name;
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;          // -1 where symbolic/unknown
+  std::vector<std::string> dim_names; // symbolic names ("" when fixed)
+};
+
+struct NodePlacement {
+  std::string node, op_type, device, plugin;
+  int since_version = 0;
+};
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Rep {
+ public:
+  ~Rep();
+  // Runs the graph. Inputs by position (graph inputs that are not
+  // initializers, in order) or by name.
+  NamedTensors run(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
+  NamedTensors run(const std::map<std::string, Tensor>& inputs, const RunOptions& options = {}) const;
+
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  const std::vector<NodePlacement>& placement() const;
+  // Initializers by name (trainable parameters for the training API).
+  std::map<std::string, Tensor> parameters() const;
+  std::map<std::string, int64_t> opsets() const;
+  const std::string& source() const;  // file name or "<bytes>"
+
+  struct Impl;
+  explicit Rep(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+std::shared_ptr<Rep> prepare(const ::onnx::ModelProto& model, const PrepareOptions& options = {},
+                             const std::string& source = "<model>");
+std::shared_ptr<Rep> prepare(const std::string& path, const PrepareOptions& options = {});
+// As prepare(model), resolving external data relative to `base_dir`.
+std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source,
+                                const std::string& base_dir);
+std::shared_ptr<Rep> prepare_bytes(const std::string& bytes, const PrepareOptions& options = {});
+
+// Reads a model file, with a clear error for missing, truncated or non-ONNX files.
+::onnx::ModelProto load_model(const std::string& path);
+::onnx::ModelProto parse_model(const std::string& bytes, const std::string& source);
+
+// TensorProto <-> Tensor; `base_dir` resolves external data (refused when it
+// escapes base_dir).
+Tensor from_proto(const ::onnx::TensorProto& proto, const std::string& base_dir = "");
+::onnx::TensorProto to_proto(const Tensor& tensor, const std::string& name = "");
+Tensor load_tensor_file(const std::string& path);  // .pb (TensorProto) or .npy
+void save_tensor_pb(const Tensor& tensor, const std::string& path, const std::string& name = "");
+void save_tensor_npy(const Tensor& tensor, const std::string& path);
+
+}  // namespace onnx
+}  // namespace singa
+#endif

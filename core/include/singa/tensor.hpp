@@ -1,0 +1,92 @@
+// tensor.hpp - an owning, reference-counted n-d array on a device.
+#ifndef SINGA_TENSOR_HPP
+#define SINGA_TENSOR_HPP
+
+#include <singa/error.hpp>
+#include <singa/singa_abi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace singa {
+
+class Device;
+using Shape = std::vector<int64_t>;
+
+// Size in bytes of one element of an ONNX dtype (0 for string/undefined).
+size_t dtype_size(int32_t onnx_dtype);
+const char* dtype_name(int32_t onnx_dtype);
+DLDataType to_dl(int32_t onnx_dtype);
+int32_t from_dl(DLDataType t);
+std::string shape_to_string(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
+
+// Memory owned by one device; freed through the device's plugin when the last
+// Tensor that shares it goes away.
+struct Storage {
+  Device* device = nullptr;  // null: plain host memory (std::aligned_alloc)
+  int32_t device_id = 0;
+  void* data = nullptr;
+  size_t bytes = 0;
+  std::vector<std::string> strings;  // string tensors keep their text here
+  ~Storage();
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates an uninitialised tensor on `device` (host memory when null).
+  Tensor(const Shape& shape, int32_t onnx_dtype, Device* device = nullptr, int32_t device_id = 0);
+  static Tensor zeros(const Shape& shape, int32_t onnx_dtype);
+  template <typename T>
+  static Tensor from_vector(const Shape& shape, int32_t onnx_dtype, const std::vector<T>& values);
+  static Tensor from_strings(const Shape& shape, const std::vector<std::string>& values);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return int(shape_.size()); }
+  int64_t numel() const { return shape_numel(shape_); }
+  int32_t dtype() const { return dtype_; }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  Device* device() const { return storage_ ? storage_->device : nullptr; }
+  int32_t device_id() const { return storage_ ? storage_->device_id : 0; }
+  bool on_host() const;
+  std::string device_name() const;
+
+  void* raw_data() const { return storage_ ? static_cast<char*>(storage_->data) + offset_ : nullptr; }
+  template <typename T>
+  T* data() const { return static_cast<T*>(raw_data()); }
+  const std::vector<std::string>& strings() const { return storage_->strings; }
+
+  // A DLPack view (valid while this Tensor lives). `shape` points into this.
+  DLTensor dl() const;
+  // Same data, new shape of equal numel.
+  Tensor reshaped(const Shape& shape) const;
+  // Copy to another device (or to host when null). Returns *this when already there.
+  Tensor to(Device* device, int32_t device_id = 0) const;
+  Tensor to_host() const { return to(nullptr); }
+  Tensor clone() const;
+
+  std::shared_ptr<Storage> storage() const { return storage_; }
+  Tensor(std::shared_ptr<Storage> storage, const Shape& shape, int32_t onnx_dtype, size_t offset = 0);
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  int32_t dtype_ = 0;
+  size_t offset_ = 0;
+};
+
+template <typename T>
+Tensor Tensor::from_vector(const Shape& shape, int32_t onnx_dtype, const std::vector<T>& values) {
+  Tensor t(shape, onnx_dtype);
+  if (size_t(t.numel()) != values.size() || sizeof(T) != dtype_size(onnx_dtype))
+    throw Error(SINGA_INVALID_ARGUMENT, "from_vector: size or element type does not match shape " + shape_to_string(shape));
+  std::copy(values.begin(), values.end(), t.data<T>());
+  return t;
+}
+
+}  // namespace singa
+#endif

@@ -1,0 +1,207 @@
+// prepare() and Rep: the user-facing backend over graph + executor.
+#include "../executor.hpp"
+
+#include <singa/onnx.hpp>
+#include <singa/runtime.hpp>
+
+#include <boost/filesystem.hpp>
+
+#include <iostream>
+
+namespace singa {
+namespace onnx {
+
+struct Rep::Impl {
+  std::unique_ptr<Executor> exec;
+  std::vector<ValueInfo> inputs, outputs;
+  std::vector<NodePlacement> placement;
+  std::string source;
+};
+
+Rep::Rep(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Rep::~Rep() = default;
+
+const std::vector<ValueInfo>& Rep::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Rep::outputs() const { return impl_->outputs; }
+const std::vector<NodePlacement>& Rep::placement() const { return impl_->placement; }
+const std::string& Rep::source() const { return impl_->source; }
+std::map<std::string, int64_t> Rep::opsets() const { return impl_->exec->graph().opsets; }
+
+std::map<std::string, Tensor> Rep::parameters() const {
+  std::map<std::string, Tensor> out;
+  for (const auto& v : impl_->exec->graph().values)
+    if (v.is_initializer) out[v.name] = v.constant;
+  return out;
+}
+
+namespace {
+
+ValueInfo value_info(const graph::Value& v) {
+  ValueInfo info;
+  info.name = v.name;
+  info.dtype = v.dtype;
+  if (v.rank_known) {
+    info.dims = v.dims;
+    info.dim_names = v.dim_params;
+  }
+  return info;
+}
+
+std::pair<Device*, int32_t> resolve_device(const std::string& spec) {
+  std::string name = spec;
+  int32_t id = 0;
+  auto colon = spec.find(':');
+  if (colon != std::string::npos) {
+    name = spec.substr(0, colon);
+    try {
+      size_t used = 0;
+      id = std::stoi(spec.substr(colon + 1), &used);
+      if (used != spec.size() - colon - 1 || id < 0) throw std::invalid_argument("id");
+    } catch (const std::exception&) {
+      throw Error(SINGA_INVALID_ARGUMENT, "bad device '" + spec + "': expected NAME or NAME:ID, e.g. cuda:0");
+    }
+  }
+  auto& rt = Runtime::instance();
+  Device* d = rt.device(name);
+  if (!d) {
+    std::string avail;
+    for (auto* x : rt.devices()) avail += (avail.empty() ? "" : ", ") + x->name();
+    throw Error(SINGA_NOT_FOUND, "device '" + name + "' is not provided by any loaded plugin (available: " +
+                                     (avail.empty() ? "none" : avail) + "; see `singa plugins`)");
+  }
+  std::string reason;
+  int32_t count = d->count(&reason);
+  if (count <= 0) throw Error(SINGA_UNAVAILABLE, "device '" + name + "' is unavailable: " + (reason.empty() ? "no device found" : reason));
+  if (id >= count)
+    throw Error(SINGA_NOT_FOUND, "device '" + spec + "': only " + std::to_string(count) + " " + name + " device(s) present");
+  return {d, id};
+}
+
+}  // namespace
+
+std::shared_ptr<Rep> prepare(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source) {
+  return prepare_at(model, options, source, "");
+}
+
+std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source,
+                                const std::string& base_dir) {
+  auto& rt = Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  auto dev = resolve_device(options.device);
+  if (options.threads > 0)
+    if (Device* cpu = rt.cpu()) cpu->set_num_threads(options.threads);
+  graph::Graph g = graph::build(model, source, base_dir, options);
+  for (const auto& w : g.warnings)
+    if (std::getenv("SINGA_VERBOSE")) std::cerr << "singa: warning: " << source << ": " << w << "\n";
+  auto impl = std::make_unique<Rep::Impl>();
+  impl->source = source;
+  impl->exec = std::make_unique<Executor>(std::move(g), dev.first, dev.second, options.fallback, options.max_tensor_bytes);
+  const auto& eg = impl->exec->graph();
+  for (int v : eg.inputs) impl->inputs.push_back(value_info(eg.values[size_t(v)]));
+  for (int v : eg.outputs) impl->outputs.push_back(value_info(eg.values[size_t(v)]));
+  for (const auto& e : impl->exec->nodes()) {
+    NodePlacement p;
+    p.node = e.node->proto.name();
+    p.op_type = e.node->proto.op_type();
+    p.device = e.device->name() + (e.device_id ? ":" + std::to_string(e.device_id) : "");
+    p.plugin = e.kernel->plugin_name;
+    p.since_version = e.kernel->def.since_version;
+    impl->placement.push_back(p);
+  }
+  return std::make_shared<Rep>(std::move(impl));
+}
+
+std::shared_ptr<Rep> prepare(const std::string& path, const PrepareOptions& options) {
+  ::onnx::ModelProto model = load_model(path);
+  return prepare_at(model, options, path, boost::filesystem::path(path).parent_path().string());
+}
+
+std::shared_ptr<Rep> prepare_bytes(const std::string& bytes, const PrepareOptions& options) {
+  return prepare(parse_model(bytes, "<bytes>"), options, "<bytes>");
+}
+
+NamedTensors Rep::run(const std::map<std::string, Tensor>& inputs, const RunOptions& options) const {
+  std::vector<Tensor> ordered(impl_->inputs.size());
+  size_t used = 0;
+  for (size_t i = 0; i < impl_->inputs.size(); ++i) {
+    auto it = inputs.find(impl_->inputs[i].name);
+    if (it != inputs.end()) {
+      ordered[i] = it->second;
+      ++used;
+    }
+  }
+  if (used != inputs.size()) {
+    for (const auto& kv : inputs) {
+      bool known = false;
+      for (const auto& in : impl_->inputs) known = known || in.name == kv.first;
+      if (!known) throw Error(SINGA_INVALID_ARGUMENT, impl_->source + ": the model has no input named '" + kv.first + "'");
+    }
+  }
+  return run(ordered, options);
+}
+
+NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
+  const auto& g = impl_->exec->graph();
+  const std::string& src = impl_->source;
+  if (inputs.size() > impl_->inputs.size())
+    throw Error(SINGA_INVALID_ARGUMENT, src + ": " + std::to_string(inputs.size()) + " inputs given, the model takes " +
+                                            std::to_string(impl_->inputs.size()));
+  // Check every input before any kernel runs; symbolic dims must agree.
+  std::map<std::string, int64_t> bound;
+  for (size_t i = 0; i < impl_->inputs.size(); ++i) {
+    const ValueInfo& vi = impl_->inputs[i];
+    if (i >= inputs.size() || !inputs[i].defined())
+      throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' is missing");
+    const Tensor& t = inputs[i];
+    if (vi.dtype != 0 && t.dtype() != vi.dtype)
+      throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' has element type " + dtype_name(t.dtype()) +
+                                              ", the model expects " + dtype_name(vi.dtype));
+    if (vi.dims.empty() && vi.dim_names.empty()) continue;  // rank unknown
+    if (t.ndim() != int(vi.dims.size()))
+      throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' has shape " + shape_to_string(t.shape()) +
+                                              ", the model expects rank " + std::to_string(vi.dims.size()) + " " + shape_to_string(vi.dims));
+    for (size_t d = 0; d < vi.dims.size(); ++d) {
+      int64_t got = t.shape()[d];
+      if (vi.dims[d] >= 0 && got != vi.dims[d])
+        throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' has shape " + shape_to_string(t.shape()) +
+                                                ", the model expects " + shape_to_string(vi.dims) + " (dimension " + std::to_string(d) + ")");
+      const std::string& sym = vi.dim_names[d];
+      if (vi.dims[d] < 0 && !sym.empty()) {
+        auto it = bound.find(sym);
+        if (it != bound.end() && it->second != got)
+          throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' binds dimension '" + sym + "' to " + std::to_string(got) +
+                                                  " but another input bound it to " + std::to_string(it->second));
+        bound[sym] = got;
+      }
+    }
+  }
+  size_t total = impl_->exec->nodes().size();
+  if (options.last_layers > 0 && size_t(options.last_layers) != total)
+    throw Error(SINGA_INVALID_ARGUMENT, src + ": last_layers must be <= 0 (stop |k| nodes before the end)");
+  size_t stop = total;
+  if (options.last_layers < 0) {
+    if (size_t(-options.last_layers) >= total)
+      throw Error(SINGA_INVALID_ARGUMENT, src + ": last_layers " + std::to_string(options.last_layers) + " leaves no node to run (the graph has " +
+                                              std::to_string(total) + ")");
+    stop = total - size_t(-options.last_layers);
+  }
+  std::vector<Tensor> env = impl_->exec->run(inputs, stop, options.all_outputs);
+  NamedTensors out;
+  auto emit = [&](int v) {
+    if (v >= 0 && env[size_t(v)].defined()) out.emplace_back(g.values[size_t(v)].name, env[size_t(v)].to_host());
+  };
+  if (options.all_outputs) {
+    for (size_t i = 0; i < stop; ++i)
+      for (int v : g.nodes[i].outputs) emit(v);
+    for (int v : g.outputs)
+      if (g.values[size_t(v)].producer < 0) emit(v);  // inputs/initializers wired straight out
+  } else if (stop == total) {
+    for (int v : g.outputs) emit(v);
+  } else {
+    for (int v : g.nodes[stop - 1].outputs) emit(v);
+  }
+  return out;
+}
+
+}  // namespace onnx
+}  // namespace singa

@@ -1,0 +1,193 @@
+#include <singa/runtime.hpp>
+#include <singa/tensor.hpp>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace singa {
+
+size_t dtype_size(int32_t t) {
+  switch (t) {
+    case SINGA_ONNX_FLOAT: case SINGA_ONNX_INT32: case SINGA_ONNX_UINT32: return 4;
+    case SINGA_ONNX_DOUBLE: case SINGA_ONNX_INT64: case SINGA_ONNX_UINT64: case SINGA_ONNX_COMPLEX64: return 8;
+    case SINGA_ONNX_COMPLEX128: return 16;
+    case SINGA_ONNX_FLOAT16: case SINGA_ONNX_BFLOAT16: case SINGA_ONNX_INT16: case SINGA_ONNX_UINT16: return 2;
+    case SINGA_ONNX_INT8: case SINGA_ONNX_UINT8: case SINGA_ONNX_BOOL: return 1;
+    case SINGA_ONNX_STRING: return sizeof(const char*);
+    default: return 0;
+  }
+}
+
+const char* dtype_name(int32_t t) {
+  static const char* names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string",
+                                "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+  return (t >= 0 && t <= 16) ? names[t] : "unknown";
+}
+
+DLDataType to_dl(int32_t t) {
+  switch (t) {
+    case SINGA_ONNX_FLOAT: return {kDLFloat, 32, 1};
+    case SINGA_ONNX_DOUBLE: return {kDLFloat, 64, 1};
+    case SINGA_ONNX_FLOAT16: return {kDLFloat, 16, 1};
+    case SINGA_ONNX_BFLOAT16: return {kDLBfloat, 16, 1};
+    case SINGA_ONNX_INT8: return {kDLInt, 8, 1};
+    case SINGA_ONNX_INT16: return {kDLInt, 16, 1};
+    case SINGA_ONNX_INT32: return {kDLInt, 32, 1};
+    case SINGA_ONNX_INT64: return {kDLInt, 64, 1};
+    case SINGA_ONNX_UINT8: return {kDLUInt, 8, 1};
+    case SINGA_ONNX_UINT16: return {kDLUInt, 16, 1};
+    case SINGA_ONNX_UINT32: return {kDLUInt, 32, 1};
+    case SINGA_ONNX_UINT64: return {kDLUInt, 64, 1};
+    case SINGA_ONNX_BOOL: return {SINGA_DL_BOOL, 8, 1};
+    case SINGA_ONNX_STRING: return {SINGA_DL_STRING, 64, 1};
+    case SINGA_ONNX_COMPLEX64: return {kDLComplex, 64, 1};
+    case SINGA_ONNX_COMPLEX128: return {kDLComplex, 128, 1};
+    default: return {0, 0, 0};
+  }
+}
+
+int32_t from_dl(DLDataType t) {
+  for (int32_t o = 1; o <= 16; ++o) {
+    DLDataType d = to_dl(o);
+    if (d.code == t.code && d.bits == t.bits && d.lanes == t.lanes) return o;
+  }
+  return 0;
+}
+
+std::string shape_to_string(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + (s[i] < 0 ? std::string("?") : std::to_string(s[i]));
+  return r + "]";
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Storage::~Storage() {
+  if (!data) return;
+  if (device) {
+    device->free(device_id, data);
+  } else {
+    std::free(data);
+  }
+}
+
+static constexpr size_t kHostAlign = 64;
+
+static std::shared_ptr<Storage> allocate(size_t bytes, Device* device, int32_t device_id) {
+  auto s = std::make_shared<Storage>();
+  s->device = device;
+  s->device_id = device_id;
+  s->bytes = bytes;
+  size_t padded = (bytes + kHostAlign - 1) / kHostAlign * kHostAlign;
+  if (padded == 0) padded = kHostAlign;  // a valid pointer for empty tensors
+  if (device) {
+    s->data = device->alloc(device_id, padded, kHostAlign);
+  } else {
+    s->data = std::aligned_alloc(kHostAlign, padded);
+    if (!s->data) throw Error(SINGA_OUT_OF_MEMORY, "out of host memory allocating " + std::to_string(bytes) + " bytes");
+  }
+  return s;
+}
+
+static void check_shape(const Shape& shape) {
+  // Refuse negative dims and products that overflow before anything is allocated.
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(SINGA_INVALID_ARGUMENT, "negative dimension in shape " + shape_to_string(shape));
+    if (d != 0 && n > INT64_MAX / d) throw Error(SINGA_INVALID_ARGUMENT, "shape " + shape_to_string(shape) + " is too large");
+    n *= d;
+  }
+}
+
+Tensor::Tensor(const Shape& shape, int32_t onnx_dtype, Device* device, int32_t device_id)
+    : shape_(shape), dtype_(onnx_dtype) {
+  check_shape(shape);
+  if (dtype_size(onnx_dtype) == 0) throw Error(SINGA_INVALID_ARGUMENT, std::string("unsupported element type ") + dtype_name(onnx_dtype));
+  storage_ = allocate(size_t(numel()) * dtype_size(onnx_dtype), device, device_id);
+  if (onnx_dtype == SINGA_ONNX_STRING) {
+    storage_->strings.assign(size_t(numel()), std::string());
+    auto** p = static_cast<const char**>(storage_->data);
+    for (size_t i = 0; i < storage_->strings.size(); ++i) p[i] = storage_->strings[i].c_str();
+  }
+}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, const Shape& shape, int32_t onnx_dtype, size_t offset)
+    : storage_(std::move(storage)), shape_(shape), dtype_(onnx_dtype), offset_(offset) {}
+
+Tensor Tensor::zeros(const Shape& shape, int32_t onnx_dtype) {
+  Tensor t(shape, onnx_dtype);
+  if (onnx_dtype != SINGA_ONNX_STRING) std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_strings(const Shape& shape, const std::vector<std::string>& values) {
+  Tensor t(shape, SINGA_ONNX_STRING);
+  if (size_t(t.numel()) != values.size()) throw Error(SINGA_INVALID_ARGUMENT, "from_strings: count does not match shape");
+  t.storage_->strings = values;
+  auto** p = static_cast<const char**>(t.storage_->data);
+  for (size_t i = 0; i < values.size(); ++i) p[i] = t.storage_->strings[i].c_str();
+  return t;
+}
+
+bool Tensor::on_host() const { return !storage_ || !storage_->device || storage_->device->host_addressable(); }
+
+std::string Tensor::device_name() const { return (storage_ && storage_->device) ? storage_->device->name() : "host"; }
+
+DLTensor Tensor::dl() const {
+  DLTensor t{};
+  t.data = storage_ ? storage_->data : nullptr;
+  t.byte_offset = offset_;
+  Device* d = device();
+  t.device = {d ? DLDeviceType(d->dl_device_type()) : kDLCPU, d ? device_id() : 0};
+  t.ndim = int(shape_.size());
+  t.dtype = to_dl(dtype_);
+  t.shape = const_cast<int64_t*>(shape_.data());
+  t.strides = nullptr;
+  return t;
+}
+
+Tensor Tensor::reshaped(const Shape& shape) const {
+  if (shape_numel(shape) != numel())
+    throw Error(SINGA_INVALID_ARGUMENT, "cannot reshape " + shape_to_string(shape_) + " to " + shape_to_string(shape));
+  return Tensor(storage_, shape, dtype_, offset_);
+}
+
+Tensor Tensor::to(Device* target, int32_t target_id) const {
+  if (!storage_) return *this;
+  Device* src = device();
+  bool target_host = !target || target->host_addressable();
+  if (src == target && device_id() == target_id) return *this;
+  if (on_host() && target_host) return *this;  // host memory is host memory
+  if (dtype_ == SINGA_ONNX_STRING) throw Error(SINGA_UNIMPLEMENTED, "string tensors cannot leave the host");
+  Tensor out(shape_, dtype_, target, target_id);
+  size_t bytes = nbytes();
+  if (bytes == 0) return out;
+  if (on_host()) {
+    target->copy(target_id, out.storage_->data, 0, raw_data(), 0, bytes, SINGA_COPY_HOST_TO_DEVICE);
+  } else if (target_host) {
+    src->copy(device_id(), out.raw_data(), 0, storage_->data, offset_, bytes, SINGA_COPY_DEVICE_TO_HOST);
+  } else if (src == target) {
+    src->copy(target_id, out.storage_->data, 0, storage_->data, offset_, bytes, SINGA_COPY_DEVICE_TO_DEVICE);
+  } else {
+    return to_host().to(target, target_id);
+  }
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  if (!storage_) return *this;
+  if (dtype_ == SINGA_ONNX_STRING) return from_strings(shape_, std::vector<std::string>(strings().begin(), strings().end()));
+  Tensor out(shape_, dtype_, device(), device_id());
+  if (on_host()) {
+    std::memcpy(out.raw_data(), raw_data(), nbytes());
+  } else {
+    device()->copy(device_id(), out.storage_->data, 0, storage_->data, offset_, nbytes(), SINGA_COPY_DEVICE_TO_DEVICE);
+  }
+  return out;
+}
+
+}  // namespace singa

@@ -1,0 +1,93 @@
+// The CPU device: host memory with 64-byte alignment (AVX-512 loads) and the
+// intra-op thread pool that kernels reach through ctx_parallel_for.
+#include "thread_pool.hpp"
+
+#include <singa/kernel.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using singa::cpu::ThreadPool;
+
+int default_threads() {
+  if (const char* env = std::getenv("SINGA_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw ? int(hw) : 1;
+}
+
+ThreadPool& pool() {
+  static ThreadPool* p = new ThreadPool(default_threads());  // lives as long as the process
+  return *p;
+}
+
+singa_status* device_count(void*, int32_t* count) {
+  *count = 1;
+  return nullptr;
+}
+
+singa_status* cpu_alloc(void*, int32_t, size_t bytes, size_t alignment, void** out) {
+  if (alignment < 64) alignment = 64;
+  size_t padded = (bytes + alignment - 1) / alignment * alignment;
+  *out = std::aligned_alloc(alignment, padded ? padded : alignment);
+  if (!*out)
+    return singa::sdk::host().status_new(SINGA_OUT_OF_MEMORY,
+                                          ("cpu: cannot allocate " + std::to_string(bytes) + " bytes").c_str());
+  return nullptr;
+}
+
+void cpu_free(void*, int32_t, void* p) { std::free(p); }
+
+singa_status* cpu_copy(void*, int32_t, void* dst, size_t dst_off, const void* src, size_t src_off, size_t bytes,
+                       singa_copy_kind, void*) {
+  if (bytes) std::memcpy(static_cast<char*>(dst) + dst_off, static_cast<const char*>(src) + src_off, bytes);
+  return nullptr;
+}
+
+singa_status* cpu_memset(void*, int32_t, void* p, size_t off, int value, size_t bytes, void*) {
+  std::memset(static_cast<char*>(p) + off, value, bytes);
+  return nullptr;
+}
+
+singa_status* cpu_sync(void*, int32_t, void*) { return nullptr; }
+
+singa_status* cpu_memory_info(void*, int32_t, size_t* free_bytes, size_t* total_bytes) {
+  long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (total_bytes) *total_bytes = size_t(pages) * size_t(page);
+  if (free_bytes) *free_bytes = size_t(avail) * size_t(page);
+  return nullptr;
+}
+
+void cpu_parallel_for(void*, int64_t n, int64_t grain, singa_parallel_fn fn, void* user) {
+  pool().parallel_for(n, grain, fn, user);
+}
+int32_t cpu_num_threads(void*) { return pool().size(); }
+void cpu_set_num_threads(void*, int32_t n) { pool().resize(n > 0 ? n : default_threads()); }
+
+}  // namespace
+
+SINGA_PLUGIN("cpu", "0.1.0", "CPU device: aligned host memory and an intra-op thread pool") {
+  singa_device_def d{};
+  d.struct_size = sizeof(d);
+  d.name = "cpu";
+  d.dl_device_type = kDLCPU;
+  d.score = 10;
+  d.device_count = device_count;
+  d.alloc = cpu_alloc;
+  d.free = cpu_free;
+  d.copy = cpu_copy;
+  d.memset = cpu_memset;
+  d.synchronize = cpu_sync;
+  d.memory_info = cpu_memory_info;
+  d.parallel_for = cpu_parallel_for;
+  d.num_threads = cpu_num_threads;
+  d.set_num_threads = cpu_set_num_threads;
+  reg.device(d);
+}

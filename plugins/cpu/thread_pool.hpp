@@ -1,0 +1,50 @@
+// thread_pool.hpp - the CPU device's intra-op pool.
+#ifndef SINGA_CPU_THREAD_POOL_HPP
+#define SINGA_CPU_THREAD_POOL_HPP
+
+#include <singa/singa_abi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace singa {
+namespace cpu {
+
+// A fork-join pool: parallel_for hands [0, n) out in chunks to the workers and
+// the caller, and returns when all are done. A Rep may be run from several
+// threads at once; a caller that finds the pool busy runs its loop inline
+// rather than waiting, so concurrent runs never deadlock or mix work.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  int size() const { return int(workers_.size()) + 1; }
+  void resize(int threads);
+  void parallel_for(int64_t n, int64_t grain, singa_parallel_fn fn, void* user);
+
+ private:
+  void start(int threads);
+  void stop();
+  void worker_loop();
+  void run_chunks();
+
+  std::vector<std::thread> workers_;
+  std::mutex job_mu_;      // one parallel_for at a time
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  uint64_t generation_ = 0;
+  bool quit_ = false;
+  // the current job
+  singa_parallel_fn fn_ = nullptr;
+  void* user_ = nullptr;
+  int64_t n_ = 0, chunk_ = 1;
+  std::atomic<int64_t> next_{0};
+  int active_ = 0;
+};
+
+}  // namespace cpu
+}  // namespace singa
+#endif

@@ -1,0 +1,532 @@
+// kernel.hpp - header-only C++ helper over the C ABI (singa_abi.h).
+//
+// It makes a kernel a small class:
+//
+//   struct Relu {
+//     explicit Relu(const singa::sdk::Node& node) {}          // read attributes
+//     void compute(singa::sdk::Context& ctx) const {           // may run concurrently
+//       auto x = ctx.input(0);
+//       auto y = ctx.output(0, x.shape(), x.dtype());
+//       ...
+//     }
+//   };
+//   SINGA_PLUGIN("my_ops", "1.0", "what it is") {
+//     reg.kernel<Relu>("", "Relu", 6, 13, "cpu", {{"T", 0, singa::sdk::kFloatTypes}});
+//   }
+//
+// C++ exceptions never cross the ABI: SINGA_TRY_BEGIN/SINGA_TRY_END (used by
+// every trampoline here) turn them into singa_status*.
+//
+// Build plugins with -fvisibility=hidden so that this header's inline state is
+// private to each plugin.
+#ifndef SINGA_KERNEL_HPP
+#define SINGA_KERNEL_HPP
+
+#include <singa/singa_abi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace singa {
+namespace sdk {
+
+// The host table of this plugin, set by SINGA_PLUGIN before registration.
+inline const singa_host_api*& host_ptr() {
+  static const singa_host_api* h = nullptr;
+  return h;
+}
+inline const singa_host_api& host() { return *host_ptr(); }
+
+// An error a kernel throws; becomes a status with `code`.
+class Error : public std::runtime_error {
+ public:
+  Error(singa_code code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  singa_code code() const { return code_; }
+
+ private:
+  singa_code code_;
+};
+
+[[noreturn]] inline void fail(const std::string& msg, singa_code code = SINGA_INVALID_ARGUMENT) {
+  throw Error(code, msg);
+}
+inline void check(bool ok, const std::string& msg, singa_code code = SINGA_INVALID_ARGUMENT) {
+  if (!ok) throw Error(code, msg);
+}
+
+inline singa_status* status_from_current_exception() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return host().status_new(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return host().status_new(SINGA_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return host().status_new(SINGA_INTERNAL, e.what());
+  } catch (...) {
+    return host().status_new(SINGA_INTERNAL, "unknown C++ exception in plugin");
+  }
+}
+
+// The one pair of macros that keeps exceptions on this side of the boundary.
+#define SINGA_TRY_BEGIN try {
+#define SINGA_TRY_END                                    \
+  }                                                      \
+  catch (...) {                                          \
+    return ::singa::sdk::status_from_current_exception(); \
+  }                                                      \
+  return nullptr;
+
+// Rethrows a status returned by a host call as an Error (and frees it).
+inline void throw_if(singa_status* st) {
+  if (!st) return;
+  singa_code code = host().status_code(st);
+  std::string msg = host().status_message(st);
+  host().status_free(st);
+  throw Error(code, msg);
+}
+
+// ------------------------------------------------------------- dtypes
+
+constexpr uint64_t bit(singa_onnx_dtype t) { return SINGA_DTYPE_BIT(t); }
+constexpr uint64_t kFloatTypes = bit(SINGA_ONNX_FLOAT) | bit(SINGA_ONNX_DOUBLE) | bit(SINGA_ONNX_FLOAT16);
+constexpr uint64_t kSignedIntTypes =
+    bit(SINGA_ONNX_INT8) | bit(SINGA_ONNX_INT16) | bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64);
+constexpr uint64_t kUnsignedIntTypes =
+    bit(SINGA_ONNX_UINT8) | bit(SINGA_ONNX_UINT16) | bit(SINGA_ONNX_UINT32) | bit(SINGA_ONNX_UINT64);
+constexpr uint64_t kIntTypes = kSignedIntTypes | kUnsignedIntTypes;
+constexpr uint64_t kNumericTypes = kFloatTypes | kIntTypes | bit(SINGA_ONNX_BFLOAT16);
+constexpr uint64_t kAllTypes = kNumericTypes | bit(SINGA_ONNX_BOOL) | bit(SINGA_ONNX_STRING);
+
+inline DLDataType dl_dtype(int32_t onnx) {
+  switch (onnx) {
+    case SINGA_ONNX_FLOAT: return {kDLFloat, 32, 1};
+    case SINGA_ONNX_DOUBLE: return {kDLFloat, 64, 1};
+    case SINGA_ONNX_FLOAT16: return {kDLFloat, 16, 1};
+    case SINGA_ONNX_BFLOAT16: return {kDLBfloat, 16, 1};
+    case SINGA_ONNX_INT8: return {kDLInt, 8, 1};
+    case SINGA_ONNX_INT16: return {kDLInt, 16, 1};
+    case SINGA_ONNX_INT32: return {kDLInt, 32, 1};
+    case SINGA_ONNX_INT64: return {kDLInt, 64, 1};
+    case SINGA_ONNX_UINT8: return {kDLUInt, 8, 1};
+    case SINGA_ONNX_UINT16: return {kDLUInt, 16, 1};
+    case SINGA_ONNX_UINT32: return {kDLUInt, 32, 1};
+    case SINGA_ONNX_UINT64: return {kDLUInt, 64, 1};
+    case SINGA_ONNX_BOOL: return {SINGA_DL_BOOL, 8, 1};
+    case SINGA_ONNX_STRING: return {SINGA_DL_STRING, 64, 1};
+    case SINGA_ONNX_COMPLEX64: return {kDLComplex, 64, 1};
+    case SINGA_ONNX_COMPLEX128: return {kDLComplex, 128, 1};
+    default: return {0, 0, 0};
+  }
+}
+
+inline int32_t onnx_dtype(DLDataType t) {
+  if (t.lanes != 1) return SINGA_ONNX_UNDEFINED;
+  switch (t.code) {
+    case kDLFloat:
+      return t.bits == 32 ? SINGA_ONNX_FLOAT : t.bits == 64 ? SINGA_ONNX_DOUBLE : t.bits == 16 ? SINGA_ONNX_FLOAT16 : 0;
+    case kDLBfloat: return t.bits == 16 ? SINGA_ONNX_BFLOAT16 : 0;
+    case kDLInt:
+      return t.bits == 8 ? SINGA_ONNX_INT8 : t.bits == 16 ? SINGA_ONNX_INT16 : t.bits == 32 ? SINGA_ONNX_INT32
+             : t.bits == 64 ? SINGA_ONNX_INT64 : 0;
+    case kDLUInt:
+      return t.bits == 8 ? SINGA_ONNX_UINT8 : t.bits == 16 ? SINGA_ONNX_UINT16 : t.bits == 32 ? SINGA_ONNX_UINT32
+             : t.bits == 64 ? SINGA_ONNX_UINT64 : 0;
+    case SINGA_DL_BOOL: return SINGA_ONNX_BOOL;
+    case SINGA_DL_STRING: return SINGA_ONNX_STRING;
+    case kDLComplex: return t.bits == 64 ? SINGA_ONNX_COMPLEX64 : t.bits == 128 ? SINGA_ONNX_COMPLEX128 : 0;
+    default: return SINGA_ONNX_UNDEFINED;
+  }
+}
+
+inline bool operator==(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
+inline bool operator!=(DLDataType a, DLDataType b) { return !(a == b); }
+
+inline const char* dtype_name(int32_t onnx) {
+  static const char* names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string",
+                                "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+  return (onnx >= 0 && onnx <= 16) ? names[onnx] : "unknown";
+}
+
+// IEEE half and bfloat16 storage with conversions (round to nearest even).
+struct half {
+  uint16_t bits;
+  half() = default;
+  explicit half(float f) : bits(from_float(f)) {}
+  operator float() const { return to_float(bits); }
+  static uint16_t from_float(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t mant = x & 0x7fffffu;
+    int32_t exp = int32_t((x >> 23) & 0xff);
+    if (exp == 0xff) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    int32_t e = exp - 127 + 15;
+    if (e >= 0x1f) return uint16_t(sign | 0x7c00u);
+    if (e <= 0) {
+      if (e < -10) return uint16_t(sign);
+      mant |= 0x800000u;
+      uint32_t shift = uint32_t(14 - e);
+      uint32_t h = mant >> shift;
+      uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+      if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+      return uint16_t(sign | h);
+    }
+    uint32_t h = (uint32_t(e) << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+    return uint16_t(sign | h);
+  }
+  static float to_float(uint16_t h) {
+    uint32_t sign = uint32_t(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+    if (exp == 0) {
+      if (mant == 0) {
+        x = sign;
+      } else {
+        exp = 127 - 15 + 1;
+        while (!(mant & 0x400u)) { mant <<= 1; --exp; }
+        mant &= 0x3ffu;
+        x = sign | (exp << 23) | (mant << 13);
+      }
+    } else if (exp == 0x1f) {
+      x = sign | 0x7f800000u | (mant << 13);
+    } else {
+      x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    }
+    float f;
+    std::memcpy(&f, &x, 4);
+    return f;
+  }
+};
+
+struct bfloat16 {
+  uint16_t bits;
+  bfloat16() = default;
+  explicit bfloat16(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) { bits = uint16_t((x >> 16) | 0x40u); return; }
+    x += 0x7fffu + ((x >> 16) & 1u);
+    bits = uint16_t(x >> 16);
+  }
+  operator float() const {
+    uint32_t x = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &x, 4);
+    return f;
+  }
+};
+
+// Calls f(T{}) with T the C++ type of an ONNX numeric/bool dtype. Throws for
+// dtypes not in `allowed`.
+template <typename F>
+void dispatch(int32_t onnx, F&& f, uint64_t allowed = kNumericTypes | bit(SINGA_ONNX_BOOL)) {
+  if (!(allowed & SINGA_DTYPE_BIT(onnx))) fail(std::string("unsupported element type ") + dtype_name(onnx));
+  switch (onnx) {
+    case SINGA_ONNX_FLOAT: f(float{}); break;
+    case SINGA_ONNX_DOUBLE: f(double{}); break;
+    case SINGA_ONNX_FLOAT16: f(half{}); break;
+    case SINGA_ONNX_BFLOAT16: f(bfloat16{}); break;
+    case SINGA_ONNX_INT8: f(int8_t{}); break;
+    case SINGA_ONNX_INT16: f(int16_t{}); break;
+    case SINGA_ONNX_INT32: f(int32_t{}); break;
+    case SINGA_ONNX_INT64: f(int64_t{}); break;
+    case SINGA_ONNX_UINT8: f(uint8_t{}); break;
+    case SINGA_ONNX_UINT16: f(uint16_t{}); break;
+    case SINGA_ONNX_UINT32: f(uint32_t{}); break;
+    case SINGA_ONNX_UINT64: f(uint64_t{}); break;
+    case SINGA_ONNX_BOOL: f(bool{}); break;
+    default: fail(std::string("unsupported element type ") + dtype_name(onnx));
+  }
+}
+
+// ------------------------------------------------------------- tensors
+
+using Shape = std::vector<int64_t>;
+
+inline int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// A non-owning view of a DLTensor (contiguous; byte_offset honoured).
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(const DLTensor* t) : t_(t) {}
+  bool present() const { return t_ != nullptr; }
+  const DLTensor* raw() const { return t_; }
+  int ndim() const { return t_->ndim; }
+  int64_t dim(int i) const { return t_->shape[i < 0 ? i + t_->ndim : i]; }
+  Shape shape() const { return Shape(t_->shape, t_->shape + t_->ndim); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < t_->ndim; ++i) n *= t_->shape[i];
+    return n;
+  }
+  DLDataType dl_dtype() const { return t_->dtype; }
+  int32_t dtype() const { return onnx_dtype(t_->dtype); }
+  void* data_ptr() const { return static_cast<char*>(t_->data) + t_->byte_offset; }
+  template <typename T>
+  T* data() const { return reinterpret_cast<T*>(data_ptr()); }
+  // Reads element i of an integer or float tensor as int64 (for shape inputs).
+  int64_t int_at(int64_t i) const {
+    int64_t v = 0;
+    dispatch(dtype(), [&](auto tag) { v = static_cast<int64_t>(data<decltype(tag)>()[i]); }, kIntTypes | kFloatTypes | bit(SINGA_ONNX_BOOL));
+    return v;
+  }
+  std::vector<int64_t> to_int_vector() const {
+    std::vector<int64_t> v(static_cast<size_t>(numel()));
+    for (int64_t i = 0; i < numel(); ++i) v[size_t(i)] = int_at(i);
+    return v;
+  }
+
+ private:
+  const DLTensor* t_ = nullptr;
+};
+
+// ------------------------------------------------------------- node
+
+class Node {
+ public:
+  explicit Node(const singa_node* n) : n_(n) {}
+  const singa_node* raw() const { return n_; }
+  std::string name() const { return host().node_name(n_); }
+  std::string op_type() const { return host().node_op_type(n_); }
+  int64_t opset() const { return host().node_opset(n_); }
+  size_t num_inputs() const { return host().node_num_inputs(n_); }
+  size_t num_outputs() const { return host().node_num_outputs(n_); }
+  bool has_input(size_t i) const {
+    singa_value_info info{};
+    info.struct_size = sizeof(info);
+    return i < num_inputs() && host().node_input_info(n_, i, &info);
+  }
+  singa_value_info input_info(size_t i) const {
+    singa_value_info info{};
+    info.struct_size = sizeof(info);
+    info.ndim = -1;
+    host().node_input_info(n_, i, &info);
+    return info;
+  }
+  Tensor constant(size_t i) const { return Tensor(host().node_input_constant(n_, i)); }
+
+  bool has_attr(const char* name) const {
+    int64_t i;
+    float f;
+    const char* s;
+    size_t n;
+    const int64_t* is;
+    const float* fs;
+    const DLTensor* t;
+    return host().node_attr_int(n_, name, &i) || host().node_attr_float(n_, name, &f) ||
+           host().node_attr_string(n_, name, &s, &n) || host().node_attr_ints(n_, name, &is, &n) ||
+           host().node_attr_floats(n_, name, &fs, &n) || host().node_attr_tensor(n_, name, &t) ||
+           host().node_attr_num_strings(n_, name, &n);
+  }
+  int64_t attr_int(const char* name, int64_t def) const {
+    int64_t v;
+    return host().node_attr_int(n_, name, &v) ? v : def;
+  }
+  float attr_float(const char* name, float def) const {
+    float v;
+    return host().node_attr_float(n_, name, &v) ? v : def;
+  }
+  std::string attr_string(const char* name, const std::string& def) const {
+    const char* s;
+    size_t n;
+    return host().node_attr_string(n_, name, &s, &n) ? std::string(s, n) : def;
+  }
+  std::vector<int64_t> attr_ints(const char* name, std::vector<int64_t> def = {}) const {
+    const int64_t* d;
+    size_t n;
+    return host().node_attr_ints(n_, name, &d, &n) ? std::vector<int64_t>(d, d + n) : def;
+  }
+  std::vector<float> attr_floats(const char* name, std::vector<float> def = {}) const {
+    const float* d;
+    size_t n;
+    return host().node_attr_floats(n_, name, &d, &n) ? std::vector<float>(d, d + n) : def;
+  }
+  std::vector<std::string> attr_strings(const char* name) const {
+    size_t n = 0;
+    std::vector<std::string> out;
+    if (!host().node_attr_num_strings(n_, name, &n)) return out;
+    for (size_t i = 0; i < n; ++i) {
+      const char* s;
+      size_t len;
+      host().node_attr_string_at(n_, name, i, &s, &len);
+      out.emplace_back(s, len);
+    }
+    return out;
+  }
+  Tensor attr_tensor(const char* name) const {
+    const DLTensor* t = nullptr;
+    host().node_attr_tensor(n_, name, &t);
+    return Tensor(t);
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw Error(SINGA_INVALID_ARGUMENT, op_type() + " node '" + name() + "': " + msg);
+  }
+
+ private:
+  const singa_node* n_;
+};
+
+// ------------------------------------------------------------- context
+
+class Context {
+ public:
+  explicit Context(singa_kernel_context* c) : c_(c) {}
+  singa_kernel_context* raw() const { return c_; }
+  size_t num_inputs() const { return host().ctx_num_inputs(c_); }
+  size_t num_outputs() const { return host().ctx_num_outputs(c_); }
+  Tensor input(size_t i) const { return Tensor(i < num_inputs() ? host().ctx_input(c_, i) : nullptr); }
+  bool has_input(size_t i) const { return i < num_inputs() && host().ctx_input(c_, i) != nullptr; }
+  Tensor output(size_t i, const Shape& shape, DLDataType dtype) const {
+    DLTensor* out = nullptr;
+    throw_if(host().ctx_output(c_, i, int32_t(shape.size()), shape.data(), dtype, &out));
+    return Tensor(out);
+  }
+  Tensor output(size_t i, const Shape& shape, int32_t onnx) const { return output(i, shape, dl_dtype(onnx)); }
+  void* workspace(size_t bytes) const {
+    void* p = nullptr;
+    throw_if(host().ctx_workspace(c_, bytes, &p));
+    return p;
+  }
+  void* stream() const { return host().ctx_stream(c_); }
+  int num_threads() const { return host().ctx_num_threads(c_); }
+  std::string node_name() const { return host().ctx_node_name(c_); }
+
+  // Runs f(begin, end) over [0, n) on the intra-op pool. f must not throw
+  // past a range: exceptions are captured and rethrown here.
+  template <typename F>
+  void parallel_for(int64_t n, int64_t grain, F&& f) const {
+    if (n <= 0) return;
+    struct Call {
+      F* f;
+      std::exception_ptr err;
+    } call{&f, nullptr};
+    auto tramp = [](void* user, int64_t b, int64_t e) {
+      auto* c = static_cast<Call*>(user);
+      try {
+        (*c->f)(b, e);
+      } catch (...) {
+        if (!c->err) c->err = std::current_exception();
+      }
+    };
+    host().ctx_parallel_for(c_, n, grain < 1 ? 1 : grain, tramp, &call);
+    if (call.err) std::rethrow_exception(call.err);
+  }
+
+ private:
+  singa_kernel_context* c_;
+};
+
+// ------------------------------------------------------------- registration
+
+struct Constraint {
+  const char* name;
+  int32_t index;
+  uint64_t dtypes;
+};
+
+template <typename K>
+struct KernelTrampolines {
+  static singa_status* create(void*, const singa_node* node, void** state) {
+    SINGA_TRY_BEGIN
+    *state = new K(Node(node));
+    SINGA_TRY_END
+  }
+  static singa_status* compute(void* state, singa_kernel_context* ctx) {
+    SINGA_TRY_BEGIN
+    Context c(ctx);
+    static_cast<const K*>(state)->compute(c);
+    SINGA_TRY_END
+  }
+  static void destroy(void* state) { delete static_cast<K*>(state); }
+};
+
+class Registrar {
+ public:
+  Registrar(const singa_host_api* h, singa_plugin_handle* p) : host_(h), plugin_(p) {}
+
+  // Registers kernel class K for an op over opsets [since, end] on `device`.
+  template <typename K>
+  void kernel(const char* domain, const char* op_type, int since, int end, const char* device,
+              std::initializer_list<Constraint> constraints, uint32_t flags = 0, uint64_t cpu_inputs_mask = 0) {
+    std::vector<singa_type_constraint> cs;
+    for (const auto& c : constraints) cs.push_back({c.name, c.index, c.dtypes});
+    singa_kernel_def def{};
+    def.struct_size = sizeof(def);
+    def.domain = domain;
+    def.op_type = op_type;
+    def.since_version = since;
+    def.end_version = end;
+    def.device = device;
+    def.constraints = cs.data();
+    def.num_constraints = cs.size();
+    def.flags = flags | (cpu_inputs_mask ? uint32_t(SINGA_KERNEL_HOST_INPUTS) : 0u);
+    def.create = &KernelTrampolines<K>::create;
+    def.compute = &KernelTrampolines<K>::compute;
+    def.destroy = &KernelTrampolines<K>::destroy;
+    def.cpu_inputs_mask = cpu_inputs_mask;
+    throw_if(host_->register_kernel(plugin_, &def));
+  }
+  // Registers a raw C definition (for infer/gradient hooks).
+  void kernel_def(const singa_kernel_def& def) { throw_if(host_->register_kernel(plugin_, &def)); }
+  void device(const singa_device_def& def) { throw_if(host_->register_device(plugin_, &def)); }
+
+ private:
+  const singa_host_api* host_;
+  singa_plugin_handle* plugin_;
+};
+
+inline singa_status* plugin_preamble(const singa_host_api* h, singa_plugin* p, const char* name, const char* version,
+                                     const char* description) {
+  // Fields up to abi_minor sit at fixed offsets in every ABI version, so a
+  // host of another major is detected before anything else is touched.
+  if (h == nullptr || p == nullptr) return nullptr;
+  host_ptr() = h;
+  if (SINGA_HAS_FIELD(p, singa_plugin, abi_minor)) {
+    p->abi_major = SINGA_ABI_MAJOR;
+    p->abi_minor = SINGA_ABI_MINOR;
+  }
+  if (SINGA_HAS_FIELD(p, singa_plugin, description)) {
+    p->name = name;
+    p->version = version;
+    p->description = description;
+  }
+  if (h->abi_major != SINGA_ABI_MAJOR) {
+    return h->status_new(SINGA_ABI_MISMATCH, ("plugin '" + std::string(name) + "' was built for ABI major " +
+                                              std::to_string(SINGA_ABI_MAJOR) + ", host has " +
+                                              std::to_string(h->abi_major))
+                                                 .c_str());
+  }
+  return nullptr;
+}
+
+}  // namespace sdk
+}  // namespace singa
+
+// Defines the plugin's one exported symbol. The body that follows sees
+// `reg` (a singa::sdk::Registrar) and may throw.
+#define SINGA_PLUGIN(NAME, VERSION, DESCRIPTION)                                                           \
+  static void singa_plugin_register_(::singa::sdk::Registrar& reg);                                       \
+  extern "C" SINGA_EXPORT singa_status* singa_plugin_init(const singa_host_api* host, singa_plugin* plugin) { \
+    if (singa_status* st = ::singa::sdk::plugin_preamble(host, plugin, NAME, VERSION, DESCRIPTION)) return st; \
+    SINGA_TRY_BEGIN                                                                                        \
+    ::singa::sdk::Registrar reg(host, plugin->handle);                                                     \
+    singa_plugin_register_(reg);                                                                           \
+    SINGA_TRY_END                                                                                          \
+  }                                                                                                        \
+  static void singa_plugin_register_(::singa::sdk::Registrar& reg)
+
+#endif  // SINGA_KERNEL_HPP
