@@ -53,8 +53,10 @@ Executor::Executor(graph::Graph graph, Device* device, int32_t device_id, bool f
       info->inputs.push_back(v >= 0 ? to_info(g_.values[size_t(v)]) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
       info->constants.push_back(v >= 0 && g_.values[size_t(v)].is_initializer ? &g_.values[size_t(v)].constant : nullptr);
     }
-    for (int v : e.node->outputs)
+    for (int v : e.node->outputs) {
+      info->output_present.push_back(v >= 0);
       info->outputs.push_back(v >= 0 ? to_info(g_.values[size_t(v)]) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
+    }
     e.info = std::move(info);
     select(e, fallback);
     singa_status* st = e.kernel->def.create(e.kernel->def.user, e.info.get(), &e.state);

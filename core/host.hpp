@@ -34,6 +34,7 @@ struct singa_node {
   int64_t opset = 0;
   std::vector<singa_value_info> inputs, outputs;
   std::vector<bool> input_present;
+  std::vector<bool> output_present;
   std::vector<const singa::Tensor*> constants;  // host tensors or null
   // DLTensor views of constants and tensor attributes, built on demand.
   mutable std::vector<DLTensor> constant_views;

@@ -123,7 +123,7 @@ int32_t node_input_info(const singa_node* n, size_t i, singa_value_info* out) {
   return copy_info(n->inputs[i], out);
 }
 int32_t node_output_info(const singa_node* n, size_t i, singa_value_info* out) {
-  if (i >= n->outputs.size()) return 0;
+  if (i >= n->outputs.size() || (i < n->output_present.size() && !n->output_present[i])) return 0;
   return copy_info(n->outputs[i], out);
 }
 const DLTensor* node_input_constant(const singa_node* n, size_t i) {

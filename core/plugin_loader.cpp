@@ -88,7 +88,21 @@ static std::vector<std::string> plugin_files(const std::string& dir) {
   return files;
 }
 
+// OpenBLAS picks its kernels when it is loaded (with the first op pack that
+// links it) and misdetects some virtual CPUs as pre-AVX "Prescott", running
+// about 5x slower. Name the core type from what the CPU reports, unless the
+// user already chose one.
+static void choose_openblas_coretype() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (std::getenv("OPENBLAS_CORETYPE")) return;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  else if (__builtin_cpu_supports("avx2")) setenv("OPENBLAS_CORETYPE", "Haswell", 0);
+#endif
+}
+
 std::vector<std::string> Runtime::load(const LoadOptions& options) {
+  choose_openblas_coretype();
   std::vector<std::string> dirs = search_dirs(options);
   std::set<std::string> seen_names;
   {

@@ -40,6 +40,7 @@ ValueInfo value_info(const graph::Value& v) {
   ValueInfo info;
   info.name = v.name;
   info.dtype = v.dtype;
+  info.rank_known = v.rank_known;
   if (v.rank_known) {
     info.dims = v.dims;
     info.dim_names = v.dim_params;
@@ -156,7 +157,7 @@ NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& optio
     if (vi.dtype != 0 && t.dtype() != vi.dtype)
       throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' has element type " + dtype_name(t.dtype()) +
                                               ", the model expects " + dtype_name(vi.dtype));
-    if (vi.dims.empty() && vi.dim_names.empty()) continue;  // rank unknown
+    if (!vi.rank_known) continue;
     if (t.ndim() != int(vi.dims.size()))
       throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' has shape " + shape_to_string(t.shape()) +
                                               ", the model expects rank " + std::to_string(vi.dims.size()) + " " + shape_to_string(vi.dims));

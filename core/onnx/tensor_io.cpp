@@ -98,12 +98,28 @@ Tensor from_proto(const ::onnx::TensorProto& p, const std::string& base_dir) {
   bool external = p.data_location() == ::onnx::TensorProto::EXTERNAL;
   std::string ext;
   if (external) ext = read_external(p, base_dir, bytes);
-  Tensor out(shape, t);
   const std::string* raw = external ? &ext : (p.has_raw_data() ? &p.raw_data() : nullptr);
+  // The data must be in the file: check its size before allocating, so a
+  // hostile shape costs nothing.
+  if (raw && raw->size() != bytes)
+    throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": raw_data holds " + std::to_string(raw->size()) + " bytes but shape " +
+                                            shape_to_string(shape) + " of " + dtype_name(t) + " needs " + std::to_string(bytes));
+  if (!raw) {
+    int64_t have = 0;
+    switch (t) {
+      case SINGA_ONNX_FLOAT: case SINGA_ONNX_COMPLEX64: have = p.float_data_size(); break;
+      case SINGA_ONNX_DOUBLE: case SINGA_ONNX_COMPLEX128: have = p.double_data_size(); break;
+      case SINGA_ONNX_INT64: have = p.int64_data_size(); break;
+      case SINGA_ONNX_UINT32: case SINGA_ONNX_UINT64: have = p.uint64_data_size(); break;
+      default: have = p.int32_data_size(); break;
+    }
+    int64_t want = (t == SINGA_ONNX_COMPLEX64 || t == SINGA_ONNX_COMPLEX128) ? n * 2 : n;
+    if (have != want)
+      throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": holds " + std::to_string(have) + " values but shape " +
+                                              shape_to_string(shape) + " needs " + std::to_string(want));
+  }
+  Tensor out(shape, t);
   if (raw) {
-    if (raw->size() != bytes)
-      throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": raw_data holds " + std::to_string(raw->size()) + " bytes but shape " +
-                                              shape_to_string(shape) + " of " + dtype_name(t) + " needs " + std::to_string(bytes));
     if (bytes) std::memcpy(out.raw_data(), raw->data(), bytes);
     return out;
   }

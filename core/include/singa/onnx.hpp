@@ -40,6 +40,7 @@ struct RunOptions {
 struct ValueInfo {
   std::string name;
   int32_t dtype = 0;
+  bool rank_known = false;            // false: nothing is known of the shape
   std::vector<int64_t> dims;          // -1 where symbolic/unknown
   std::vector<std::string> dim_names; // symbolic names ("" when fixed)
 };

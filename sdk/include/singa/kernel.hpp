@@ -372,9 +372,9 @@ class Node {
     host().node_attr_tensor(n_, name, &t);
     return Tensor(t);
   }
-  [[noreturn]] void fail(const std::string& msg) const {
-    throw Error(SINGA_INVALID_ARGUMENT, op_type() + " node '" + name() + "': " + msg);
-  }
+  // The core prefixes every kernel error with the node's name and op type,
+  // so the message need only say what is wrong.
+  [[noreturn]] void fail(const std::string& msg) const { throw Error(SINGA_INVALID_ARGUMENT, msg); }
 
  private:
   const singa_node* n_;

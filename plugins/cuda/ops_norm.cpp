@@ -1,0 +1,98 @@
+// BatchNormalization (float): inference with the given statistics, and from
+// opset 14 training_mode=1 with batch statistics and updated running ones.
+// y = x * a + c per channel, with a and c computed on the device so that no
+// statistics travel to the host.
+#include "ops_common.hpp"
+#include "register.hpp"
+
+namespace singa {
+namespace cuda {
+
+namespace {
+
+class BatchNorm : public NodeKernel {
+ public:
+  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node) {
+    epsilon_ = node.attr_float("epsilon", 1e-5f);
+    momentum_ = node.attr_float("momentum", 0.9f);
+    if (!(epsilon_ >= 0)) fail("attribute epsilon must not be negative, got " + std::to_string(epsilon_));
+    // spatial=0 (before opset 9) gives each (channel, position) its own statistics.
+    spatial_ = node.opset() >= 9 || node.attr_int("spatial", 1) != 0;
+    const size_t outs = node.num_outputs();
+    if (node.opset() >= 14) {
+      training_ = node.attr_int("training_mode", 0) != 0;
+      if (!training_ && outs > 1)
+        fail("outputs running_mean and running_var exist only with training_mode=1 (got " + std::to_string(outs) +
+             " outputs)");
+    } else if (outs > 1) {
+      fail("training outputs (mean, var, saved_mean, saved_var) at opset " + std::to_string(node.opset()) +
+           " are not supported; only inference (one output) is, or training_mode=1 from opset 14");
+    }
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X"), scale = required(ctx, 1, "scale"), bias = required(ctx, 2, "B");
+    sdk::Tensor mean = required(ctx, 3, "input_mean"), var = required(ctx, 4, "input_var");
+    for (const auto& named : {std::make_pair(&x, "X"), std::make_pair(&scale, "scale"), std::make_pair(&bias, "B"),
+                              std::make_pair(&mean, "input_mean"), std::make_pair(&var, "input_var")})
+      check_float(*named.first, named.second);
+    const sdk::Shape xs = x.shape();
+    check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
+    const int64_t N = xs[0], C = xs[1];
+    const int64_t S = N * C > 0 ? x.numel() / (N * C) : 0;
+    const int64_t channels = spatial_ ? C : C * S, inner = spatial_ ? S : 1;
+    for (const sdk::Tensor* t : {&scale, &bias, &mean, &var})
+      check(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) + " values for X " +
+                                        shape_str(xs) + ", got shape " + shape_str(t->shape()));
+    sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
+    if (training_) check(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
+    if (y.numel() == 0 && !training_) return;
+
+    DeviceGuard guard(device_of(ctx));
+    const cudaStream_t stream = stream_of(ctx);
+    float* scratch = static_cast<float*>(ctx.workspace(size_t(4 * channels) * sizeof(float)));
+    float *a = scratch, *c = scratch + channels;
+    const float* mu = mean.data<float>();
+    const float* sigma2 = var.data<float>();
+    if (training_) {
+      float *batch_mean = scratch + 2 * channels, *batch_var = scratch + 3 * channels;
+      check_launch(launch_channel_stats(x.data<float>(), N, channels, inner, batch_mean, batch_var, stream),
+                   "batch statistics kernel");
+      if (ctx.num_outputs() > 1) running(ctx, 1, mean, batch_mean, stream);
+      if (ctx.num_outputs() > 2) running(ctx, 2, var, batch_var, stream);
+      mu = batch_mean;
+      sigma2 = batch_var;
+    }
+    check_launch(launch_bn_coeffs(scale.data<float>(), bias.data<float>(), mu, sigma2, epsilon_, channels, a, c, stream),
+                 "batch norm coefficients kernel");
+    check_launch(launch_bn_apply(x.data<float>(), y.data<float>(), a, c, N, channels, inner, stream),
+                 "batch norm kernel");
+  }
+
+ private:
+  void running(const sdk::Context& ctx, size_t out, const sdk::Tensor& input, const float* batch,
+               cudaStream_t stream) const {
+    sdk::Tensor r = ctx.output(out, input.shape(), input.dl_dtype());
+    check_launch(launch_bn_running(input.data<float>(), batch, momentum_, input.numel(), r.data<float>(), stream),
+                 "running statistics kernel");
+  }
+
+  float epsilon_ = 1e-5f, momentum_ = 0.9f;
+  bool spatial_ = true, training_ = false;
+};
+
+}  // namespace
+
+void register_norm(sdk::Registrar& reg) {
+  // 6 drops consumed_inputs, 7 is_test, 9 spatial; 14 adds training_mode and
+  // a type for the statistics; 15 separates scale/B from mean/var.
+  reg.kernel<BatchNorm>("", "BatchNormalization", 1, 5, "cuda", {{"T", 0, kF32}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 6, 6, "cuda", {{"T", 0, kF32}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 7, 8, "cuda", {{"T", 0, kF32}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 9, 13, "cuda", {{"T", 0, kF32}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 14, 14, "cuda", {{"T", 0, kF32}, {"U", 3, kF32}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 15, 17, "cuda", {{"T", 0, kF32}, {"T1", 1, kF32}, {"T2", 3, kF32}});
+}
+
+}  // namespace cuda
+}  // namespace singa

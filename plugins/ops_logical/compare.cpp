@@ -1,0 +1,83 @@
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual: bool results of
+// elementwise comparisons over broadcast operands.
+#include "logical_common.hpp"
+
+namespace singa {
+namespace ops {
+namespace logical {
+namespace {
+
+struct EqualOp {
+  template <typename C> bool operator()(C a, C b) const { return a == b; }
+};
+struct LessOp {
+  template <typename C> bool operator()(C a, C b) const { return a < b; }
+};
+struct GreaterOp {
+  template <typename C> bool operator()(C a, C b) const { return a > b; }
+};
+struct LessEqualOp {
+  template <typename C> bool operator()(C a, C b) const { return a <= b; }
+};
+struct GreaterEqualOp {
+  template <typename C> bool operator()(C a, C b) const { return a >= b; }
+};
+
+template <typename Cmp, bool Legacy> class Compare {
+ public:
+  explicit Compare(const sdk::Node& node) : form_(node, Legacy) {}
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor a = ctx.input(0), b = ctx.input(1);
+    if (a.dtype() != b.dtype())
+      sdk::fail(std::string("inputs must share one element type, got ") + sdk::dtype_name(a.dtype()) + " and " +
+                sdk::dtype_name(b.dtype()));
+    BinaryShapes s = form_.shapes(a.shape(), b.shape());
+    sdk::Tensor y = ctx.output(0, s.out, SINGA_ONNX_BOOL);
+    sdk::dispatch(
+        a.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          binary_apply<bool, T, T>(ctx, s, a.data<T>(), b.data<T>(), y.data<bool>(),
+                                   [](T x, T z) { return Cmp()(as_cmp(x), as_cmp(z)); });
+        },
+        sdk::kNumericTypes | kBool);
+  }
+
+ private:
+  BinaryForm form_;
+};
+
+// (since, end, types) of one registration.
+struct Range {
+  int since, end;
+  uint64_t types;
+};
+
+template <typename Cmp> void register_op(sdk::Registrar& reg, const char* op, std::initializer_list<Range> ranges) {
+  const uint64_t out = kBool;
+  for (const Range& r : ranges) {
+    if (r.since < 7)
+      reg.kernel<Compare<Cmp, true>>("", op, r.since, r.end, "cpu", {{"T", 0, r.types}, {"T1", -1, out}});
+    else
+      reg.kernel<Compare<Cmp, false>>("", op, r.since, r.end, "cpu", {{"T", 0, r.types}, {"T1", -1, out}});
+  }
+}
+
+}  // namespace
+
+void register_compare(sdk::Registrar& reg) {
+  const uint64_t floats = sdk::kFloatTypes;
+  const uint64_t numeric = sdk::kFloatTypes | sdk::kIntTypes;
+  const uint64_t eq_old = kBool | sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64);
+  register_op<EqualOp>(reg, "Equal",
+                       {{1, 6, eq_old}, {7, 10, eq_old}, {11, 12, numeric | kBool}, {13, 17, numeric | kBool | kBf16}});
+  register_op<LessOp>(reg, "Less", {{1, 6, floats}, {7, 8, floats}, {9, 12, numeric}, {13, 17, numeric | kBf16}});
+  register_op<GreaterOp>(reg, "Greater", {{1, 6, floats}, {7, 8, floats}, {9, 12, numeric}, {13, 17, numeric | kBf16}});
+  register_op<LessEqualOp>(reg, "LessOrEqual", {{12, 15, numeric}, {16, 17, numeric | kBf16}});
+  register_op<GreaterEqualOp>(reg, "GreaterOrEqual", {{12, 15, numeric}, {16, 17, numeric | kBf16}});
+}
+
+}  // namespace logical
+}  // namespace ops
+}  // namespace singa

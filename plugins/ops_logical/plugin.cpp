@@ -1,0 +1,9 @@
+// The ops_logical pack: comparisons, boolean logic and Where.
+#include "logical_common.hpp"
+
+SINGA_PLUGIN("ops_logical", "0.1.0", "comparison and boolean ops, Where (CPU)") {
+  using namespace singa::ops::logical;
+  register_compare(reg);
+  register_boolean(reg);
+  register_where(reg);
+}

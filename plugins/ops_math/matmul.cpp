@@ -1,0 +1,160 @@
+// matmul.cpp - MatMul (numpy semantics) and Gemm.
+#include "gemm.hpp"
+#include "registry.hpp"
+
+namespace singa {
+namespace ops {
+namespace math {
+namespace {
+
+constexpr uint64_t kBlasTypes = sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE);
+constexpr uint64_t kHalfTypes = sdk::bit(SINGA_ONNX_FLOAT16) | sdk::bit(SINGA_ONNX_BFLOAT16);
+constexpr uint64_t kMatMulTypes = kFloatLike | sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64) |
+                                  sdk::bit(SINGA_ONNX_UINT32) | sdk::bit(SINGA_ONNX_UINT64);
+
+// Scratch floats for running 16-bit float products through sgemm.
+float* float_workspace(const sdk::Context& ctx, int64_t n) {
+  return static_cast<float*>(ctx.workspace(size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
+}
+
+class MatMulKernel {
+ public:
+  explicit MatMulKernel(const sdk::Node& node) {}
+  void compute(sdk::Context& ctx) const {
+    sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs two inputs A and B");
+    sdk::Tensor a = ctx.input(0), b = ctx.input(1);
+    same_dtype(a, b, "inputs A and B");
+    MatMulPlan p = plan_matmul(a.shape(), b.shape());
+    sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
+    sdk::dispatch(
+        a.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (in_mask<T>(kBlasTypes)) {
+            matmul_blas<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>());
+          } else if constexpr (in_mask<T>(kHalfTypes)) {
+            float* af = float_workspace(ctx, a.numel());
+            float* bf = float_workspace(ctx, b.numel());
+            float* yf = float_workspace(ctx, y.numel());
+            convert_n(ctx, a.data<T>(), af, a.numel());
+            convert_n(ctx, b.data<T>(), bf, b.numel());
+            matmul_blas<float>(ctx, p, af, bf, yf);
+            convert_n(ctx, yf, y.data<T>(), y.numel());
+          } else if constexpr (in_mask<T>(kMatMulTypes)) {
+            matmul_generic<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>());
+          }
+        },
+        kMatMulTypes);
+  }
+};
+
+// Y = alpha * op(A) op(B) + beta * C, C broadcast to (M, N): numpy-style
+// from opset 7, or by the `broadcast` attribute before (exact shape when 0).
+// C is optional from opset 11; it is treated as absent when beta is 0.
+class GemmKernel {
+ public:
+  explicit GemmKernel(const sdk::Node& node)
+      : alpha_(node.attr_float("alpha", 1.0f)),
+        beta_(node.attr_float("beta", 1.0f)),
+        trans_a_(node.attr_int("transA", 0) != 0),
+        trans_b_(node.attr_int("transB", 0) != 0),
+        exact_c_(node.opset() < 7 && node.attr_int("broadcast", 0) == 0),
+        c_required_(node.opset() < 11) {}
+
+  void compute(sdk::Context& ctx) const {
+    sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
+    sdk::Tensor a = ctx.input(0), b = ctx.input(1);
+    same_dtype(a, b, "inputs A and B");
+    sdk::check(a.ndim() == 2 && b.ndim() == 2,
+               "A and B must be 2-D, got " + shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    int64_t M = trans_a_ ? a.dim(1) : a.dim(0), K = trans_a_ ? a.dim(0) : a.dim(1);
+    int64_t Kb = trans_b_ ? b.dim(1) : b.dim(0), N = trans_b_ ? b.dim(0) : b.dim(1);
+    sdk::check(K == Kb, "inner dimensions differ: A " + shape_str(a.shape()) + (trans_a_ ? " (transposed)" : "") +
+                            ", B " + shape_str(b.shape()) + (trans_b_ ? " (transposed)" : ""));
+    Shape out_shape{M, N};
+    sdk::Tensor c = ctx.input(2);
+    sdk::check(c.present() || !c_required_, "input C is required before opset 11");
+    if (c.present()) {
+      same_dtype(a, c, "inputs A and C");
+      bool ok = exact_c_ ? c.shape() == out_shape : c.ndim() <= 2 && unidirectional(c.shape(), out_shape);
+      sdk::check(ok, "C " + shape_str(c.shape()) + " cannot be broadcast to the output " + shape_str(out_shape));
+    }
+    bool use_c = c.present() && beta_ != 0.0f;
+    sdk::Tensor y = ctx.output(0, out_shape, a.dtype());
+    sdk::dispatch(
+        a.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (in_mask<T>(kBlasTypes)) {
+            if (use_c) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);
+            blas_gemm(trans_a_, trans_b_, M, N, K, T(alpha_), a.data<T>(), b.data<T>(), use_c ? T(beta_) : T(0),
+                      y.data<T>());
+          } else if constexpr (in_mask<T>(kHalfTypes)) {
+            float* af = float_workspace(ctx, a.numel());
+            float* bf = float_workspace(ctx, b.numel());
+            float* yf = float_workspace(ctx, M * N);
+            convert_n(ctx, a.data<T>(), af, a.numel());
+            convert_n(ctx, b.data<T>(), bf, b.numel());
+            if (use_c) broadcast_copy<T, float>(ctx, c, yf, out_shape);
+            blas_gemm(trans_a_, trans_b_, M, N, K, alpha_, af, bf, use_c ? beta_ : 0.0f, yf);
+            convert_n(ctx, yf, y.data<T>(), M * N);
+          } else if constexpr (in_mask<T>(kMatMulTypes)) {
+            if (use_c) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);
+            integer_gemm<T>(ctx, M, N, K, a.data<T>(), b.data<T>(), use_c, y.data<T>());
+          }
+        },
+        kMatMulTypes);
+  }
+
+ private:
+  static bool unidirectional(const Shape& c, const Shape& out) {
+    for (size_t i = 0; i < c.size(); ++i) {
+      int64_t d = c[c.size() - 1 - i];
+      if (d != 1 && d != out[out.size() - 1 - i]) return false;
+    }
+    return true;
+  }
+
+  // Integer products wrap; alpha/beta other than 1 scale in double.
+  template <typename T>
+  void integer_gemm(const sdk::Context& ctx, int64_t M, int64_t N, int64_t K, const T* A, const T* B, bool use_c,
+                    T* Y) const {
+    using U = acc_t<T>;
+    bool plain = alpha_ == 1.0f && (!use_c || beta_ == 1.0f);
+    double alpha = alpha_, beta = use_c ? beta_ : 0.0;
+    int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, N * K));
+    ctx.parallel_for(M, grain, [&](int64_t rb, int64_t re) {
+      std::vector<U> row(size_t(std::max<int64_t>(N, 1)));
+      for (int64_t i = rb; i < re; ++i) {
+        row_product(i, trans_a_, trans_b_, M, N, K, A, B, row.data());
+        T* y = Y + i * N;
+        for (int64_t j = 0; j < N; ++j) {
+          if (plain)
+            y[j] = T(use_c ? U(row[size_t(j)] + U(y[j])) : row[size_t(j)]);
+          else
+            y[j] = convert<T>(alpha * double(T(row[size_t(j)])) + (use_c ? beta * double(y[j]) : 0.0));
+        }
+      }
+    });
+  }
+  float alpha_, beta_;
+  bool trans_a_, trans_b_;
+  bool exact_c_;
+  bool c_required_;
+};
+
+}  // namespace
+
+void register_matmul(sdk::Registrar& reg) {
+  // MatMul 1, 9, 13 only widen the type list.
+  reg.kernel<MatMulKernel>("", "MatMul", 1, 17, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
+  // Gemm 1-6: C required, `broadcast` attribute; 7-10: unidirectional
+  // broadcast of C; 11-17: C optional.
+  reg.kernel<GemmKernel>("", "Gemm", 1, 6, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
+  reg.kernel<GemmKernel>("", "Gemm", 7, 10, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
+  reg.kernel<GemmKernel>("", "Gemm", 11, 17, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
+}
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa

@@ -1,0 +1,12 @@
+// plugin.cpp - the ops_math pack: elementwise arithmetic, unary math and
+// matrix products on the CPU.
+#include "registry.hpp"
+
+SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Gemm (CPU, OpenBLAS)") {
+  using namespace singa::ops::math;
+  register_binary(reg);
+  register_variadic(reg);
+  register_unary(reg);
+  register_matmul(reg);
+  register_quantized(reg);
+}

@@ -1,0 +1,191 @@
+// quantized.cpp - MatMulInteger and QLinearMatMul: 8-bit products
+// accumulated in int32 after subtracting the zero points.
+#include "gemm.hpp"
+#include "registry.hpp"
+
+namespace singa {
+namespace ops {
+namespace math {
+namespace {
+
+constexpr uint64_t k8Bit = sdk::bit(SINGA_ONNX_INT8) | sdk::bit(SINGA_ONNX_UINT8);
+
+// A per-tensor, per-row or per-column quantisation parameter. Element e of
+// the operand uses values[(e / divisor) % period] (rows of A: divisor K;
+// columns of B: divisor 1, with per-matrix columns folded into `period`).
+template <typename V>
+struct QuantParam {
+  std::vector<V> values{V(0)};
+  int64_t period = 1;
+};
+
+// Reads an optional zero point (same 8-bit type as its operand) or scale of
+// A: scalar, one value per row (M), or per row of every matrix of A.
+template <typename V>
+QuantParam<V> row_param(const sdk::Tensor& t, const char* name, const Shape& a, int64_t M, bool allow_per_matrix) {
+  QuantParam<V> q;
+  if (!t.present()) return q;
+  int64_t n = t.numel(), K = a.back(), rows = K ? sdk::numel(a) / K : 0;
+  Shape per_matrix(a.begin(), a.end() - 1);
+  per_matrix.push_back(1);
+  bool ok = n == 1 || (t.ndim() == 1 && n == M) || (allow_per_matrix && t.shape() == per_matrix);
+  sdk::check(ok, std::string(name) + " " + shape_str(t.shape()) + " must be a scalar or have one value per row of A " +
+                     shape_str(a));
+  q.period = n == 1 ? 1 : (t.ndim() == 1 ? M : rows);
+  q.values.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same<V, float>::value)
+      q.values[size_t(i)] = t.data<float>()[i];
+    else
+      q.values[size_t(i)] = V(t.int_at(i));
+  }
+  return q;
+}
+
+// The same for B's columns: scalar, one value per column (N), or per column
+// of every matrix of B ([..., 1, N]).
+template <typename V>
+QuantParam<V> col_param(const sdk::Tensor& t, const char* name, const Shape& b, int64_t N, bool allow_per_matrix) {
+  QuantParam<V> q;
+  if (!t.present()) return q;
+  int64_t n = t.numel();
+  Shape per_matrix = b;
+  if (per_matrix.size() >= 2) per_matrix[per_matrix.size() - 2] = 1;
+  bool ok = n == 1 || (t.ndim() == 1 && n == N) || (allow_per_matrix && b.size() >= 2 && t.shape() == per_matrix);
+  sdk::check(ok, std::string(name) + " " + shape_str(t.shape()) +
+                     " must be a scalar or have one value per column of B " + shape_str(b));
+  q.period = n;
+  q.values.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same<V, float>::value)
+      q.values[size_t(i)] = t.data<float>()[i];
+    else
+      q.values[size_t(i)] = V(t.int_at(i));
+  }
+  return q;
+}
+
+// out[e] = in[e] - zero_point(e), widened to int32.
+void subtract_zero_points(const sdk::Context& ctx, const sdk::Tensor& in, const QuantParam<int32_t>& zp,
+                          int64_t divisor, int64_t cols, int32_t* out) {
+  sdk::dispatch(
+      in.dtype(),
+      [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (in_mask<T>(k8Bit)) {
+          const T* p = in.data<T>();
+          ctx.parallel_for(in.numel(), 16384, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+              // Rows of A: divisor K, cols 0. Columns of B: (matrix, column) index.
+              int64_t at = cols ? (i / divisor) * cols + i % cols : i / divisor;
+              out[i] = int32_t(p[i]) - zp.values[size_t(at % zp.period)];
+            }
+          });
+        }
+      },
+      k8Bit);
+}
+
+void check_zero_point_type(const sdk::Tensor& zp, const sdk::Tensor& x, const char* name) {
+  if (zp.present()) same_dtype(x, zp, std::string("input and ") + name);
+}
+
+// The int32 product of (A - a_zp) and (B - b_zp), into `y`.
+void integer_product(const sdk::Context& ctx, const MatMulPlan& p, const sdk::Tensor& a, const sdk::Tensor& a_zp,
+                     const sdk::Tensor& b, const sdk::Tensor& b_zp, bool per_matrix, int32_t* y) {
+  Shape as = a.shape(), bs = b.shape();
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  auto azp = row_param<int32_t>(a_zp, "a_zero_point", as, p.M, per_matrix);
+  auto bzp = col_param<int32_t>(b_zp, "b_zero_point", bs, p.N, per_matrix);
+  auto* a32 = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(a.numel(), 1)) * sizeof(int32_t)));
+  auto* b32 = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(b.numel(), 1)) * sizeof(int32_t)));
+  subtract_zero_points(ctx, a, azp, std::max<int64_t>(p.K, 1), 0, a32);
+  // B columns: element e sits in matrix e / (K*N), column e % N.
+  int64_t kn = std::max<int64_t>(p.K * p.N, 1);
+  if (bzp.period > p.N) {
+    subtract_zero_points(ctx, b, bzp, kn, p.N, b32);
+  } else {
+    subtract_zero_points(ctx, b, bzp, 1, 0, b32);
+  }
+  matmul_generic<int32_t>(ctx, p, a32, b32, y);
+}
+
+class MatMulIntegerKernel {
+ public:
+  explicit MatMulIntegerKernel(const sdk::Node& node) {}
+  void compute(sdk::Context& ctx) const {
+    sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
+    sdk::Tensor a = ctx.input(0), b = ctx.input(1), a_zp = ctx.input(2), b_zp = ctx.input(3);
+    check_zero_point_type(a_zp, a, "a_zero_point");
+    check_zero_point_type(b_zp, b, "b_zero_point");
+    MatMulPlan p = plan_matmul(a.shape(), b.shape());
+    sdk::Tensor y = ctx.output(0, p.out_shape, SINGA_ONNX_INT32);
+    integer_product(ctx, p, a, a_zp, b, b_zp, true, y.data<int32_t>());
+  }
+};
+
+// y = saturate(round_half_even((A - a_zp)(B - b_zp) * a_scale * b_scale / y_scale) + y_zp)
+class QLinearMatMulKernel {
+ public:
+  explicit QLinearMatMulKernel(const sdk::Node& node) {}
+  void compute(sdk::Context& ctx) const {
+    for (size_t i = 0; i < 8; ++i)
+      sdk::check(ctx.has_input(i), "input " + std::to_string(i) + " is missing (all eight inputs are required)");
+    sdk::Tensor a = ctx.input(0), a_scale = ctx.input(1), a_zp = ctx.input(2);
+    sdk::Tensor b = ctx.input(3), b_scale = ctx.input(4), b_zp = ctx.input(5);
+    sdk::Tensor y_scale = ctx.input(6), y_zp = ctx.input(7);
+    check_zero_point_type(a_zp, a, "a_zero_point");
+    check_zero_point_type(b_zp, b, "b_zero_point");
+    for (const sdk::Tensor* s : {&a_scale, &b_scale, &y_scale})
+      sdk::check(s->dtype() == SINGA_ONNX_FLOAT, "scales must be float tensors");
+    sdk::check(y_scale.numel() == 1 && y_zp.numel() == 1, "y_scale and y_zero_point must be scalars");
+    sdk::check(y_scale.data<float>()[0] != 0.0f, "y_scale is 0");
+
+    MatMulPlan p = plan_matmul(a.shape(), b.shape());
+    int64_t count = sdk::numel(p.out_shape);
+    auto* acc = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(count, 1)) * sizeof(int32_t)));
+    integer_product(ctx, p, a, a_zp, b, b_zp, false, acc);
+
+    Shape as = a.shape(), bs = b.shape();
+    if (as.size() == 1) as.insert(as.begin(), 1);
+    if (bs.size() == 1) bs.push_back(1);
+    auto sa = row_param<float>(a_scale, "a_scale", as, p.M, false);
+    auto sb = col_param<float>(b_scale, "b_scale", bs, p.N, false);
+    float ys = y_scale.data<float>()[0];
+    int64_t zero = y_zp.int_at(0);
+    sdk::Tensor y = ctx.output(0, p.out_shape, y_zp.dtype());
+    sdk::dispatch(
+        y_zp.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (in_mask<T>(k8Bit)) {
+            T* out = y.data<T>();
+            int64_t M = std::max<int64_t>(p.M, 1), N = std::max<int64_t>(p.N, 1);
+            ctx.parallel_for(count, 16384, [&](int64_t b, int64_t e) {
+              for (int64_t o = b; o < e; ++o) {
+                int64_t i = (o / N) % M, j = o % N;
+                // numpy's order: the float32 multiplier times the int32 sum in double.
+                float mult = sa.values[size_t(i % sa.period)] * sb.values[size_t(j % sb.period)] / ys;
+                double v = round_half_even(double(acc[o]) * double(mult)) + double(zero);
+                out[o] = float_to_int<T>(v);
+              }
+            });
+          }
+        },
+        k8Bit);
+  }
+};
+
+}  // namespace
+
+void register_quantized(sdk::Registrar& reg) {
+  reg.kernel<MatMulIntegerKernel>("", "MatMulInteger", 10, 17, "cpu",
+                                  {{"T1", 0, k8Bit}, {"T2", 1, k8Bit}, {"T3", -1, sdk::bit(SINGA_ONNX_INT32)}});
+  reg.kernel<QLinearMatMulKernel>("", "QLinearMatMul", 10, 17, "cpu",
+                                  {{"T1", 0, k8Bit}, {"T2", 3, k8Bit}, {"T3", 7, k8Bit}});
+}
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa

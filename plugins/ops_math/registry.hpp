@@ -1,0 +1,20 @@
+// registry.hpp - each source file of the pack registers its own kernels.
+#ifndef SINGA_OPS_MATH_REGISTRY_HPP
+#define SINGA_OPS_MATH_REGISTRY_HPP
+
+#include <singa/kernel.hpp>
+
+namespace singa {
+namespace ops {
+namespace math {
+
+void register_binary(sdk::Registrar& reg);     // Add Sub Mul Div Pow Mod BitShift
+void register_variadic(sdk::Registrar& reg);   // Sum Mean Max Min
+void register_unary(sdk::Registrar& reg);      // Sqrt Exp ... IsNaN IsInf
+void register_matmul(sdk::Registrar& reg);     // MatMul Gemm
+void register_quantized(sdk::Registrar& reg);  // MatMulInteger QLinearMatMul
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa
+#endif

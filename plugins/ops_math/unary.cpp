@@ -1,0 +1,205 @@
+// unary.cpp - elementwise one-input math: roots, exponentials, rounding,
+// trigonometry, sign/abs/neg and the IsNaN/IsInf predicates.
+#include "math_common.hpp"
+#include "registry.hpp"
+
+namespace singa {
+namespace ops {
+namespace math {
+namespace {
+
+constexpr uint64_t kTrigTypes = sdk::kFloatTypes;  // float, double, float16
+constexpr int64_t kCheap = 16384;                  // elements per task for one-instruction ops
+constexpr int64_t kCostly = 4096;                  // ... for libm calls
+
+// Each functor runs on the compute type (float for 16-bit floats) and lists
+// the dtypes it implements and its parallel grain.
+#define SINGA_FLOAT_UNARY(NAME, TYPES, GRAIN, EXPR) \
+  struct NAME {                                     \
+    static constexpr uint64_t kTypes = TYPES;       \
+    static constexpr int64_t kGrain = GRAIN;        \
+    template <typename C>                           \
+    C operator()(C x) const {                       \
+      return EXPR;                                  \
+    }                                               \
+  };
+
+SINGA_FLOAT_UNARY(SqrtFn, kFloatLike, kCostly, std::sqrt(x))
+SINGA_FLOAT_UNARY(ExpFn, kFloatLike, kCostly, std::exp(x))
+SINGA_FLOAT_UNARY(LogFn, kFloatLike, kCostly, std::log(x))
+SINGA_FLOAT_UNARY(ReciprocalFn, kFloatLike, kCheap, C(1) / x)
+SINGA_FLOAT_UNARY(FloorFn, kFloatLike, kCheap, std::floor(x))
+SINGA_FLOAT_UNARY(CeilFn, kFloatLike, kCheap, std::ceil(x))
+SINGA_FLOAT_UNARY(SinFn, kTrigTypes, kCostly, std::sin(x))
+SINGA_FLOAT_UNARY(CosFn, kTrigTypes, kCostly, std::cos(x))
+SINGA_FLOAT_UNARY(TanFn, kTrigTypes, kCostly, std::tan(x))
+SINGA_FLOAT_UNARY(AsinFn, kTrigTypes, kCostly, std::asin(x))
+SINGA_FLOAT_UNARY(AcosFn, kTrigTypes, kCostly, std::acos(x))
+SINGA_FLOAT_UNARY(AtanFn, kTrigTypes, kCostly, std::atan(x))
+SINGA_FLOAT_UNARY(SinhFn, kTrigTypes, kCostly, std::sinh(x))
+SINGA_FLOAT_UNARY(CoshFn, kTrigTypes, kCostly, std::cosh(x))
+SINGA_FLOAT_UNARY(AsinhFn, kTrigTypes, kCostly, std::asinh(x))
+SINGA_FLOAT_UNARY(AcoshFn, kTrigTypes, kCostly, std::acosh(x))
+SINGA_FLOAT_UNARY(AtanhFn, kTrigTypes, kCostly, std::atanh(x))
+#undef SINGA_FLOAT_UNARY
+
+struct RoundFn {
+  static constexpr uint64_t kTypes = sdk::kFloatTypes;
+  static constexpr int64_t kGrain = kCheap;
+  template <typename C>
+  C operator()(C x) const {
+    return round_half_even(x);
+  }
+};
+
+// ONNX lists integer types for Erf too: computed in double, truncated back.
+struct ErfFn {
+  static constexpr uint64_t kTypes = kNumeric;
+  static constexpr int64_t kGrain = kCostly;
+  template <typename C>
+  auto operator()(C x) const {
+    if constexpr (is_int_v<C>)
+      return std::erf(double(x));
+    else
+      return std::erf(x);
+  }
+};
+
+struct AbsFn {
+  static constexpr uint64_t kTypes = kNumeric;
+  static constexpr int64_t kGrain = kCheap;
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point<C>::value)
+      return std::fabs(x);
+    else if constexpr (std::is_signed<C>::value)
+      return x < 0 ? wrap_neg(x) : x;
+    else
+      return x;
+  }
+};
+
+struct NegFn {
+  static constexpr uint64_t kTypes = kSignedNumeric;
+  static constexpr int64_t kGrain = kCheap;
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_int_v<C>)
+      return wrap_neg(x);
+    else
+      return -x;
+  }
+};
+
+// NaN stays NaN for floats.
+struct SignFn {
+  static constexpr uint64_t kTypes = kNumeric;
+  static constexpr int64_t kGrain = kCheap;
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point<C>::value)
+      return x > 0 ? C(1) : x < 0 ? C(-1) : x;
+    else if constexpr (std::is_signed<C>::value)
+      return C((x > 0) - (x < 0));
+    else
+      return C(x > 0);
+  }
+};
+
+template <typename Fn>
+class UnaryKernel {
+ public:
+  explicit UnaryKernel(const sdk::Node& node) {}
+  void compute(sdk::Context& ctx) const {
+    sdk::check(ctx.has_input(0), "input X is missing");
+    sdk::Tensor x = ctx.input(0);
+    sdk::Tensor y = ctx.output(0, x.shape(), x.dtype());
+    sdk::dispatch(
+        x.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (in_mask<T>(Fn::kTypes)) {
+            unary_map<T, T>(ctx, x, y, Fn::kGrain, [](T v) { return convert<T>(Fn{}(compute_t<T>(v))); });
+          }
+        },
+        Fn::kTypes);
+  }
+};
+
+// ------------------------------------------------------------ predicates
+
+template <typename Pred>
+void predicate_map(sdk::Context& ctx, uint64_t types, Pred pred) {
+  sdk::check(ctx.has_input(0), "input X is missing");
+  sdk::Tensor x = ctx.input(0);
+  sdk::Tensor y = ctx.output(0, x.shape(), SINGA_ONNX_BOOL);
+  sdk::dispatch(
+      x.dtype(),
+      [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (in_mask<T>(kFloatLike)) {
+          unary_map<T, bool>(ctx, x, y, kCheap, [&pred](T v) { return pred(compute_t<T>(v)); });
+        }
+      },
+      types);
+}
+
+class IsNaNKernel {
+ public:
+  explicit IsNaNKernel(const sdk::Node& node) {}
+  void compute(sdk::Context& ctx) const {
+    predicate_map(ctx, kFloatLike, [](auto v) { return v != v; });
+  }
+};
+
+class IsInfKernel {
+ public:
+  explicit IsInfKernel(const sdk::Node& node)
+      : negative_(node.attr_int("detect_negative", 1) != 0), positive_(node.attr_int("detect_positive", 1) != 0) {}
+  void compute(sdk::Context& ctx) const {
+    bool neg = negative_, pos = positive_;
+    predicate_map(ctx, kFloatLike, [neg, pos](auto v) { return std::isinf(v) && (v > 0 ? pos : neg); });
+  }
+
+ private:
+  bool negative_, positive_;
+};
+
+template <typename Fn>
+void reg_unary(sdk::Registrar& reg, const char* op, int since) {
+  reg.kernel<UnaryKernel<Fn>>("", op, since, 17, "cpu", {{"T", 0, Fn::kTypes}}, SINGA_KERNEL_MAY_INPLACE);
+}
+
+}  // namespace
+
+void register_unary(sdk::Registrar& reg) {
+  // Opset 1 versions differ only in the ignored consumed_inputs attribute.
+  reg_unary<SqrtFn>(reg, "Sqrt", 1);
+  reg_unary<ExpFn>(reg, "Exp", 1);
+  reg_unary<LogFn>(reg, "Log", 1);
+  reg_unary<ReciprocalFn>(reg, "Reciprocal", 1);
+  reg_unary<FloorFn>(reg, "Floor", 1);
+  reg_unary<CeilFn>(reg, "Ceil", 1);
+  reg_unary<AbsFn>(reg, "Abs", 1);
+  reg_unary<NegFn>(reg, "Neg", 1);
+  reg_unary<ErfFn>(reg, "Erf", 9);
+  reg_unary<SignFn>(reg, "Sign", 9);
+  reg_unary<RoundFn>(reg, "Round", 11);
+  reg_unary<SinFn>(reg, "Sin", 7);
+  reg_unary<CosFn>(reg, "Cos", 7);
+  reg_unary<TanFn>(reg, "Tan", 7);
+  reg_unary<AsinFn>(reg, "Asin", 7);
+  reg_unary<AcosFn>(reg, "Acos", 7);
+  reg_unary<AtanFn>(reg, "Atan", 7);
+  reg_unary<SinhFn>(reg, "Sinh", 9);
+  reg_unary<CoshFn>(reg, "Cosh", 9);
+  reg_unary<AsinhFn>(reg, "Asinh", 9);
+  reg_unary<AcoshFn>(reg, "Acosh", 9);
+  reg_unary<AtanhFn>(reg, "Atanh", 9);
+  reg.kernel<IsNaNKernel>("", "IsNaN", 9, 17, "cpu", {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
+  reg.kernel<IsInfKernel>("", "IsInf", 10, 17, "cpu", {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
+}
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa

@@ -1,0 +1,91 @@
+// variadic.cpp - Sum, Mean, Max, Min over any number of broadcast inputs.
+#include "binary_common.hpp"
+#include "registry.hpp"
+
+namespace singa {
+namespace ops {
+namespace math {
+namespace {
+
+struct SumFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_int_v<C>) {
+      using W = wide_unsigned_t<C>;
+      return C(W(a) + W(b));
+    } else {
+      return a + b;
+    }
+  }
+};
+// NaN wins in either position, as numpy's maximum/minimum.
+struct MaxFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return (a > b || a != a) ? a : b;
+  }
+};
+struct MinFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return (a < b || a != a) ? a : b;
+  }
+};
+
+// Folds the inputs pairwise into the output: out = f(in0, in1), then
+// out = f(out, ink). Reading and writing the same index of `out` is safe.
+template <typename Fn, uint64_t kTypes, bool kMean>
+class VariadicKernel {
+ public:
+  explicit VariadicKernel(const sdk::Node& node) {}
+  void compute(sdk::Context& ctx) const {
+    size_t n = ctx.num_inputs();
+    sdk::check(n >= 1, "needs at least one input");
+    std::vector<Shape> shapes;
+    for (size_t i = 0; i < n; ++i) {
+      sdk::check(ctx.has_input(i), "input " + std::to_string(i) + " is missing");
+      if (i) same_dtype(ctx.input(0), ctx.input(i), "inputs 0 and " + std::to_string(i));
+      shapes.push_back(ctx.input(i).shape());
+    }
+    Shape out_shape = broadcast_shapes(shapes);
+    sdk::Tensor first = ctx.input(0);
+    sdk::Tensor out = ctx.output(0, out_shape, first.dtype());
+    sdk::dispatch(
+        first.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (in_mask<T>(kTypes)) {
+            if (n == 1) {
+              broadcast_copy<T, T>(ctx, first, out.data<T>(), out_shape);
+              return;
+            }
+            binary_broadcast<T, T, T>(ctx, first, ctx.input(1), out, Via<T, Fn>{});
+            for (size_t i = 2; i < n; ++i) binary_broadcast<T, T, T>(ctx, out, ctx.input(i), out, Via<T, Fn>{});
+            if constexpr (kMean) {
+              using C = compute_t<T>;
+              C count = C(n);
+              unary_map<T, T>(ctx, out, out, 16384, [count](T v) { return T(C(v) / count); });
+            }
+          }
+        },
+        kTypes);
+  }
+};
+
+}  // namespace
+
+void register_variadic(sdk::Registrar& reg) {
+  // Opsets before 8 required equal shapes; numpy broadcasting is a superset.
+  using Sum = VariadicKernel<SumFn, kFloatLike, false>;
+  using Mean = VariadicKernel<SumFn, kFloatLike, true>;
+  using Max = VariadicKernel<MaxFn, kNumeric, false>;
+  using Min = VariadicKernel<MinFn, kNumeric, false>;
+  reg.kernel<Sum>("", "Sum", 1, 17, "cpu", {{"T", 0, kFloatLike}});
+  reg.kernel<Mean>("", "Mean", 1, 17, "cpu", {{"T", 0, kFloatLike}});
+  reg.kernel<Max>("", "Max", 1, 17, "cpu", {{"T", 0, kNumeric}});
+  reg.kernel<Min>("", "Min", 1, 17, "cpu", {{"T", 0, kNumeric}});
+}
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa

@@ -1,0 +1,239 @@
+// Elementwise activations (Relu, Sigmoid, Elu, ...) and PRelu.
+#include "nn_common.hpp"
+#include "register.hpp"
+
+#include <broadcast.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace singa {
+namespace nn {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+// Integers compute in their own type; reals in acc_t.
+template <class T>
+using arith_t = std::conditional_t<std::is_integral<T>::value, T, acc_t<T>>;
+
+// y = Op(x) elementwise. Op is built from the node (attributes) and applied
+// to each element in arith_t<T>. With kInts the op also takes signed integers.
+template <class Op, bool kInts = false>
+class Unary : public NodeKernel {
+ public:
+  explicit Unary(const sdk::Node& node) : NodeKernel(node), op_(node, *this) {}
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    sdk::Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      using A = arith_t<T>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = from_acc<T>(op_(to_acc<A>(px[i])));
+      });
+    };
+    if constexpr (kInts)
+      dispatch_among<float, double, half, bfloat16, int8_t, int16_t, int32_t, int64_t>(x.dtype(), where(), run);
+    else
+      dispatch_real(x.dtype(), where(), run);
+  }
+
+ private:
+  Op op_;
+};
+
+struct ReluOp {
+  ReluOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const { return x < A(0) ? A(0) : x; }  // NaN passes through
+};
+
+struct LeakyReluOp {
+  float alpha;
+  LeakyReluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 0.01f)) {}
+  template <class A>
+  A operator()(A x) const { return x < A(0) ? A(alpha) * x : x; }
+};
+
+struct SigmoidOp {
+  SigmoidOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const {
+    // Both branches keep exp's argument <= 0, so nothing overflows.
+    if (x >= A(0)) return A(1) / (A(1) + std::exp(-x));
+    A e = std::exp(x);
+    return e / (A(1) + e);
+  }
+};
+
+struct TanhOp {
+  TanhOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const { return std::tanh(x); }
+};
+
+struct EluOp {
+  float alpha;
+  EluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
+  template <class A>
+  A operator()(A x) const { return x < A(0) ? A(alpha) * std::expm1(x) : x; }
+};
+
+struct SeluOp {
+  float alpha, gamma;
+  SeluOp(const sdk::Node& n, const NodeKernel&)
+      : alpha(n.attr_float("alpha", 1.67326319217681884765625f)), gamma(n.attr_float("gamma", 1.05070102214813232421875f)) {}
+  template <class A>
+  A operator()(A x) const { return x > A(0) ? A(gamma) * x : A(gamma) * A(alpha) * std::expm1(x); }
+};
+
+struct CeluOp {
+  float alpha;
+  CeluOp(const sdk::Node& n, const NodeKernel& k) : alpha(n.attr_float("alpha", 1.0f)) {
+    if (alpha == 0.0f) k.fail("attribute alpha must not be 0 (it divides the input)");
+  }
+  template <class A>
+  A operator()(A x) const { return x > A(0) ? x : A(alpha) * std::expm1(x / A(alpha)); }
+};
+
+struct HardSigmoidOp {
+  float alpha, beta;
+  HardSigmoidOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
+  template <class A>
+  A operator()(A x) const { return std::min(A(1), std::max(A(0), A(alpha) * x + A(beta))); }
+};
+
+struct HardSwishOp {
+  HardSwishOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const { return x * std::min(A(1), std::max(A(0), x / A(6) + A(0.5))); }
+};
+
+struct SoftplusOp {
+  SoftplusOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const {
+    // log(1 + e^x) without overflow for large x.
+    return x > A(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  }
+};
+
+struct SoftsignOp {
+  SoftsignOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const { return x / (A(1) + std::abs(x)); }
+};
+
+struct ThresholdedReluOp {
+  float alpha;
+  ThresholdedReluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
+  template <class A>
+  A operator()(A x) const { return x > A(alpha) ? x : A(0); }
+};
+
+// y = x >= 0 ? x : slope * x, slope broadcast to x's shape. Before opset 7
+// a 1-D slope with one value per channel applies along axis 1.
+class PRelu : public NodeKernel {
+ public:
+  explicit PRelu(const sdk::Node& node) : NodeKernel(node) {}
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    sdk::Tensor slope = required(ctx, 1, "slope");
+    check(slope.dtype() == x.dtype(), std::string("slope is ") + sdk::dtype_name(slope.dtype()) + " but X is " +
+                                          sdk::dtype_name(x.dtype()));
+    const Shape xs = x.shape();
+    Shape ss = slope.shape();
+    if (opset() < 7 && ss.size() == 1 && xs.size() >= 2 && ss[0] == xs[1] && ss[0] != 1) ss.resize(xs.size() - 1, 1);
+    bool ok = ss.size() <= xs.size();
+    for (size_t i = 0; ok && i < ss.size(); ++i) {
+      int64_t d = ss[ss.size() - 1 - i];
+      ok = d == 1 || d == xs[xs.size() - 1 - i];
+    }
+    check(ok, "slope of shape " + shape_str(slope.shape()) + " does not broadcast to X of shape " + shape_str(xs));
+    sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
+    ops::Broadcaster<2> bc(xs, {xs, ss});
+    dispatch_among<float, double, half, bfloat16, int32_t, int64_t, uint32_t, uint64_t>(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      using A = arith_t<T>;
+      const T* px = x.data<T>();
+      const T* ps = slope.data<T>();
+      T* py = y.data<T>();
+      ctx.parallel_for(bc.rows(), std::max<int64_t>(1, kGrain / bc.inner()), [&](int64_t rb, int64_t re) {
+        bc.run_rows(rb, re, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) {
+            const A v = to_acc<A>(px[off[0] + i * st[0]]);
+            py[o + i] = v < A(0) ? from_acc<T>(to_acc<A>(ps[off[1] + i * st[1]]) * v) : px[off[0] + i * st[0]];
+          }
+        });
+      });
+    });
+  }
+};
+
+// Shrink: x < -lambd ? x + bias : (x > lambd ? x - bias : 0), any numeric type.
+class Shrink : public NodeKernel {
+ public:
+  explicit Shrink(const sdk::Node& node)
+      : NodeKernel(node), lambd_(node.attr_float("lambd", 0.5f)), bias_(node.attr_float("bias", 0.0f)) {}
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "input");
+    sdk::Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
+    dispatch_among<float, double, half, bfloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
+                   uint64_t>(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      // Integers go through double so that +-bias cannot wrap before the cast.
+      using A = std::conditional_t<std::is_integral<T>::value, double, acc_t<T>>;
+      const A lambd = A(lambd_), bias = A(bias_);
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const A v = to_acc<A>(px[i]);
+          py[i] = from_acc<T>(v < -lambd ? v + bias : (v > lambd ? v - bias : A(0)));
+        }
+      });
+    });
+  }
+
+ private:
+  float lambd_, bias_;
+};
+
+template <class Op>
+void reg_unary(sdk::Registrar& reg, const char* op, int since, int end, uint64_t types) {
+  reg.kernel<Unary<Op>>("", op, since, end, "cpu", {{"T", 0, types}}, SINGA_KERNEL_MAY_INPLACE);
+}
+
+}  // namespace
+
+void register_activations(sdk::Registrar& reg) {
+  const uint64_t ints = sdk::kSignedIntTypes;
+  // Relu-14 adds signed integers.
+  reg.kernel<Unary<ReluOp>>("", "Relu", 1, 13, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);
+  reg.kernel<Unary<ReluOp, true>>("", "Relu", 14, 17, "cpu", {{"T", 0, kRealTypes | ints}}, SINGA_KERNEL_MAY_INPLACE);
+  reg_unary<LeakyReluOp>(reg, "LeakyRelu", 1, 17, kRealTypes);
+  reg_unary<SigmoidOp>(reg, "Sigmoid", 1, 17, kRealTypes);
+  reg_unary<TanhOp>(reg, "Tanh", 1, 17, kRealTypes);
+  reg_unary<EluOp>(reg, "Elu", 1, 17, kRealTypes);
+  reg_unary<SeluOp>(reg, "Selu", 1, 17, kRealTypes);
+  reg_unary<CeluOp>(reg, "Celu", 12, 17, kRealTypes);
+  reg_unary<HardSigmoidOp>(reg, "HardSigmoid", 1, 17, kRealTypes);
+  reg_unary<HardSwishOp>(reg, "HardSwish", 14, 17, kRealTypes);
+  reg_unary<SoftplusOp>(reg, "Softplus", 1, 17, kRealTypes);
+  reg_unary<SoftsignOp>(reg, "Softsign", 1, 17, kRealTypes);
+  reg_unary<ThresholdedReluOp>(reg, "ThresholdedRelu", 10, 17, kRealTypes);
+  reg.kernel<Shrink>("", "Shrink", 9, 17, "cpu", {{"T", 0, sdk::kNumericTypes}}, SINGA_KERNEL_MAY_INPLACE);
+  // PRelu-9 adds integer types.
+  const uint64_t prelu_ints = bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64) | bit(SINGA_ONNX_UINT32) | bit(SINGA_ONNX_UINT64);
+  reg.kernel<PRelu>("", "PRelu", 1, 8, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);
+  reg.kernel<PRelu>("", "PRelu", 9, 17, "cpu", {{"T", 0, kRealTypes | prelu_ints}}, SINGA_KERNEL_MAY_INPLACE);
+}
+
+}  // namespace nn
+}  // namespace singa

@@ -1,0 +1,143 @@
+// BatchNormalization: inference with running statistics, and (opset 14+,
+// training_mode=1) normalisation with batch statistics plus updated
+// running mean and variance.
+#include "nn_common.hpp"
+#include "register.hpp"
+
+#include <cmath>
+
+namespace singa {
+namespace nn {
+namespace {
+
+class BatchNorm : public NodeKernel {
+ public:
+  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node) {
+    epsilon_ = node.attr_float("epsilon", 1e-5f);
+    momentum_ = node.attr_float("momentum", 0.9f);
+    if (!(epsilon_ >= 0)) fail("attribute epsilon must not be negative, got " + std::to_string(epsilon_));
+    // `spatial` (before opset 9): 0 gives every element of a sample its own statistics.
+    spatial_ = node.opset() >= 9 || node.attr_int("spatial", 1) != 0;
+    const size_t outs = node.num_outputs();
+    if (node.opset() >= 14) {
+      training_ = node.attr_int("training_mode", 0) != 0;
+      if (!training_ && outs > 1)
+        fail("outputs running_mean and running_var exist only with training_mode=1 (got " + std::to_string(outs) +
+             " outputs)");
+    } else if (outs > 1) {
+      fail("training outputs (mean, var, saved_mean, saved_var) at opset " + std::to_string(node.opset()) +
+           " are not supported; only inference (one output) is, or training_mode=1 from opset 14");
+    }
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    sdk::Tensor scale = required(ctx, 1, "scale");
+    sdk::Tensor bias = required(ctx, 2, "B");
+    sdk::Tensor mean = required(ctx, 3, "input_mean");
+    sdk::Tensor var = required(ctx, 4, "input_var");
+    const Shape xs = x.shape();
+    check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
+    const int64_t N = xs[0], C = xs[1], S = N ? x.numel() / (N * std::max<int64_t>(1, C)) : 0;
+    // Statistics per channel, or per (channel, position) without `spatial`.
+    const int64_t channels = spatial_ ? C : C * S, inner = spatial_ ? S : 1;
+    for (auto* t : {&scale, &bias, &mean, &var})
+      check(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) + " values for X " +
+                                        shape_str(xs) + ", got shape " + shape_str(t->shape()));
+    sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
+    std::vector<double> sc = real_values(scale, where()), b = real_values(bias, where());
+    std::vector<double> mu = real_values(mean, where()), vr = real_values(var, where());
+
+    if (training_) {
+      check(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
+      std::vector<double> bm(static_cast<size_t>(channels)), bv(static_cast<size_t>(channels));
+      batch_stats(ctx, x, N, channels, inner, bm, bv);
+      if (ctx.num_outputs() > 1) write_running(ctx, 1, mean, mu, bm);
+      if (ctx.num_outputs() > 2) write_running(ctx, 2, var, vr, bv);
+      mu = bm;
+      vr = bv;
+    }
+    // y = x * a + c per channel.
+    std::vector<double> a(static_cast<size_t>(channels)), c(static_cast<size_t>(channels));
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = sc[i] / std::sqrt(vr[i] + double(epsilon_));
+      c[i] = b[i] - mu[i] * a[i];
+    }
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      using A = acc_t<T>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.parallel_for(N * channels, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner)), [&](int64_t pb, int64_t pe) {
+        for (int64_t p = pb; p < pe; ++p) {
+          const A ap = A(a[size_t(p % channels)]), cp = A(c[size_t(p % channels)]);
+          const T* xp = px + p * inner;
+          T* yp = py + p * inner;
+          for (int64_t i = 0; i < inner; ++i) yp[i] = from_acc<T>(to_acc<A>(xp[i]) * ap + cp);
+        }
+      });
+    });
+  }
+
+ private:
+  // Mean and (population) variance of each channel over the batch and positions.
+  void batch_stats(const sdk::Context& ctx, const sdk::Tensor& x, int64_t N, int64_t channels, int64_t inner,
+                   std::vector<double>& mean, std::vector<double>& var) const {
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x.data<T>();
+      ctx.parallel_for(channels, 1, [&](int64_t cb, int64_t ce) {
+        for (int64_t c = cb; c < ce; ++c) {
+          double s = 0, ss = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const T* xp = px + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) s += to_acc<double>(xp[i]);
+          }
+          const double m = s / double(N * inner);
+          for (int64_t n = 0; n < N; ++n) {
+            const T* xp = px + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) {
+              const double d = to_acc<double>(xp[i]) - m;
+              ss += d * d;
+            }
+          }
+          mean[size_t(c)] = m;
+          var[size_t(c)] = ss / double(N * inner);
+        }
+      });
+    });
+  }
+
+  // running = input * momentum + batch * (1 - momentum), in the input's type.
+  void write_running(const sdk::Context& ctx, size_t out, const sdk::Tensor& like, const std::vector<double>& input,
+                     const std::vector<double>& batch) const {
+    sdk::Tensor r = ctx.output(out, like.shape(), like.dl_dtype());
+    const double m = momentum_;
+    dispatch_real(like.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      T* p = r.data<T>();
+      for (size_t i = 0; i < input.size(); ++i) p[i] = from_acc<T>(acc_t<T>(input[i] * m + batch[i] * (1 - m)));
+    });
+  }
+
+  float epsilon_ = 1e-5f, momentum_ = 0.9f;
+  bool spatial_ = true, training_ = false;
+};
+
+}  // namespace
+
+void register_batch_norm(sdk::Registrar& reg) {
+  const uint64_t f = sdk::kFloatTypes;
+  // 6 drops consumed_inputs, 7 is_test, 9 spatial; 14 adds training_mode and a
+  // separate type for the statistics; 15 separates scale/B from mean/var.
+  reg.kernel<BatchNorm>("", "BatchNormalization", 1, 5, "cpu", {{"T", 0, f}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 6, 6, "cpu", {{"T", 0, f}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 7, 8, "cpu", {{"T", 0, f}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 9, 13, "cpu", {{"T", 0, f}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 14, 14, "cpu", {{"T", 0, kRealTypes}, {"U", 3, kRealTypes}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 15, 17, "cpu",
+                        {{"T", 0, kRealTypes}, {"T1", 1, kRealTypes}, {"T2", 3, kRealTypes}});
+}
+
+}  // namespace nn
+}  // namespace singa

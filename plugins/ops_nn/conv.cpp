@@ -1,0 +1,105 @@
+// Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias).
+#include "conv_impl.hpp"
+#include "nn_common.hpp"
+#include "register.hpp"
+#include "spatial.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace singa {
+namespace nn {
+namespace {
+
+class Conv : public NodeKernel {
+ public:
+  explicit Conv(const sdk::Node& node) : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)) {
+    if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
+    // 16-bit float weights are widened once here instead of on every run.
+    sdk::Tensor w = node.constant(1);
+    if (w.present() && (w.dtype() == SINGA_ONNX_FLOAT16 || w.dtype() == SINGA_ONNX_BFLOAT16)) {
+      dispatch_among<half, bfloat16>(w.dtype(), where(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* p = w.data<T>();
+        wide_weights_.resize(size_t(w.numel()));
+        for (size_t i = 0; i < wide_weights_.size(); ++i) wide_weights_[i] = to_acc<float>(p[i]);
+      });
+    }
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    sdk::Tensor w = required(ctx, 1, "W");
+    sdk::Tensor b = ctx.input(2);
+    check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
+          std::string("X, W and B must share one element type, got ") + sdk::dtype_name(x.dtype()) + ", " +
+              sdk::dtype_name(w.dtype()) + (b.present() ? std::string(", ") + sdk::dtype_name(b.dtype()) : ""));
+    const Shape xs = x.shape(), ws = w.shape();
+    std::vector<int64_t> in = spatial_dims(xs, "X", *this);
+    check(ws.size() == xs.size(), "W of shape " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+    const int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
+    check(Cg * group_ == C, "X has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
+                                std::to_string(group_) + " expects " + std::to_string(Cg * group_));
+    check(M % group_ == 0, "W has " + std::to_string(M) + " output channels, not a multiple of group " +
+                               std::to_string(group_));
+    std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+    if (!attrs_.kernel_shape.empty())
+      check(attrs_.kernel_shape == kernel,
+            "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
+    if (b.present()) check(b.numel() == M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(M));
+    Geometry g = window_geometry(attrs_, in, kernel, *this);
+
+    Shape ys{N, M};
+    for (int64_t d : g.out_dims()) ys.push_back(d);
+    sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
+    if (sdk::numel(ys) == 0) return;
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M, Cg);
+    });
+  }
+
+ private:
+  template <class T, class A>
+  const A* weights(const sdk::Context& ctx, const sdk::Tensor& w) const {
+    if constexpr (std::is_same<T, A>::value) {
+      return w.data<A>();
+    } else {
+      if (size_t(w.numel()) == wide_weights_.size()) return wide_weights_.data();
+      A* p = static_cast<A*>(ctx.workspace(size_t(w.numel()) * sizeof(A)));
+      const T* src = w.data<T>();
+      for (int64_t i = 0; i < w.numel(); ++i) p[i] = to_acc<A>(src[i]);
+      return p;
+    }
+  }
+
+  template <class T, class A>
+  void run(const sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
+           const sdk::Tensor& y, const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg) const {
+    const A* wa = weights<T, A>(ctx, w);
+    std::vector<A> bias(size_t(M), A(0));
+    if (b.present()) {
+      std::vector<double> bv = real_values(b, where());
+      for (int64_t m = 0; m < M; ++m) bias[size_t(m)] = A(bv[size_t(m)]);
+    }
+    if (Cg == 1)
+      conv_direct<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, group_);
+    else
+      conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, Cg, group_);
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_;
+  std::vector<float> wide_weights_;
+};
+
+}  // namespace
+
+void register_conv(sdk::Registrar& reg) {
+  const uint64_t types = sdk::kFloatTypes;
+  reg.kernel<Conv>("", "Conv", 1, 10, "cpu", {{"T", 0, types}});
+  reg.kernel<Conv>("", "Conv", 11, 17, "cpu", {{"T", 0, types}});
+}
+
+}  // namespace nn
+}  // namespace singa

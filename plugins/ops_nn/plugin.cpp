@@ -1,0 +1,20 @@
+// The ops_nn pack: convolution, pooling, normalisation, activations, dropout.
+#include "register.hpp"
+
+SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisation, activations, dropout (CPU)") {
+  using namespace singa::nn;
+  register_activations(reg);
+  register_clip(reg);
+  register_dropout(reg);
+  register_conv(reg);
+  register_conv_transpose(reg);
+  register_pool(reg);
+  register_global_pool(reg);
+  register_batch_norm(reg);
+  register_instance_norm(reg);
+  register_layer_norm(reg);
+  register_lrn(reg);
+  register_quant_conv(reg);
+  register_mvn(reg);
+  register_max_unpool(reg);
+}

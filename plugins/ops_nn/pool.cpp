@@ -1,0 +1,267 @@
+// Windowed pooling: MaxPool (with Indices), AveragePool and LpPool.
+#include "nn_common.hpp"
+#include "register.hpp"
+#include "spatial.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace singa {
+namespace nn {
+namespace {
+
+// The taps of one window along one axis: input position start + k * d for
+// k in [kb, ke) all lie inside [lo, hi).
+struct Taps {
+  int64_t start, d, kb, ke;
+  int64_t count() const { return ke > kb ? ke - kb : 0; }
+  int64_t at(int64_t k) const { return start + k * d; }
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline Taps taps(int64_t o, int64_t s, int64_t pb, int64_t d, int64_t k, int64_t lo, int64_t hi) {
+  Taps t{o * s - pb, d, 0, k};
+  if (t.start < lo) t.kb = ceil_div(lo - t.start, d);
+  if (t.start + (k - 1) * d >= hi) t.ke = hi > t.start ? ceil_div(hi - t.start, d) : 0;
+  if (t.ke < t.kb) t.ke = t.kb;
+  return t;
+}
+
+// Calls visit(plane, out_offset, taps_d, taps_h, taps_w) for every output
+// position of every (n, c) plane, in parallel over planes.
+template <class Visit>
+void for_each_window(const sdk::Context& ctx, const Geometry& g, int64_t planes, Visit&& visit) {
+  const int64_t work = g.out_size() * g.k_size();
+  ctx.parallel_for(planes, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, work)), [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      int64_t o = 0;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        Taps td = taps(od, g.s[0], g.pb[0], g.d[0], g.k[0], 0, g.in[0]);
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          Taps th = taps(oh, g.s[1], g.pb[1], g.d[1], g.k[1], 0, g.in[1]);
+          for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+            Taps tw = taps(ow, g.s[2], g.pb[2], g.d[2], g.k[2], 0, g.in[2]);
+            visit(p, o, td, th, tw);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Shared by the three pools: attributes, shape checks, output allocation.
+class PoolBase : public NodeKernel {
+ public:
+  explicit PoolBase(const sdk::Node& node) : NodeKernel(node), attrs_(node, *this) {
+    if (attrs_.kernel_shape.empty()) fail("attribute kernel_shape is required");
+    if (!attrs_.pads.empty() && attrs_.pads.size() != 2 * attrs_.kernel_shape.size())
+      fail("attribute pads has " + std::to_string(attrs_.pads.size()) + " values, expected " +
+           std::to_string(2 * attrs_.kernel_shape.size()));
+  }
+
+ protected:
+  Geometry geometry(const sdk::Tensor& x) const {
+    std::vector<int64_t> in = spatial_dims(x.shape(), "X", *this);
+    return window_geometry(attrs_, in, attrs_.kernel_shape, *this);
+  }
+  static Shape out_shape(const sdk::Tensor& x, const Geometry& g) {
+    Shape s{x.dim(0), x.dim(1)};
+    for (int64_t d : g.out_dims()) s.push_back(d);
+    return s;
+  }
+
+  WindowAttrs attrs_;
+};
+
+class MaxPool : public PoolBase {
+ public:
+  explicit MaxPool(const sdk::Node& node) : PoolBase(node) {
+    int64_t order = node.attr_int("storage_order", 0);
+    if (order != 0 && order != 1) fail("attribute storage_order must be 0 or 1, got " + std::to_string(order));
+    column_major_ = order == 1;
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    Geometry g = geometry(x);
+    Shape ys = out_shape(x, g);
+    sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
+    sdk::Tensor idx;
+    if (ctx.num_outputs() > 1) idx = ctx.output(1, ys, SINGA_ONNX_INT64);
+    int64_t* pi = idx.present() ? idx.data<int64_t>() : nullptr;
+    const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
+    const int64_t D = g.in[0];
+    dispatch_among<float, double, half, bfloat16, int8_t, uint8_t>(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      using A = acc_t<T>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      for_each_window(ctx, g, ys[0] * ys[1], [&](int64_t p, int64_t o, const Taps& td, const Taps& th, const Taps& tw) {
+        const T* xp = px + p * in_size;
+        bool found = false;
+        A best = A(0);
+        int64_t best_at = 0;
+        for (int64_t kd = td.kb; kd < td.ke; ++kd)
+          for (int64_t kh = th.kb; kh < th.ke; ++kh) {
+            const int64_t row = (td.at(kd) * H + th.at(kh)) * W;
+            for (int64_t kw = tw.kb; kw < tw.ke; ++kw) {
+              const int64_t at = row + tw.at(kw);
+              const A v = to_acc<A>(xp[at]);
+              if (!found || v > best) {
+                best = v;
+                best_at = at;
+                found = true;
+              }
+            }
+          }
+        // A window entirely in padding (only with pads >= kernel) yields the lowest value.
+        py[p * out_size + o] = found ? from_acc<T>(best) : lowest<T>();
+        if (pi) pi[p * out_size + o] = found ? p * in_size + flat_index(best_at, D, H, W) : -1;
+      });
+    });
+  }
+
+ private:
+  template <class T>
+  static T lowest() {
+    if constexpr (std::is_integral<T>::value)
+      return std::numeric_limits<T>::lowest();
+    else
+      return from_acc<T>(-std::numeric_limits<acc_t<T>>::infinity());
+  }
+
+  // Position within the plane as the Indices output stores it.
+  int64_t flat_index(int64_t row_major, int64_t D, int64_t H, int64_t W) const {
+    if (!column_major_) return row_major;
+    const int64_t iw = row_major % W, ih = (row_major / W) % H, id = row_major / (W * H);
+    return id + ih * D + iw * D * H;
+  }
+
+  bool column_major_ = false;
+};
+
+class AveragePool : public PoolBase {
+ public:
+  explicit AveragePool(const sdk::Node& node)
+      : PoolBase(node), count_include_pad_(node.attr_int("count_include_pad", 0) != 0) {}
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    Geometry g = geometry(x);
+    Shape ys = out_shape(x, g);
+    sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
+    const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      using A = acc_t<T>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      for_each_window(ctx, g, ys[0] * ys[1], [&](int64_t p, int64_t o, const Taps& td, const Taps& th, const Taps& tw) {
+        const T* xp = px + p * in_size;
+        A sum = A(0);
+        for (int64_t kd = td.kb; kd < td.ke; ++kd)
+          for (int64_t kh = th.kb; kh < th.ke; ++kh) {
+            const T* row = xp + (td.at(kd) * H + th.at(kh)) * W;
+            for (int64_t kw = tw.kb; kw < tw.ke; ++kw) sum += to_acc<A>(row[tw.at(kw)]);
+          }
+        int64_t count = td.count() * th.count() * tw.count();
+        if (count_include_pad_) count = padded_count(g, td, th, tw);
+        py[p * out_size + o] = from_acc<T>(count > 0 ? sum / A(count) : A(0));
+      });
+    });
+  }
+
+ private:
+  // Taps inside the padded extent [-pad_begin, in + pad_end): padding counts,
+  // but a ceil_mode window hanging past the end padding does not.
+  static int64_t padded_count(const Geometry& g, const Taps& td, const Taps& th, const Taps& tw) {
+    const Taps* t[3] = {&td, &th, &tw};
+    int64_t n = 1;
+    for (int j = 0; j < kMaxSpatial; ++j) {
+      int64_t o = (t[j]->start + g.pb[j]) / g.s[j];
+      n *= taps(o, g.s[j], g.pb[j], g.d[j], g.k[j], -g.pb[j], g.in[j] + g.pe[j]).count();
+    }
+    return n;
+  }
+
+  bool count_include_pad_;
+};
+
+class LpPool : public PoolBase {
+ public:
+  explicit LpPool(const sdk::Node& node) : PoolBase(node) {
+    // p is a float before opset 2 and an int after.
+    p_ = double(node.attr_int("p", int64_t(node.attr_float("p", 2.0f))));
+    if (!(p_ > 0)) fail("attribute p must be positive, got " + std::to_string(p_));
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    Geometry g = geometry(x);
+    Shape ys = out_shape(x, g);
+    sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
+    const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      using A = acc_t<T>;
+      const A p = A(p_);
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      for_each_window(ctx, g, ys[0] * ys[1], [&](int64_t pl, int64_t o, const Taps& td, const Taps& th, const Taps& tw) {
+        const T* xp = px + pl * in_size;
+        A sum = A(0);
+        for (int64_t kd = td.kb; kd < td.ke; ++kd)
+          for (int64_t kh = th.kb; kh < th.ke; ++kh) {
+            const T* row = xp + (td.at(kd) * H + th.at(kh)) * W;
+            for (int64_t kw = tw.kb; kw < tw.ke; ++kw) sum += lp_term(to_acc<A>(row[tw.at(kw)]), p);
+          }
+        py[pl * out_size + o] = from_acc<T>(lp_root(sum, p));
+      });
+    });
+  }
+
+  template <class A>
+  static A lp_term(A v, A p) {
+    if (p == A(2)) return v * v;
+    if (p == A(1)) return std::abs(v);
+    return std::pow(std::abs(v), p);
+  }
+  template <class A>
+  static A lp_root(A s, A p) {
+    if (p == A(2)) return std::sqrt(s);
+    if (p == A(1)) return s;
+    return std::pow(s, A(1) / p);
+  }
+
+ private:
+  double p_ = 2;
+};
+
+}  // namespace
+
+void register_pool(sdk::Registrar& reg) {
+  const uint64_t f = sdk::kFloatTypes;
+  const uint64_t f8 = f | bit(SINGA_ONNX_INT8) | bit(SINGA_ONNX_UINT8);
+  // MaxPool: 8 adds Indices and storage_order, 10 ceil_mode and dilations,
+  // 11 changes pads' defaults, 12 adds 8-bit integers.
+  reg.kernel<MaxPool>("", "MaxPool", 1, 7, "cpu", {{"T", 0, f}});
+  reg.kernel<MaxPool>("", "MaxPool", 8, 9, "cpu", {{"T", 0, f}});
+  reg.kernel<MaxPool>("", "MaxPool", 10, 10, "cpu", {{"T", 0, f}});
+  reg.kernel<MaxPool>("", "MaxPool", 11, 11, "cpu", {{"T", 0, f}});
+  reg.kernel<MaxPool>("", "MaxPool", 12, 17, "cpu", {{"T", 0, f8}});
+  // AveragePool: 7 adds count_include_pad, 10 ceil_mode.
+  reg.kernel<AveragePool>("", "AveragePool", 1, 6, "cpu", {{"T", 0, f}});
+  reg.kernel<AveragePool>("", "AveragePool", 7, 9, "cpu", {{"T", 0, f}});
+  reg.kernel<AveragePool>("", "AveragePool", 10, 10, "cpu", {{"T", 0, f}});
+  reg.kernel<AveragePool>("", "AveragePool", 11, 17, "cpu", {{"T", 0, f}});
+  // LpPool: p is a float in 1, an int from 2.
+  reg.kernel<LpPool>("", "LpPool", 1, 1, "cpu", {{"T", 0, f}});
+  reg.kernel<LpPool>("", "LpPool", 2, 10, "cpu", {{"T", 0, f}});
+  reg.kernel<LpPool>("", "LpPool", 11, 17, "cpu", {{"T", 0, f}});
+}
+
+}  // namespace nn
+}  // namespace singa

@@ -1,0 +1,165 @@
+// ConvInteger and QLinearConv: 8-bit convolutions.
+//
+// Both subtract the zero points and accumulate exactly in double through the
+// float Conv's GEMM path (products of 8-bit values summed over any realistic
+// window stay far below 2^53), so padding behaves as the zero point.
+#include "conv_impl.hpp"
+#include "nn_common.hpp"
+#include "register.hpp"
+#include "spatial.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace singa {
+namespace nn {
+namespace {
+
+class QuantConvBase : public NodeKernel {
+ public:
+  explicit QuantConvBase(const sdk::Node& node)
+      : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)) {
+    if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
+  }
+
+ protected:
+  // A scalar or per-output-channel parameter (zero point, scale) as doubles;
+  // absent means zero.
+  std::vector<double> per_channel(const sdk::Tensor& t, int64_t M, const char* name) const {
+    if (!t.present()) return {0.0};
+    check(t.numel() == 1 || t.numel() == M, std::string(name) + " must hold 1 or " + std::to_string(M) +
+                                                " values, got shape " + shape_str(t.shape()));
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    dispatch_among<uint8_t, int8_t, int32_t, float>(t.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double(t.data<T>()[i]);
+    });
+    return v;
+  }
+
+  double scalar(const sdk::Tensor& t, const char* name) const {
+    check(t.numel() == 1, std::string(name) + " must be a scalar, got shape " + shape_str(t.shape()));
+    return per_channel(t, 1, name)[0];
+  }
+
+  // acc[n, m, out...] = sum (x - xz) * (w - wz[m]); returns the output shape.
+  Shape accumulate(const sdk::Context& ctx, const sdk::Tensor& x, double xz, const sdk::Tensor& w,
+                   const std::vector<double>& wz, double** acc) const {
+    const Shape xs = x.shape(), ws = w.shape();
+    std::vector<int64_t> in = spatial_dims(xs, "x", *this);
+    check(ws.size() == xs.size(), "w of shape " + shape_str(ws) + " must have the rank of x " + shape_str(xs));
+    const int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
+    check(Cg * group_ == C, "x has " + std::to_string(C) + " channels but w " + shape_str(ws) + " with group " +
+                                std::to_string(group_) + " expects " + std::to_string(Cg * group_));
+    check(M % group_ == 0, "w has " + std::to_string(M) + " output channels, not a multiple of group " +
+                               std::to_string(group_));
+    check(wz.size() == 1 || int64_t(wz.size()) == M, "w zero point must hold 1 or " + std::to_string(M) + " values");
+    std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+    if (!attrs_.kernel_shape.empty())
+      check(attrs_.kernel_shape == kernel,
+            "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match w " + shape_str(ws));
+    Geometry g = window_geometry(attrs_, in, kernel, *this);
+    Shape ys{N, M};
+    for (int64_t d : g.out_dims()) ys.push_back(d);
+
+    double* xd = static_cast<double*>(ctx.workspace(size_t(x.numel()) * sizeof(double)));
+    double* wd = static_cast<double*>(ctx.workspace(size_t(w.numel()) * sizeof(double)));
+    *acc = static_cast<double*>(ctx.workspace(size_t(std::max<int64_t>(1, sdk::numel(ys))) * sizeof(double)));
+    dispatch_among<uint8_t, int8_t>(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = x.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) xd[i] = double(p[i]) - xz;
+    });
+    const int64_t per_m = M ? w.numel() / M : 0;
+    dispatch_among<uint8_t, int8_t>(w.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = w.data<T>();
+      for (int64_t i = 0; i < w.numel(); ++i) wd[i] = double(p[i]) - wz[wz.size() == 1 ? 0 : size_t(i / per_m)];
+    });
+    if (sdk::numel(ys) == 0) return ys;
+    std::vector<double> zero(static_cast<size_t>(M), 0.0);
+    conv_unfolded<double, double>(ctx, xd, wd, zero.data(), *acc, g, N, C, M, Cg, group_);
+    return ys;
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_;
+};
+
+// y (int32) = conv(x - x_zero_point, w - w_zero_point).
+class ConvInteger : public QuantConvBase {
+ public:
+  using QuantConvBase::QuantConvBase;
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "x"), w = required(ctx, 1, "w");
+    const double xz = ctx.has_input(2) ? scalar(ctx.input(2), "x_zero_point") : 0.0;
+    std::vector<double> wz = per_channel(ctx.input(3), w.ndim() ? w.dim(0) : 0, "w_zero_point");
+    double* acc = nullptr;
+    Shape ys = accumulate(ctx, x, xz, w, wz, &acc);
+    sdk::Tensor y = ctx.output(0, ys, SINGA_ONNX_INT32);
+    int32_t* py = y.data<int32_t>();
+    const int64_t n = sdk::numel(ys);
+    for (int64_t i = 0; i < n; ++i) {
+      check(std::abs(acc[i]) <= double(std::numeric_limits<int32_t>::max()), "accumulator overflows int32");
+      py[i] = int32_t(acc[i]);
+    }
+  }
+};
+
+// y = saturate(round((acc + B) * x_scale * w_scale / y_scale) + y_zero_point).
+class QLinearConv : public QuantConvBase {
+ public:
+  using QuantConvBase::QuantConvBase;
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "x"), w = required(ctx, 3, "w");
+    const double xs = scalar(required(ctx, 1, "x_scale"), "x_scale");
+    const double xz = scalar(required(ctx, 2, "x_zero_point"), "x_zero_point");
+    const int64_t M = w.ndim() ? w.dim(0) : 0;
+    std::vector<double> ws = per_channel(required(ctx, 4, "w_scale"), M, "w_scale");
+    std::vector<double> wz = per_channel(required(ctx, 5, "w_zero_point"), M, "w_zero_point");
+    const double ysc = scalar(required(ctx, 6, "y_scale"), "y_scale");
+    sdk::Tensor yzt = required(ctx, 7, "y_zero_point");
+    const double yz = scalar(yzt, "y_zero_point");
+    check(ysc != 0.0, "y_scale must not be 0");
+    std::vector<double> bias(static_cast<size_t>(M), 0.0);
+    if (ctx.has_input(8)) {
+      sdk::Tensor b = ctx.input(8);
+      check(b.dtype() == SINGA_ONNX_INT32 && b.numel() == M,
+            "B must be int32 with " + std::to_string(M) + " values, got " + sdk::dtype_name(b.dtype()) + " " +
+                shape_str(b.shape()));
+      for (int64_t m = 0; m < M; ++m) bias[size_t(m)] = double(b.data<int32_t>()[m]);
+    }
+    double* acc = nullptr;
+    Shape ys = accumulate(ctx, x, xz, w, wz, &acc);
+    sdk::Tensor y = ctx.output(0, ys, yzt.dtype());
+    int64_t P = 1;
+    for (size_t i = 2; i < ys.size(); ++i) P *= ys[i];
+    dispatch_among<uint8_t, int8_t>(yzt.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      T* py = y.data<T>();
+      const double lo = double(std::numeric_limits<T>::lowest()), hi = double(std::numeric_limits<T>::max());
+      const int64_t n = sdk::numel(ys);
+      for (int64_t i = 0; i < n; ++i) {
+        const size_t m = size_t((i / P) % M);
+        const double scale = xs * ws[ws.size() == 1 ? 0 : m] / ysc;
+        // Round half to even, as the default floating-point rounding mode does.
+        double v = std::nearbyint((acc[i] + bias[m]) * scale) + yz;
+        py[i] = T(std::min(hi, std::max(lo, v)));
+      }
+    });
+  }
+};
+
+}  // namespace
+
+void register_quant_conv(sdk::Registrar& reg) {
+  const uint64_t q8 = bit(SINGA_ONNX_UINT8) | bit(SINGA_ONNX_INT8);
+  reg.kernel<ConvInteger>("", "ConvInteger", 10, 17, "cpu", {{"T1", 0, q8}, {"T2", 1, q8}});
+  reg.kernel<QLinearConv>("", "QLinearConv", 10, 17, "cpu", {{"T1", 0, q8}, {"T2", 3, q8}, {"T3", 7, q8}});
+}
+
+}  // namespace nn
+}  // namespace singa

@@ -1,0 +1,28 @@
+// register.hpp - each source file of the pack registers its own kernels.
+#ifndef SINGA_OPS_NN_REGISTER_HPP
+#define SINGA_OPS_NN_REGISTER_HPP
+
+#include <singa/kernel.hpp>
+
+namespace singa {
+namespace nn {
+
+void register_activations(sdk::Registrar& reg);
+void register_clip(sdk::Registrar& reg);
+void register_dropout(sdk::Registrar& reg);
+void register_conv(sdk::Registrar& reg);
+void register_conv_transpose(sdk::Registrar& reg);
+void register_pool(sdk::Registrar& reg);
+void register_global_pool(sdk::Registrar& reg);
+void register_batch_norm(sdk::Registrar& reg);
+void register_instance_norm(sdk::Registrar& reg);
+void register_layer_norm(sdk::Registrar& reg);
+void register_lrn(sdk::Registrar& reg);
+void register_quant_conv(sdk::Registrar& reg);
+void register_mvn(sdk::Registrar& reg);
+void register_max_unpool(sdk::Registrar& reg);
+
+}  // namespace nn
+}  // namespace singa
+
+#endif

@@ -1,0 +1,99 @@
+// CumSum: running sums along the axis given by input 1 (exclusive, reverse).
+#include "reduce_common.hpp"
+
+namespace singa {
+namespace ops {
+namespace reduce {
+namespace {
+
+// Each element is read before its output is written, so y may alias x.
+template <typename T>
+void run(const sdk::Context& ctx, const AxisSplit& s, bool exclusive, bool reverse, const T* x, T* y) {
+  using A = wide_t<T>;
+  constexpr int64_t kBlock = 64;
+  if (s.outer == 0 || s.n == 0 || s.inner == 0) return;
+  const int64_t nblk = (s.inner + kBlock - 1) / kBlock;
+  ctx.parallel_for(s.outer * nblk, grain_for(s.n * std::min(s.inner, kBlock)), [&](int64_t b, int64_t e) {
+    A acc[kBlock];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, s.inner - k0);
+      const int64_t base = o * s.n * s.inner + k0;
+      for (int64_t k = 0; k < kn; ++k) acc[k] = A(0);
+      for (int64_t t = 0; t < s.n; ++t) {
+        const int64_t j = reverse ? s.n - 1 - t : t;
+        const T* xr = x + base + j * s.inner;
+        T* yr = y + base + j * s.inner;
+        for (int64_t k = 0; k < kn; ++k) {
+          A v = widen<A>(xr[k]);
+          if (exclusive) {
+            yr[k] = narrow<T>(acc[k]);
+            acc[k] += v;
+          } else {
+            acc[k] += v;
+            yr[k] = narrow<T>(acc[k]);
+          }
+        }
+      }
+    }
+  });
+}
+
+class CumSum {
+ public:
+  explicit CumSum(const sdk::Node& node) {
+    exclusive_ = node.attr_int("exclusive", 0) != 0;
+    reverse_ = node.attr_int("reverse", 0) != 0;
+    if (node.num_inputs() < 2 || !node.has_input(1)) sdk::fail("input 'axis' is required");
+    sdk::Tensor c = node.constant(1);
+    if (c.present()) {
+      axis_ = read_axis(c);
+      axis_known_ = true;
+      singa_value_info in = node.input_info(0);
+      if (in.ndim >= 0) normalize_axis(axis_, in.ndim);
+    }
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = ctx.input(0);
+    if (!axis_known_ && !ctx.has_input(1)) sdk::fail("input 'axis' is missing");
+    const int64_t raw = axis_known_ ? axis_ : read_axis(ctx.input(1));
+    const Shape shape = x.shape();
+    AxisSplit s = split_at(shape, normalize_axis(raw, int64_t(shape.size())));
+    sdk::Tensor y = ctx.output(0, shape, x.dl_dtype());
+    sdk::dispatch(
+        x.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          run<T>(ctx, s, exclusive_, reverse_, x.data<T>(), y.data<T>());
+        },
+        kBaseReduceTypes | kBf16);
+  }
+
+ private:
+  int64_t read_axis(const sdk::Tensor& a) const {
+    if (a.dtype() != SINGA_ONNX_INT32 && a.dtype() != SINGA_ONNX_INT64)
+      sdk::fail(std::string("input 'axis' must be int32 or int64, got ") + sdk::dtype_name(a.dtype()));
+    if (a.numel() != 1) sdk::fail("input 'axis' must hold one value, got " + std::to_string(a.numel()));
+    return a.int_at(0);
+  }
+
+  bool exclusive_ = false, reverse_ = false, axis_known_ = false;
+  int64_t axis_ = 0;
+};
+
+}  // namespace
+
+void register_cumsum(sdk::Registrar& reg) {
+  const uint64_t v11 = sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE) | sdk::bit(SINGA_ONNX_INT32) |
+                       sdk::bit(SINGA_ONNX_INT64) | sdk::bit(SINGA_ONNX_UINT32) | sdk::bit(SINGA_ONNX_UINT64);
+  const uint64_t axis_types = sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64);
+  reg.kernel<CumSum>("", "CumSum", 11, 13, "cpu", {{"T", 0, v11}, {"T2", 1, axis_types}}, SINGA_KERNEL_MAY_INPLACE,
+                     uint64_t(1) << 1);
+  reg.kernel<CumSum>("", "CumSum", 14, 17, "cpu",
+                     {{"T", 0, v11 | sdk::bit(SINGA_ONNX_FLOAT16) | kBf16}, {"T2", 1, axis_types}},
+                     SINGA_KERNEL_MAY_INPLACE, uint64_t(1) << 1);
+}
+
+}  // namespace reduce
+}  // namespace ops
+}  // namespace singa

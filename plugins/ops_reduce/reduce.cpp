@@ -1,0 +1,287 @@
+// The Reduce* family: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd,
+// ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare.
+#include "reduce_plan.hpp"
+
+namespace singa {
+namespace ops {
+namespace reduce {
+namespace {
+
+template <typename A> A absval(A x) {
+  if constexpr (std::is_unsigned<A>::value)
+    return x;
+  else
+    return x < A(0) ? -x : x;
+}
+
+template <typename A> A lowest() {
+  return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
+}
+template <typename A> A highest() {
+  return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
+}
+
+// Each op folds elements into an accumulator of type acc<T>: step(a, x, m)
+// where m is the maximum for ops that set needs_max (LogSumExp); merge(a, b)
+// joins two partial accumulators; finish(a, m, count) gives the output value.
+struct SumOp {
+  template <typename T> using acc = wide_t<T>;
+  static constexpr bool needs_max = false;
+  template <typename A> static A init() { return A(0); }
+  template <typename A> static void step(A& a, A x, A) { a += x; }
+  template <typename A> static void merge(A& a, A b) { a += b; }
+  template <typename A> static A finish(A a, A, int64_t) { return a; }
+};
+
+struct MeanOp : SumOp {
+  template <typename A> static A finish(A a, A, int64_t n) {
+    if constexpr (std::is_integral<A>::value)
+      return n == 0 ? A(0) : A(a / A(n));
+    else
+      return a / A(n);  // NaN for an empty reduction, like numpy
+  }
+};
+
+struct SumSquareOp : SumOp {
+  template <typename A> static void step(A& a, A x, A) { a += x * x; }
+};
+
+struct L1Op : SumOp {
+  template <typename A> static void step(A& a, A x, A) { a += absval(x); }
+};
+
+struct L2Op {
+  template <typename T> using acc = double;
+  static constexpr bool needs_max = false;
+  template <typename A> static A init() { return A(0); }
+  template <typename A> static void step(A& a, A x, A) { a += x * x; }
+  template <typename A> static void merge(A& a, A b) { a += b; }
+  template <typename A> static A finish(A a, A, int64_t) { return std::sqrt(a); }
+};
+
+struct LogSumOp {
+  template <typename T> using acc = double;
+  static constexpr bool needs_max = false;
+  template <typename A> static A init() { return A(0); }
+  template <typename A> static void step(A& a, A x, A) { a += x; }
+  template <typename A> static void merge(A& a, A b) { a += b; }
+  template <typename A> static A finish(A a, A, int64_t) { return std::log(a); }
+};
+
+// log(sum(exp(x))) = m + log(sum(exp(x - m))) keeps exp from overflowing.
+struct LogSumExpOp {
+  template <typename T> using acc = double;
+  static constexpr bool needs_max = true;
+  template <typename A> static A init() { return A(0); }
+  template <typename A> static void step(A& a, A x, A m) { a += std::exp(x - m); }
+  template <typename A> static void merge(A& a, A b) { a += b; }
+  template <typename A> static A finish(A a, A m, int64_t) { return std::isfinite(m) ? m + std::log(a) : m; }
+};
+
+struct ProdOp {
+  template <typename T> using acc = wide_t<T>;
+  static constexpr bool needs_max = false;
+  template <typename A> static A init() { return A(1); }
+  template <typename A> static void step(A& a, A x, A) { a *= x; }
+  template <typename A> static void merge(A& a, A b) { a *= b; }
+  template <typename A> static A finish(A a, A, int64_t) { return a; }
+};
+
+// NaN wins, as in numpy: once the accumulator is NaN no comparison replaces it.
+struct MaxOp {
+  template <typename T> using acc = wide_t<T>;
+  static constexpr bool needs_max = false;
+  template <typename A> static A init() { return lowest<A>(); }
+  template <typename A> static void step(A& a, A x, A) { a = (x > a || x != x) ? x : a; }
+  template <typename A> static void merge(A& a, A b) { step(a, b, b); }
+  template <typename A> static A finish(A a, A, int64_t) { return a; }
+};
+
+struct MinOp {
+  template <typename T> using acc = wide_t<T>;
+  static constexpr bool needs_max = false;
+  template <typename A> static A init() { return highest<A>(); }
+  template <typename A> static void step(A& a, A x, A) { a = (x < a || x != x) ? x : a; }
+  template <typename A> static void merge(A& a, A b) { step(a, b, b); }
+  template <typename A> static A finish(A a, A, int64_t) { return a; }
+};
+
+// Folds n elements (stride apart) into one accumulator. Contiguous runs use
+// kLanes independent accumulators so the loop vectorises.
+template <typename Op, typename A, typename T> A fold(const T* x, int64_t n, int64_t stride, A m) {
+  constexpr int kLanes = 8;
+  A a = Op::template init<A>();
+  int64_t i = 0;
+  if (stride == 1 && n >= 2 * kLanes) {
+    A lane[kLanes];
+    for (int l = 0; l < kLanes; ++l) lane[l] = Op::template init<A>();
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) Op::step(lane[l], widen<A>(x[i + l]), m);
+    for (int l = 0; l < kLanes; ++l) Op::merge(a, lane[l]);
+  }
+  for (; i < n; ++i) Op::step(a, widen<A>(x[i * stride]), m);
+  return a;
+}
+
+// The whole input into one value: split into fixed chunks (so the result does
+// not depend on the thread count) whose partial accumulators merge in order.
+template <typename Op, typename T> void reduce_all(const sdk::Context& ctx, int64_t count, const T* x, T* y) {
+  using A = typename Op::template acc<T>;
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  std::vector<A> part(size_t(std::max<int64_t>(chunks, 1)));
+  auto pass = [&](auto op, A m) {
+    using P = decltype(op);
+    ctx.parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c)
+        part[size_t(c)] = fold<P, A>(x + c * kChunk, std::min(kChunk, count - c * kChunk), 1, m);
+    });
+    A a = P::template init<A>();
+    for (int64_t c = 0; c < chunks; ++c) P::merge(a, part[size_t(c)]);
+    return a;
+  };
+  const A m = Op::needs_max ? pass(MaxOp{}, A(0)) : lowest<A>();
+  y[0] = narrow<T>(Op::finish(pass(Op{}, m), m, count));
+}
+
+template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, const ReducePlan& p, const T* x, T* y) {
+  using A = typename Op::template acc<T>;
+  constexpr int64_t kBlock = 64;
+  if (p.inner == 0 || p.outer == 0) return;
+  if (p.inner == 1 && p.outer == 1 && p.red_dims.size() == 1 && p.red_strides[0] == 1) {
+    reduce_all<Op>(ctx, p.count, x, y);
+    return;
+  }
+  if (p.inner == 1) {
+    // Each output folds whole runs of its reduced elements.
+    ctx.parallel_for(p.outer, grain_for(p.count), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const int64_t base = p.outer_offset(o);
+        A m = lowest<A>();
+        if constexpr (Op::needs_max)
+          p.visit_runs(
+              base, [&](int64_t off, int64_t n, int64_t st) { MaxOp::merge(m, fold<MaxOp, A>(x + off, n, st, A(0))); });
+        A a = Op::template init<A>();
+        p.visit_runs(base, [&](int64_t off, int64_t n, int64_t st) { Op::merge(a, fold<Op, A>(x + off, n, st, m)); });
+        y[o] = narrow<T>(Op::finish(a, m, p.count));
+      }
+    });
+    return;
+  }
+  // A kept inner run: each task accumulates up to kBlock neighbouring outputs
+  // at once, reading rows of contiguous memory.
+  const int64_t nblk = (p.inner + kBlock - 1) / kBlock;
+  ctx.parallel_for(p.outer * nblk, grain_for(p.count * std::min(p.inner, kBlock)), [&](int64_t b, int64_t e) {
+    A acc[kBlock], mx[kBlock];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, p.inner - k0);
+      const int64_t base = p.outer_offset(o) + k0;
+      for (int64_t k = 0; k < kn; ++k) mx[k] = lowest<A>();
+      if constexpr (Op::needs_max) {
+        p.visit_runs(base, [&](int64_t off, int64_t n, int64_t st) {
+          for (int64_t j = 0; j < n; ++j) {
+            const T* row = x + off + j * st;
+            for (int64_t k = 0; k < kn; ++k) MaxOp::step(mx[k], widen<A>(row[k]), A(0));
+          }
+        });
+      }
+      for (int64_t k = 0; k < kn; ++k) acc[k] = Op::template init<A>();
+      p.visit_runs(base, [&](int64_t off, int64_t n, int64_t st) {
+        for (int64_t j = 0; j < n; ++j) {
+          const T* row = x + off + j * st;
+          for (int64_t k = 0; k < kn; ++k) Op::step(acc[k], widen<A>(row[k]), mx[k]);
+        }
+      });
+      T* out = y + o * p.inner + k0;
+      for (int64_t k = 0; k < kn; ++k) out[k] = narrow<T>(Op::finish(acc[k], mx[k], p.count));
+    }
+  });
+}
+
+// AxesFromInput: ReduceSum from opset 13 reads `axes` from input 1 and knows
+// noop_with_empty_axes; the other forms read the `axes` attribute.
+template <typename Op, bool AxesFromInput> class Reduce {
+ public:
+  explicit Reduce(const sdk::Node& node) {
+    keepdims_ = node.attr_int("keepdims", 1) != 0;
+    if (AxesFromInput) {
+      noop_ = node.attr_int("noop_with_empty_axes", 0) != 0;
+      sdk::Tensor c = node.num_inputs() > 1 ? node.constant(1) : sdk::Tensor();
+      if (c.present()) {
+        check_axes_tensor(c);
+        axes_ = c.to_int_vector();
+        axes_known_ = true;
+      }
+    } else {
+      axes_ = node.attr_ints("axes");
+      axes_known_ = true;
+    }
+    singa_value_info in = node.input_info(0);
+    if (axes_known_ && in.ndim >= 0) axes_mask(axes_, in.ndim);
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = ctx.input(0);
+    std::vector<int64_t> axes = axes_;
+    if (!axes_known_ && ctx.has_input(1)) {
+      sdk::Tensor a = ctx.input(1);
+      check_axes_tensor(a);
+      axes = a.to_int_vector();
+    }
+    const Shape shape = x.shape();
+    std::vector<bool> mask =
+        (noop_ && axes.empty()) ? std::vector<bool>(shape.size(), false) : axes_mask(axes, int64_t(shape.size()));
+    ReducePlan plan = make_plan(shape, mask, keepdims_);
+    sdk::Tensor y = ctx.output(0, plan.out_shape, x.dl_dtype());
+    sdk::dispatch(
+        x.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          run_reduce<Op, T>(ctx, plan, x.data<T>(), y.data<T>());
+        },
+        kAllNumeric);
+  }
+
+ private:
+  void check_axes_tensor(const sdk::Tensor& a) const {
+    if (a.dtype() != SINGA_ONNX_INT64)
+      sdk::fail(std::string("input 'axes' must be int64, got ") + sdk::dtype_name(a.dtype()));
+    if (a.ndim() > 1) sdk::fail("input 'axes' must be 1-D, got rank " + std::to_string(a.ndim()));
+  }
+
+  bool keepdims_ = true, noop_ = false, axes_known_ = false;
+  std::vector<int64_t> axes_;
+};
+
+template <typename Op> void register_attr_reduce(sdk::Registrar& reg, const char* op, bool int8_from_12) {
+  using K = Reduce<Op, false>;
+  if (int8_from_12) {
+    reg.kernel<K>("", op, 1, 11, "cpu", {{"T", 0, kBaseReduceTypes}});
+    reg.kernel<K>("", op, 12, 12, "cpu", {{"T", 0, kBaseReduceTypes | kInt8Pair}});
+    reg.kernel<K>("", op, 13, 17, "cpu", {{"T", 0, kBaseReduceTypes | kInt8Pair | kBf16}});
+  } else {
+    reg.kernel<K>("", op, 1, 12, "cpu", {{"T", 0, kBaseReduceTypes}});
+    reg.kernel<K>("", op, 13, 17, "cpu", {{"T", 0, kBaseReduceTypes | kBf16}});
+  }
+}
+
+}  // namespace
+
+void register_reductions(sdk::Registrar& reg) {
+  reg.kernel<Reduce<SumOp, false>>("", "ReduceSum", 1, 12, "cpu", {{"T", 0, kBaseReduceTypes}});
+  reg.kernel<Reduce<SumOp, true>>("", "ReduceSum", 13, 17, "cpu", {{"T", 0, kBaseReduceTypes | kBf16}}, 0,
+                                  uint64_t(1) << 1);
+  register_attr_reduce<MeanOp>(reg, "ReduceMean", false);
+  register_attr_reduce<ProdOp>(reg, "ReduceProd", false);
+  register_attr_reduce<SumSquareOp>(reg, "ReduceSumSquare", false);
+  register_attr_reduce<L1Op>(reg, "ReduceL1", false);
+  register_attr_reduce<L2Op>(reg, "ReduceL2", false);
+  register_attr_reduce<LogSumOp>(reg, "ReduceLogSum", false);
+  register_attr_reduce<LogSumExpOp>(reg, "ReduceLogSumExp", false);
+  register_attr_reduce<MaxOp>(reg, "ReduceMax", true);
+  register_attr_reduce<MinOp>(reg, "ReduceMin", true);
+}
+
+}  // namespace reduce
+}  // namespace ops
+}  // namespace singa

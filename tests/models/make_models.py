@@ -1,0 +1,331 @@
+#!/usr/bin/python3
+"""Write end-to-end model cases, exported from PyTorch, in the ONNX backend-test layout.
+
+    /usr/bin/python3 make_models.py OUTDIR [--only CASE ...] [--list]
+
+Each case becomes OUTDIR/CASE/model.onnx plus OUTDIR/CASE/test_data_set_N/input_K.pb and
+output_K.pb. Weights are random but seeded, and the expected outputs are PyTorch's own eval-mode
+results, so a case checks singa against an independent implementation rather than against itself.
+Nothing here is committed: the build runs this script into its own folder.
+"""
+
+import argparse
+import io
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+# Exports and forward passes are tiny; extra threads only fight the build for the 2 cores.
+torch.set_num_threads(1)
+
+
+def calibrate_batchnorm(model, batches):
+    """Give every BatchNorm the statistics of real activations.
+
+    Freshly built BatchNorms have mean 0 / variance 1, which makes them nearly the identity in
+    eval mode: a runtime that dropped or mis-folded them would still pass. Running random batches
+    in train mode with a cumulative average gives non-trivial, well-scaled statistics instead.
+    """
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for b in batches:
+            model(b)
+    model.eval()
+
+
+def randomise_affine(model, seed):
+    """BatchNorm and LayerNorm start with gamma=1, beta=0; random values make the scale/shift count."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.LayerNorm)):
+                m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+
+class MnistCNN(nn.Module):
+    """The CNN of SINGA's MNIST example: two conv/relu/pool stages and two linear layers."""
+
+    def __init__(self, dynamic_flatten=False):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 20, 5)
+        self.conv2 = nn.Conv2d(20, 50, 5)
+        self.fc1 = nn.Linear(800, 500)
+        self.fc2 = nn.Linear(500, 10)
+        # A reshape driven by the runtime batch size exports as Shape/Gather/Unsqueeze/Concat/
+        # Reshape, which is what breaks when a symbolic batch is bound wrongly.
+        self.dynamic_flatten = dynamic_flatten
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        if self.dynamic_flatten:
+            x = x.reshape(x.shape[0], -1)
+        else:
+            x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        return self.fc2(x)
+
+
+class MLPSoftmax(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 128)
+        self.fc2 = nn.Linear(128, 96)
+        self.fc3 = nn.Linear(96, 10)
+
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = torch.tanh(self.fc2(x))
+        # Softmax over a 3-D input: opset <13 coerces to 2-D at `axis`, opset 13 works on one
+        # axis, so the two exports of this model take different paths through the runtime.
+        return F.softmax(self.fc3(x), dim=-1), F.log_softmax(self.fc3(x), dim=1)
+
+
+class TokenTransformer(nn.Module):
+    """Token embedding + positional table + nn.TransformerEncoder (GELU) + pooled linear head.
+
+    Token 0 is padding: the key-padding mask is computed inside the graph (Equal), so the export
+    carries the masking (Where / additive -inf) as well as MatMul, Softmax and LayerNorm.
+    """
+
+    def __init__(self, vocab=50, d_model=64, heads=4, layers=2, seq=16, classes=7):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(seq, d_model) * 0.1)
+        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=128, dropout=0.0,
+                                           activation="gelu", batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, tokens):
+        pad = tokens == 0
+        x = self.embed(tokens) + self.pos[: tokens.shape[1]]
+        x = self.encoder(x, src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).to(x.dtype)
+        pooled = (x * keep).sum(dim=1) / keep.sum(dim=1)
+        return self.head(pooled), x
+
+
+class TensorOps(nn.Module):
+    """Shape and data-movement ops whose ONNX signatures changed between opsets 11 and 13.
+
+    Split/Squeeze/Unsqueeze/ReduceSum take `split`/`axes` as attributes at opset 11 and as
+    inputs at opset 13; Clip's bounds are inputs since 11. Slice with steps, Gather with a
+    constant index, Pow and Sqrt ride along.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("index", torch.tensor([3, 0, 2, 2], dtype=torch.int64))
+        self.scale = nn.Parameter(torch.randn(1, 6, 4))
+
+    def forward(self, x):
+        a, b, c = torch.split(x, [1, 2, 3], dim=1)
+        first = a.squeeze(1)
+        total = b.sum(dim=1) + torch.sum(c, dim=(1, 2), keepdim=False).unsqueeze(-1)
+        strided = x[:, ::2, 1:7]
+        picked = torch.index_select(x, 2, self.index)
+        clipped = torch.clamp(picked * self.scale, -0.5, 0.75)
+        norm = torch.sqrt(torch.pow(strided, 2).sum(dim=-1, keepdim=True) + 1e-3)
+        halves = torch.chunk(c, 2, dim=2)
+        swapped = torch.cat([halves[1], halves[0]], dim=2)
+        mixed = first * total + swapped.sum(dim=1) - x[:, 4] * 0.5
+        return mixed, strided / norm, clipped, torch.pow(x.abs() + 0.1, 1.5).max(dim=1).values
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+
+def write_tensor(path, name, value):
+    tensor = numpy_helper.from_array(np.ascontiguousarray(value.detach().cpu().numpy()), name=name)
+    with open(path, "wb") as f:
+        f.write(tensor.SerializeToString())
+
+
+def write_case(root, name, model, data_sets, opset, input_names, output_names,
+               dynamic_axes=None, export_inputs=None, training=torch.onnx.TrainingMode.EVAL):
+    """Export `model` and write PyTorch's outputs for each input list in `data_sets`.
+
+    Each entry of `data_sets` becomes test_data_set_N. `export_inputs` is what the tracer sees
+    (defaults to the first data set; a different batch size proves that a dynamic axis really
+    is dynamic). TrainingMode.EVAL lets the exporter fold BatchNorm into Conv; PRESERVE (with
+    the model in eval mode) keeps the BatchNormalization nodes, so the runtime's own BatchNorm
+    kernel and fusion get tested.
+    """
+    model.eval()
+    export_inputs = data_sets[0] if export_inputs is None else export_inputs
+    case_dir = os.path.join(root, name)
+    os.makedirs(case_dir)
+
+    # Export and the reference forward run with autograd enabled on purpose: under no_grad,
+    # eval-mode nn.TransformerEncoderLayer switches to a fused kernel the exporter cannot write.
+    buf = io.BytesIO()
+    torch.onnx.export(model, tuple(export_inputs), buf, opset_version=opset,
+                      input_names=input_names, output_names=output_names,
+                      dynamic_axes=dynamic_axes,
+                      do_constant_folding=training == torch.onnx.TrainingMode.EVAL,
+                      training=training)
+    proto = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(proto)
+    onnx.save(proto, os.path.join(case_dir, "model.onnx"))
+
+    initializers = {init.name for init in proto.graph.initializer}
+    graph_inputs = [i.name for i in proto.graph.input if i.name not in initializers]
+    graph_outputs = [o.name for o in proto.graph.output]
+    for d, inputs in enumerate(data_sets):
+        outputs = model(*inputs)
+        if isinstance(outputs, torch.Tensor):
+            outputs = (outputs,)
+        if len(graph_inputs) != len(inputs) or len(graph_outputs) != len(outputs):
+            raise RuntimeError(f"{name}: exported graph has {len(graph_inputs)} inputs / "
+                               f"{len(graph_outputs)} outputs, model has {len(inputs)} / {len(outputs)}")
+        data_dir = os.path.join(case_dir, f"test_data_set_{d}")
+        os.makedirs(data_dir)
+        for k, (n, t) in enumerate(zip(graph_inputs, inputs)):
+            write_tensor(os.path.join(data_dir, f"input_{k}.pb"), n, t)
+        for k, (n, t) in enumerate(zip(graph_outputs, outputs)):
+            if not torch.all(torch.isfinite(t)):
+                raise RuntimeError(f"{name}: PyTorch output {n} is not finite; the case would test nothing")
+            write_tensor(os.path.join(data_dir, f"output_{k}.pb"), n, t)
+    ops = sorted({n.op_type for n in proto.graph.node})
+    print(f"{name}: opset {opset}, {len(proto.graph.node)} nodes, {len(data_sets)} data set(s): "
+          f"{' '.join(ops)}", flush=True)
+
+
+def case_mnist_cnn(root):
+    torch.manual_seed(1)
+    model = MnistCNN()
+    x = torch.randn(1, 1, 28, 28)
+    write_case(root, "mnist_cnn_opset13", model, [[x]], 13, ["image"], ["logits"])
+
+
+def case_mnist_cnn_dynamic_batch(root):
+    torch.manual_seed(2)
+    model = MnistCNN(dynamic_flatten=True)
+    traced_with = torch.randn(2, 1, 28, 28)
+    # Batch 3, then batch 1 on the same model: the symbolic axis is bound per run, and a
+    # smaller run after a larger one catches buffers sized once and reused.
+    data_sets = [[torch.randn(3, 1, 28, 28)], [torch.randn(1, 1, 28, 28)]]
+    write_case(root, "mnist_cnn_dynbatch_opset13", model, data_sets, 13, ["image"], ["logits"],
+               dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}},
+               export_inputs=[traced_with])
+
+
+def _resnet18(seed, calib_shape):
+    torch.manual_seed(seed)
+    model = torchvision.models.resnet18(weights=None)
+    randomise_affine(model, seed)
+    calibrate_batchnorm(model, [torch.randn(*calib_shape) for _ in range(2)])
+    return model
+
+
+def case_resnet18_opset13(root):
+    model = _resnet18(3, (4, 3, 224, 224))
+    x = torch.randn(1, 3, 224, 224)
+    write_case(root, "resnet18_opset13", model, [[x]], 13, ["image"], ["logits"])
+
+
+def case_resnet18_opset17(root):
+    # A second batch size and a non-square input: pooling windows and the final Flatten see
+    # different shapes than in the opset-13 case.
+    model = _resnet18(4, (4, 3, 128, 160))
+    x = torch.randn(2, 3, 128, 160)
+    write_case(root, "resnet18_opset17", model, [[x]], 17, ["image"], ["logits"],
+               training=torch.onnx.TrainingMode.PRESERVE)
+
+
+def case_mlp_softmax(root, opset):
+    torch.manual_seed(5)
+    model = MLPSoftmax()
+    x = torch.randn(2, 5, 64)
+    write_case(root, f"mlp_softmax_opset{opset}", model, [[x]], opset, ["x"], ["probs", "logprobs"])
+
+
+def case_transformer(root):
+    torch.manual_seed(6)
+    model = TokenTransformer()
+    randomise_affine(model, 6)
+    # Padded tails of different lengths in each data set: the mask must really hide those keys.
+    data_sets = []
+    for pads in ((12, 15), (16, 5)):
+        tokens = torch.randint(1, 50, (2, 16), dtype=torch.int64)
+        for row, start in enumerate(pads):
+            tokens[row, start:] = 0
+        data_sets.append([tokens])
+    write_case(root, "transformer_encoder_opset14", model, data_sets, 14, ["tokens"],
+               ["logits", "hidden"])
+
+
+def case_tensor_ops(root, opset):
+    torch.manual_seed(7)
+    model = TensorOps()
+    x = torch.randn(2, 6, 8)
+    write_case(root, f"tensor_ops_opset{opset}", model, [[x]], opset, ["x"],
+               ["mixed", "normalised", "clipped", "powmax"])
+
+
+CASES = {
+    "mnist_cnn_opset13": case_mnist_cnn,
+    "mnist_cnn_dynbatch_opset13": case_mnist_cnn_dynamic_batch,
+    "resnet18_opset13": case_resnet18_opset13,
+    "resnet18_opset17": case_resnet18_opset17,
+    "mlp_softmax_opset11": lambda root: case_mlp_softmax(root, 11),
+    "mlp_softmax_opset13": lambda root: case_mlp_softmax(root, 13),
+    "transformer_encoder_opset14": case_transformer,
+    "tensor_ops_opset11": lambda root: case_tensor_ops(root, 11),
+    "tensor_ops_opset13": lambda root: case_tensor_ops(root, 13),
+    "tensor_ops_opset17": lambda root: case_tensor_ops(root, 17),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", nargs="?", help="folder to (re)create with one sub-folder per case")
+    parser.add_argument("--only", nargs="+", choices=sorted(CASES), help="write only these cases")
+    parser.add_argument("--list", action="store_true", help="print the case names and exit")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if not args.outdir:
+        parser.error("OUTDIR is required")
+
+    outdir = os.path.abspath(args.outdir)
+    parent = os.path.dirname(outdir)
+    os.makedirs(parent, exist_ok=True)
+    # Build into a sibling temp folder and swap it in, so an interrupted run never leaves a
+    # half-written case set that a build system would take as up to date.
+    staging = tempfile.mkdtemp(prefix=".models-", dir=parent)
+    try:
+        for name in args.only or CASES:
+            CASES[name](staging)
+        if os.path.exists(outdir):
+            shutil.rmtree(outdir)
+        os.rename(staging, outdir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

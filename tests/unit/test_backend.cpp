@@ -1,0 +1,233 @@
+// Backend and executor: prepare/run, last_layers, all_outputs, symbolic
+// dims, bad models and bad inputs, concurrent runs.
+#include "model_builder.hpp"
+
+#include <singa/onnx.hpp>
+#include <singa/runtime.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+using singa::Tensor;
+using testing_util::ModelBuilder;
+
+namespace {
+
+void ensure_loaded() {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+}
+
+Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
+
+// x[N,4] -> Relu -> Add(b) -> MatMul(W[4,2]) -> Sigmoid -> y[N,2]
+ModelBuilder mlp() {
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {-1, 4}, {"batch"})
+      .initializer("b", floats({4}, {0.5f, -1.f, 2.f, 0.f}))
+      .initializer("W", floats({4, 2}, {1, 0, 0, 1, 1, 1, -1, 2}))
+      .node("Relu", {"x"}, {"r"}, "relu")
+      .node("Add", {"r", "b"}, {"a"}, "add")
+      .node("MatMul", {"a", "W"}, {"m"}, "matmul")
+      .node("Sigmoid", {"m"}, {"y"}, "sigmoid")
+      .output("y", SINGA_ONNX_FLOAT, {-1, 2}, {"batch"});
+  return m;
+}
+
+std::vector<float> reference(const std::vector<float>& x, size_t n) {
+  const float b[4] = {0.5f, -1.f, 2.f, 0.f};
+  const float W[8] = {1, 0, 0, 1, 1, 1, -1, 2};
+  std::vector<float> y(n * 2);
+  for (size_t r = 0; r < n; ++r)
+    for (int j = 0; j < 2; ++j) {
+      float s = 0;
+      for (int k = 0; k < 4; ++k) s += (std::max(0.f, x[r * 4 + k]) + b[k]) * W[k * 2 + j];
+      y[r * 2 + j] = 1.f / (1.f + std::exp(-s));
+    }
+  return y;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const singa::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(Backend, RunsAndBindsBatchAtRunTime) {
+  ensure_loaded();
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes());
+  ASSERT_EQ(rep->inputs().size(), 1u);
+  EXPECT_EQ(rep->inputs()[0].dim_names[0], "batch");
+  for (size_t n : {1u, 3u}) {
+    std::vector<float> x(n * 4);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.37f - 1.f;
+    auto out = rep->run({floats({int64_t(n), 4}, x)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].first, "y");
+    ASSERT_EQ(out[0].second.shape(), (singa::Shape{int64_t(n), 2}));
+    auto ref = reference(x, n);
+    for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(out[0].second.data<float>()[i], ref[i], 1e-6);
+  }
+}
+
+TEST(Backend, DimsBoundAtPrepare) {
+  ensure_loaded();
+  singa::onnx::PrepareOptions opt;
+  opt.dims["batch"] = 2;
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes(), opt);
+  EXPECT_EQ(rep->inputs()[0].dims[0], 2);
+  std::string err = error_of([&] { rep->run({floats({3, 4}, std::vector<float>(12, 1.f))}); });
+  EXPECT_NE(err.find("input 'x' has shape [3,4]"), std::string::npos) << err;
+}
+
+TEST(Backend, LastLayersStopsBeforeTheEnd) {
+  ensure_loaded();
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes());
+  std::vector<float> x = {1, -2, 3, -4};
+  singa::onnx::RunOptions ro;
+  ro.last_layers = -2;  // stop before MatMul and Sigmoid: output of Add
+  auto out = rep->run({floats({1, 4}, x)}, ro);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, "a");
+  std::vector<float> expect = {1.5f, -1.f, 5.f, 0.f};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[0].second.data<float>()[i], expect[size_t(i)]);
+  ro.last_layers = -4;
+  EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("leaves no node"), std::string::npos);
+}
+
+TEST(Backend, AllOutputsReturnsEveryIntermediate) {
+  ensure_loaded();
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes());
+  singa::onnx::RunOptions ro;
+  ro.all_outputs = true;
+  auto out = rep->run({floats({1, 4}, {1, -2, 3, -4})}, ro);
+  std::vector<std::string> names;
+  for (auto& kv : out) names.push_back(kv.first);
+  EXPECT_EQ(names, (std::vector<std::string>{"r", "a", "m", "y"}));
+  EXPECT_FLOAT_EQ(out[0].second.data<float>()[1], 0.f);  // relu(-2)
+}
+
+TEST(Backend, ParametersAreTheInitializers) {
+  ensure_loaded();
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes());
+  auto p = rep->parameters();
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p["W"].shape(), (singa::Shape{4, 2}));
+}
+
+TEST(Backend, WrongInputsAreRefusedBeforeRunning) {
+  ensure_loaded();
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes());
+  EXPECT_NE(error_of([&] { rep->run(std::vector<Tensor>{}); }).find("input 'x' is missing"), std::string::npos);
+  auto i64 = Tensor::from_vector<int64_t>({1, 4}, SINGA_ONNX_INT64, {1, 2, 3, 4});
+  EXPECT_NE(error_of([&] { rep->run({i64}); }).find("element type int64"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep->run({floats({4}, {1, 2, 3, 4})}); }).find("expects rank 2"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep->run({floats({1, 5}, {1, 2, 3, 4, 5})}); }).find("dimension 1"), std::string::npos);
+  std::map<std::string, Tensor> named{{"x", floats({1, 4}, {1, 2, 3, 4})}, {"bogus", floats({1}, {1})}};
+  EXPECT_NE(error_of([&] { rep->run(named); }).find("no input named 'bogus'"), std::string::npos);
+  // still usable afterwards
+  EXPECT_EQ(rep->run({floats({1, 4}, {1, 2, 3, 4})}).size(), 1u);
+}
+
+TEST(Backend, BadModelsGiveClearErrors) {
+  ensure_loaded();
+  EXPECT_NE(error_of([] { singa::onnx::prepare(std::string("/nonexistent/model.onnx")); }).find("no such file"), std::string::npos);
+  EXPECT_NE(error_of([] { singa::onnx::prepare_bytes(""); }).find("empty"), std::string::npos);
+  EXPECT_NE(error_of([] { singa::onnx::prepare_bytes("\x08\x96\x01 this is not a model at all"); }).find("not"), std::string::npos);
+  std::string good = mlp().bytes();
+  EXPECT_NE(error_of([&] { singa::onnx::prepare_bytes(good.substr(0, good.size() / 2)); }), "(no error)");
+
+  ModelBuilder unknown;
+  unknown.input("x", SINGA_ONNX_FLOAT, {2}).node("FrobnicateTheTensor", {"x"}, {"y"}, "frob").output("y", SINGA_ONNX_FLOAT, {2});
+  singa::onnx::PrepareOptions nocheck;
+  nocheck.check_model = false;
+  std::string err = error_of([&] { singa::onnx::prepare_bytes(unknown.bytes(), nocheck); });
+  EXPECT_NE(err.find("frob"), std::string::npos) << err;
+  EXPECT_NE(err.find("FrobnicateTheTensor"), std::string::npos) << err;
+  err = error_of([&] { singa::onnx::prepare_bytes(unknown.bytes()); });
+  EXPECT_NE(err.find("FrobnicateTheTensor"), std::string::npos) << err;
+
+  ModelBuilder dangling;
+  dangling.input("x", SINGA_ONNX_FLOAT, {2}).node("Add", {"x", "ghost"}, {"y"}, "adder").output("y", SINGA_ONNX_FLOAT);
+  err = error_of([&] { singa::onnx::prepare_bytes(dangling.bytes(), nocheck); });
+  EXPECT_NE(err.find("'ghost'"), std::string::npos) << err;
+
+  ModelBuilder cycle;
+  cycle.input("x", SINGA_ONNX_FLOAT, {2})
+      .node("Add", {"x", "b"}, {"a"}, "n1")
+      .node("Relu", {"a"}, {"b"}, "n2")
+      .output("b", SINGA_ONNX_FLOAT);
+  err = error_of([&] { singa::onnx::prepare_bytes(cycle.bytes(), nocheck); });
+  EXPECT_NE(err.find("cycle"), std::string::npos) << err;
+
+  ModelBuilder dup;
+  dup.input("x", SINGA_ONNX_FLOAT, {2}).node("Relu", {"x"}, {"y"}, "a").node("Neg", {"x"}, {"y"}, "b").output("y", SINGA_ONNX_FLOAT);
+  err = error_of([&] { singa::onnx::prepare_bytes(dup.bytes(), nocheck); });
+  EXPECT_NE(err.find("already produced"), std::string::npos) << err;
+
+  ModelBuilder badinit;
+  auto p = singa::onnx::to_proto(floats({4}, {1, 2, 3, 4}), "w");
+  p.mutable_raw_data()->resize(10);
+  badinit.input("x", SINGA_ONNX_FLOAT, {4}).node("Add", {"x", "w"}, {"y"}).output("y", SINGA_ONNX_FLOAT);
+  *badinit.g->add_initializer() = p;
+  err = error_of([&] { singa::onnx::prepare_bytes(badinit.bytes(), nocheck); });
+  EXPECT_NE(err.find("initializer 'w'"), std::string::npos) << err;
+}
+
+TEST(Backend, NewerOpsetThanAnyKernelIsNamed) {
+  ensure_loaded();
+  ModelBuilder m(99);
+  m.input("x", SINGA_ONNX_FLOAT, {2}).node("Relu", {"x"}, {"y"}, "r").output("y", SINGA_ONNX_FLOAT);
+  singa::onnx::PrepareOptions nocheck;
+  nocheck.check_model = false;
+  std::string err = error_of([&] { singa::onnx::prepare_bytes(m.bytes(), nocheck); });
+  EXPECT_NE(err.find("opset 99"), std::string::npos) << err;
+  EXPECT_NE(err.find("kernels exist for opsets"), std::string::npos) << err;
+}
+
+TEST(Backend, UnknownDeviceIsAnError) {
+  ensure_loaded();
+  singa::onnx::PrepareOptions opt;
+  opt.device = "tpu:0";
+  std::string err = error_of([&] { singa::onnx::prepare_bytes(mlp().bytes(), opt); });
+  EXPECT_NE(err.find("device 'tpu'"), std::string::npos) << err;
+  opt.device = "cpu:7";
+  err = error_of([&] { singa::onnx::prepare_bytes(mlp().bytes(), opt); });
+  EXPECT_NE(err.find("cpu:7"), std::string::npos) << err;
+}
+
+TEST(Backend, ConcurrentRunsGiveSingleThreadedResults) {
+  ensure_loaded();
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes());
+  const int kThreads = 8, kIters = 50;
+  std::vector<std::vector<float>> inputs(kThreads), expect(kThreads);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (int t = 0; t < kThreads; ++t) {
+    inputs[size_t(t)].resize(size_t(4 * (t + 1)));
+    for (auto& v : inputs[size_t(t)]) v = u(rng);
+    auto out = rep->run({floats({t + 1, 4}, inputs[size_t(t)])});
+    expect[size_t(t)].assign(out[0].second.data<float>(), out[0].second.data<float>() + out[0].second.numel());
+  }
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        auto out = rep->run({floats({t + 1, 4}, inputs[size_t(t)])});
+        const float* y = out[0].second.data<float>();
+        for (size_t k = 0; k < expect[size_t(t)].size(); ++k)
+          if (y[k] != expect[size_t(t)][k]) ++mismatches[size_t(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[size_t(t)], 0) << "thread " << t;
+}

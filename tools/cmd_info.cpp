@@ -1,0 +1,227 @@
+// `singa info MODEL`: what a model contains and which of its ops the chosen
+// device has no kernel for. Reads the model without preparing it, so a model
+// that cannot run can still be described.
+#include "cli.hpp"
+#include "json.hpp"
+
+#include <singa/onnx.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace singa {
+namespace cli {
+
+namespace {
+
+std::string type_to_string(const ::onnx::TypeProto& t) {
+  switch (t.value_case()) {
+    case ::onnx::TypeProto::kTensorType: {
+      std::string s = dtype_name(t.tensor_type().elem_type());
+      if (!t.tensor_type().has_shape()) return s + "[unknown rank]";
+      s += "[";
+      const auto& shape = t.tensor_type().shape();
+      for (int i = 0; i < shape.dim_size(); ++i) {
+        const auto& d = shape.dim(i);
+        if (i) s += ",";
+        s += d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?";
+      }
+      return s + "]";
+    }
+    case ::onnx::TypeProto::kSequenceType: return "sequence<" + type_to_string(t.sequence_type().elem_type()) + ">";
+    case ::onnx::TypeProto::kOptionalType: return "optional<" + type_to_string(t.optional_type().elem_type()) + ">";
+    case ::onnx::TypeProto::kMapType:
+      return std::string("map<") + dtype_name(t.map_type().key_type()) + "," + type_to_string(t.map_type().value_type()) + ">";
+    case ::onnx::TypeProto::kSparseTensorType: return std::string("sparse ") + dtype_name(t.sparse_tensor_type().elem_type());
+    default: return "unknown type";
+  }
+}
+
+struct OpKey {
+  std::string domain, op;
+  bool operator<(const OpKey& o) const { return std::tie(domain, op) < std::tie(o.domain, o.op); }
+};
+
+// Counts nodes, subgraphs (If/Loop/Scan bodies) included.
+void count_ops(const ::onnx::GraphProto& g, std::map<OpKey, int64_t>& hist, int64_t& nodes, int64_t& nested) {
+  for (const auto& n : g.node()) {
+    ++hist[{normalize_domain(n.domain()), n.op_type()}];
+    ++nodes;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) {
+        ++nested;
+        count_ops(a.g(), hist, nodes, nested);
+      }
+      for (const auto& sg : a.graphs()) {
+        ++nested;
+        count_ops(sg, hist, nodes, nested);
+      }
+    }
+  }
+}
+
+std::string domain_label(const std::string& d) { return d.empty() ? "ai.onnx" : d; }
+std::string op_label(const OpKey& k) { return k.domain.empty() ? k.op : k.domain + "." + k.op; }
+
+struct MissingKernel {
+  OpKey key;
+  int64_t opset = -1;                 // -1: the model imports no opset for the domain
+  std::vector<std::string> existing;  // "cpu 1-12"
+  bool cpu_fallback = false;
+};
+
+std::vector<MissingKernel> find_missing(const std::map<OpKey, int64_t>& hist, const std::map<std::string, int64_t>& opsets,
+                                        const std::string& device) {
+  std::vector<MissingKernel> out;
+  for (const auto& [key, count] : hist) {
+    MissingKernel m;
+    m.key = key;
+    auto it = opsets.find(key.domain);
+    if (it != opsets.end()) m.opset = it->second;
+    bool found = false;
+    for (const KernelEntry* k : Runtime::instance().kernels(key.domain, key.op)) {
+      bool covers = m.opset >= k->def.since_version && m.opset <= k->def.end_version;
+      if (covers && k->device == device) found = true;
+      if (covers && k->device == "cpu") m.cpu_fallback = true;
+      m.existing.push_back(k->device + " " + std::to_string(k->def.since_version) + "-" + std::to_string(k->def.end_version));
+    }
+    if (!found) out.push_back(m);
+  }
+  return out;
+}
+
+std::string describe_missing(const MissingKernel& m, const std::string& device) {
+  std::string s = m.opset < 0 ? "domain " + domain_label(m.key.domain) + " not imported by the model"
+                              : "opset " + std::to_string(m.opset);
+  if (m.existing.empty()) return s + "; no kernel on any device";
+  s += "; kernels:";
+  for (const auto& e : m.existing) s += " " + e + (&e == &m.existing.back() ? "" : ",");
+  if (device != "cpu") s += m.cpu_fallback ? " (falls back to cpu)" : " (no cpu fallback either)";
+  return s;
+}
+
+}  // namespace
+
+int cmd_info(const std::vector<std::string>& args) {
+  CommandSpec spec{"info", "MODEL [--device D] [--json]",
+                   "Describes an ONNX model: IR version, opsets, producer, inputs and outputs with their shapes\n"
+                   "(symbolic dimensions by name), the op histogram (subgraphs included) and the ops that have no\n"
+                   "kernel on the chosen device for the model's opset."};
+  po::options_description own("Options");
+  own.add_options()("json", "print one JSON object");
+  Parsed p = parse_command(spec, args, own, "model");
+  if (p.help) {
+    print_command_help(spec, own);
+    return kExitOk;
+  }
+  if (!p.vm.count("model")) throw UsageError("info: a MODEL file is required");
+  auto models = p.vm["model"].as<std::vector<std::string>>();
+  if (models.size() != 1) throw UsageError("info: give exactly one MODEL file");
+  const std::string path = models[0];
+  const bool json = p.vm.count("json") > 0;
+
+  load_runtime(p.global);
+  const std::string device = split_device(p.global.device).first;
+  if (!Runtime::instance().device(device)) require_device(p.global.device);  // throws naming the known devices
+
+  ::onnx::ModelProto model = singa::onnx::load_model(path);
+  const auto& g = model.graph();
+  std::map<std::string, int64_t> opsets;
+  for (const auto& o : model.opset_import()) opsets[normalize_domain(o.domain())] = o.version();
+  std::set<std::string> init_names;
+  int64_t param_elems = 0;
+  for (const auto& t : g.initializer()) {
+    init_names.insert(t.name());
+    int64_t n = 1;
+    for (int64_t d : t.dims()) n *= d;
+    param_elems += n;
+  }
+  std::vector<const ::onnx::ValueInfoProto*> inputs, outputs;
+  for (const auto& v : g.input())
+    if (!init_names.count(v.name())) inputs.push_back(&v);
+  for (const auto& v : g.output()) outputs.push_back(&v);
+  std::map<OpKey, int64_t> hist;
+  int64_t nodes = 0, subgraphs = 0;
+  count_ops(g, hist, nodes, subgraphs);
+  auto missing = find_missing(hist, opsets, device);
+  std::vector<std::pair<OpKey, int64_t>> ranked(hist.begin(), hist.end());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+
+  if (json) {
+    JsonObject o;
+    o.str("model", path).integer("ir_version", model.ir_version());
+    JsonObject ops_json, opsets_json;
+    for (const auto& [d, v] : opsets) opsets_json.integer(domain_label(d), v);
+    o.raw("opsets", opsets_json.dump());
+    o.str("producer_name", model.producer_name()).str("producer_version", model.producer_version());
+    o.str("graph_name", g.name());
+    auto values = [](const std::vector<const ::onnx::ValueInfoProto*>& vs) {
+      std::vector<std::string> items;
+      for (const auto* v : vs) {
+        JsonObject e;
+        e.str("name", v->name()).str("type", type_to_string(v->type()));
+        if (v->type().has_tensor_type()) {
+          e.str("dtype", dtype_name(v->type().tensor_type().elem_type()));
+          if (v->type().tensor_type().has_shape()) {
+            std::vector<std::string> dims;
+            for (const auto& d : v->type().tensor_type().shape().dim())
+              dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value())
+                                               : d.has_dim_param() ? json_quote(d.dim_param()) : "null");
+            e.raw("shape", json_array(dims));
+          }
+        }
+        items.push_back(e.dump());
+      }
+      return json_array(items);
+    };
+    o.raw("inputs", values(inputs)).raw("outputs", values(outputs));
+    o.integer("initializers", g.initializer_size()).integer("parameter_elements", param_elems);
+    o.integer("nodes", nodes).integer("subgraphs", subgraphs);
+    for (const auto& [k, n] : ranked) ops_json.integer(op_label(k), n);
+    o.raw("ops", ops_json.dump());
+    o.str("device", p.global.device);
+    std::vector<std::string> miss;
+    for (const auto& m : missing) {
+      JsonObject e;
+      e.str("domain", domain_label(m.key.domain)).str("op", m.key.op);
+      if (m.opset >= 0) e.integer("opset", m.opset); else e.raw("opset", "null");
+      e.raw("kernels", json_string_array(m.existing)).boolean("cpu_fallback", m.cpu_fallback);
+      miss.push_back(e.dump());
+    }
+    o.raw("missing_kernels", json_array(miss));
+    std::cout << o.dump() << "\n";
+    return kExitOk;
+  }
+
+  std::cout << "model:        " << path << "\n"
+            << "ir version:   " << model.ir_version() << "\n"
+            << "opsets:      ";
+  for (const auto& [d, v] : opsets) std::cout << " " << domain_label(d) << " " << v;
+  std::cout << "\nproducer:     " << (model.producer_name().empty() ? "(none)" : model.producer_name())
+            << (model.producer_version().empty() ? "" : " " + model.producer_version()) << "\n";
+  if (!g.name().empty()) std::cout << "graph:        " << g.name() << "\n";
+  auto print_values = [](const char* title, const std::vector<const ::onnx::ValueInfoProto*>& vs) {
+    std::cout << title << " (" << vs.size() << "):\n";
+    for (const auto* v : vs) std::cout << "  " << v->name() << "  " << type_to_string(v->type()) << "\n";
+  };
+  print_values("inputs", inputs);
+  print_values("outputs", outputs);
+  std::cout << "initializers: " << g.initializer_size() << " (" << param_elems << " elements)\n"
+            << "nodes:        " << nodes;
+  if (subgraphs) std::cout << " (" << subgraphs << " subgraphs included)";
+  std::cout << "\nops:\n";
+  for (const auto& [k, n] : ranked) std::cout << "  " << op_label(k) << std::string(std::max<size_t>(1, 28 - op_label(k).size()), ' ') << n << "\n";
+  std::cout << "ops without a kernel on " << device << ":";
+  if (missing.empty()) std::cout << " none";
+  std::cout << "\n";
+  for (const auto& m : missing) std::cout << "  " << op_label(m.key) << ": " << describe_missing(m, device) << "\n";
+  return kExitOk;
+}
+
+}  // namespace cli
+}  // namespace singa

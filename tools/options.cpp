@@ -1,0 +1,253 @@
+// Global options shared by every subcommand. Precedence: flags, then the
+// config file, then the environment, then defaults; the environment is never
+// overridden silently (a note goes to stderr).
+#include "cli.hpp"
+
+#include <singa/error.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+namespace singa {
+namespace cli {
+
+namespace {
+
+// The keys a config file may set; names match the long flags.
+po::options_description config_file_description() {
+  po::options_description d("Config file");
+  d.add_options()
+      ("device", po::value<std::string>())
+      ("fallback", po::value<bool>())
+      ("threads", po::value<int>())
+      ("plugin-dir", po::value<std::vector<std::string>>())
+      ("plugin", po::value<std::vector<std::string>>());
+  return d;
+}
+
+bool has(const po::variables_map& vm, const char* key) { return vm.count(key) && !vm[key].defaulted(); }
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+void note(const std::string& text) { std::cerr << "singa: note: " << text << "\n"; }
+
+// Boost.Program_options reads "-1" after an option as a short option; numbers
+// like `--last-layers -1` are joined to their option first.
+std::vector<std::string> join_negative_values(const std::vector<std::string>& args) {
+  static const std::regex number("-[0-9][0-9.eE+-]*");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0 && a.find('=') == std::string::npos && i + 1 < args.size() &&
+        std::regex_match(args[i + 1], number)) {
+      out.push_back(a + "=" + args[i + 1]);
+      ++i;
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+po::variables_map read_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read config file '" + path + "'");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_config_file(in, config_file_description(), false), vm);
+  } catch (const po::error& e) {
+    throw UsageError("config file '" + path + "': " + e.what());
+  }
+  return vm;
+}
+
+void resolve_globals(const po::variables_map& vm, GlobalOptions& g) {
+  po::variables_map cfg;
+  if (has(vm, "config")) {
+    g.config_file = vm["config"].as<std::string>();
+    cfg = read_config(g.config_file);
+  }
+  const std::string cfg_name = "config file '" + g.config_file + "'";
+
+  const std::string env_device = env("SINGA_DEVICE");
+  if (has(vm, "device")) {
+    g.device = vm["device"].as<std::string>();
+    if (!env_device.empty() && env_device != g.device)
+      note("--device " + g.device + " overrides SINGA_DEVICE=" + env_device);
+  } else if (cfg.count("device")) {
+    g.device = cfg["device"].as<std::string>();
+    if (!env_device.empty() && env_device != g.device)
+      note("device = " + g.device + " from " + cfg_name + " overrides SINGA_DEVICE=" + env_device);
+  } else if (!env_device.empty()) {
+    g.device = env_device;
+  }
+  if (g.device.empty()) throw UsageError("the device name is empty");
+
+  if (has(vm, "fallback") && has(vm, "no-fallback")) throw UsageError("--fallback and --no-fallback contradict each other");
+  if (has(vm, "no-fallback"))
+    g.fallback = false;
+  else if (has(vm, "fallback"))
+    g.fallback = vm["fallback"].as<bool>();
+  else if (cfg.count("fallback"))
+    g.fallback = cfg["fallback"].as<bool>();
+
+  if (has(vm, "threads"))
+    g.threads = vm["threads"].as<int>();
+  else if (cfg.count("threads"))
+    g.threads = cfg["threads"].as<int>();
+  if (g.threads < 0) throw UsageError("threads must be >= 0 (0 = one per core), got " + std::to_string(g.threads));
+
+  using Strings = std::vector<std::string>;
+  const std::string env_path = env("SINGA_PLUGIN_PATH");
+  if (has(vm, "plugin-dir")) {
+    g.plugin_dirs = vm["plugin-dir"].as<Strings>();
+    if (!env_path.empty()) {
+      g.use_env_plugin_path = false;
+      note("--plugin-dir overrides SINGA_PLUGIN_PATH=" + env_path + " (its folders are not searched)");
+    }
+  } else if (cfg.count("plugin-dir")) {
+    g.plugin_dirs = cfg["plugin-dir"].as<Strings>();
+    if (!env_path.empty()) {
+      g.use_env_plugin_path = false;
+      note("plugin-dir from " + cfg_name + " overrides SINGA_PLUGIN_PATH=" + env_path + " (its folders are not searched)");
+    }
+  }
+  if (has(vm, "plugin"))
+    g.plugins = vm["plugin"].as<Strings>();
+  else if (cfg.count("plugin"))
+    g.plugins = cfg["plugin"].as<Strings>();
+
+  g.verbose = has(vm, "verbose");
+}
+
+}  // namespace
+
+po::options_description global_options_description() {
+  po::options_description d("Global options (also: config file keys device, fallback, threads, plugin-dir, plugin)");
+  d.add_options()
+      ("help,h", "show this help")
+      ("config", po::value<std::string>()->value_name("FILE"), "read options from an INI file (flags win over it)")
+      ("device", po::value<std::string>()->value_name("D"), "device: cpu, cuda:0, opencl:0, ... (env SINGA_DEVICE; default cpu)")
+      ("fallback", po::value<bool>()->value_name("BOOL")->implicit_value(true, "true"),
+       "run nodes without a kernel on the device on the CPU (default true)")
+      ("no-fallback", "same as --fallback=false")
+      ("threads", po::value<int>()->value_name("N"), "intra-op threads (0 = one per core)")
+      ("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR"),
+       "also search DIR for plugins (repeatable; replaces SINGA_PLUGIN_PATH)")
+      ("plugin", po::value<std::vector<std::string>>()->value_name("FILE"), "also load plugin FILE (repeatable)")
+      ("verbose,v", "say more (search folders, node placement, timings)");
+  return d;
+}
+
+void print_command_help(const CommandSpec& spec, const po::options_description& own) {
+  std::cout << "Usage: singa " << spec.name << " " << spec.usage << "\n\n" << spec.description << "\n\n";
+  if (!own.options().empty()) std::cout << own << "\n";
+  std::cout << global_options_description() << "\n"
+            << "Exit codes: 0 ok, 1 failure while running, 2 bad usage.\n";
+}
+
+Parsed parse_command(const CommandSpec& spec, const std::vector<std::string>& raw_args,
+                     const po::options_description& own, const std::string& positional_name) {
+  Parsed p;
+  for (const auto& a : raw_args)
+    if (a == "--help" || a == "-h") {
+      p.help = true;
+      return p;
+    }
+  po::options_description all;
+  all.add(own).add(global_options_description());
+  po::options_description hidden;
+  if (!positional_name.empty()) {
+    hidden.add_options()(positional_name.c_str(), po::value<std::vector<std::string>>());
+    all.add(hidden);
+  }
+  po::positional_options_description pos;
+  if (!positional_name.empty()) pos.add(positional_name.c_str(), -1);
+  try {
+    auto args = join_negative_values(raw_args);
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), p.vm);
+    po::notify(p.vm);
+  } catch (const po::error& e) {
+    throw UsageError(spec.name + ": " + e.what() + " (see 'singa " + spec.name + " --help')");
+  }
+  resolve_globals(p.vm, p.global);
+  return p;
+}
+
+std::vector<std::string> load_runtime(const GlobalOptions& g, bool report) {
+  Runtime& rt = Runtime::instance();
+  LoadOptions lo;
+  lo.plugin_dirs = g.plugin_dirs;
+  lo.plugins = g.plugins;
+  lo.use_env = g.use_env_plugin_path;
+  if (rt.loaded()) return rt.search_dirs(lo);
+  auto dirs = rt.load(lo);
+  if (!report) return dirs;
+  if (g.verbose) {
+    std::cerr << "singa: plugin search folders:";
+    for (auto& d : dirs) std::cerr << " " << d;
+    std::cerr << "\n";
+  }
+  for (const auto& p : rt.plugins())
+    if (!p.loaded) std::cerr << "singa: warning: plugin " << p.path << " skipped: " << plugin_failure(p) << "\n";
+  return dirs;
+}
+
+std::pair<std::string, int> split_device(const std::string& device) {
+  auto colon = device.find(':');
+  if (colon == std::string::npos) return {device, 0};
+  std::string name = device.substr(0, colon), id = device.substr(colon + 1);
+  if (name.empty() || id.empty() || id.size() > 6 || !std::all_of(id.begin(), id.end(), ::isdigit))
+    throw UsageError("bad device '" + device + "' (expected NAME or NAME:ID, e.g. cuda:0)");
+  return {name, std::stoi(id)};
+}
+
+Device& require_device(const std::string& device) {
+  auto [name, id] = split_device(device);
+  Runtime& rt = Runtime::instance();
+  Device* d = rt.device(name);
+  if (!d) {
+    std::string known;
+    for (Device* k : rt.devices()) known += (known.empty() ? "" : ", ") + k->name();
+    throw Error(SINGA_NOT_FOUND, "unknown device '" + device + "' (registered devices: " +
+                                     (known.empty() ? "none; no device plugin loaded" : known) + ")");
+  }
+  std::string reason;
+  int32_t n = d->count(&reason);
+  if (n <= 0)
+    throw Error(SINGA_UNAVAILABLE, "device '" + name + "' is not available" + (reason.empty() ? "" : ": " + one_line(reason)));
+  if (id >= n)
+    throw Error(SINGA_NOT_FOUND, "device '" + device + "': id " + std::to_string(id) + " out of range (" +
+                                     std::to_string(n) + " available)");
+  return *d;
+}
+
+std::string plugin_failure(const PluginInfo& p) {
+  std::string e = p.error;
+  if (e.compare(0, p.path.size() + 2, p.path + ": ") == 0) e.erase(0, p.path.size() + 2);
+  return one_line(e);
+}
+
+std::string one_line(const std::string& message) {
+  std::string out;
+  bool space = false;
+  for (char c : message) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += (out.back() == ':' || out.back() == '.' || out.back() == ';') ? " " : "; ";
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace cli
+}  // namespace singa
