@@ -65,6 +65,15 @@ Executor::Executor(graph::Graph graph, Device* device, int32_t device_id, bool f
     if (e.kernel->def.flags & SINGA_KERNEL_HOST_INPUTS)
       for (size_t j = 0; j < e.host_inputs.size() && j < 64; ++j) e.host_inputs[j] = (e.kernel->def.cpu_inputs_mask >> j) & 1u;
   }
+  for (const ExecNode& e : exec_) {
+    if (e.device->host_addressable()) continue;
+    for (size_t j = 0; j < e.node->inputs.size(); ++j) {
+      int v = e.node->inputs[j];
+      if (v < 0 || e.host_inputs[j] || !g_.values[size_t(v)].is_initializer) continue;
+      auto key = std::make_pair(v, e.device);
+      if (!device_constants_.count(key)) device_constants_[key] = g_.values[size_t(v)].constant.to(e.device, e.device_id);
+    }
+  }
   // Each value is released right after its last reader (or its producer when
   // nobody reads it); graph outputs are kept.
   last_use_.assign(g_.values.size(), -1);
@@ -155,7 +164,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, size_t stop
       if (!t.defined())
         throw Error(SINGA_INTERNAL, g_.source + ": " + n.label + ": input '" + g_.values[size_t(v)].name + "' is not available");
       bool host = e.host_inputs[j] || e.device->host_addressable();
-      call.inputs[j] = host ? t.to_host() : t.to(e.device, e.device_id);
+      auto cached = host ? device_constants_.end() : device_constants_.find({v, e.device});
+      call.inputs[j] = host ? t.to_host() : cached != device_constants_.end() ? cached->second : t.to(e.device, e.device_id);
     }
     // In place: input 0 dies here and nobody else holds it.
     int v0 = n.inputs.empty() ? -1 : n.inputs[0];

@@ -6,6 +6,7 @@
 #include "graph.hpp"
 #include "host.hpp"
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,8 @@ class Executor {
   Device* cpu_;
   size_t max_bytes_;
   std::vector<int> last_use_;
+  // Initializers already copied to the device of the nodes that read them.
+  std::map<std::pair<int, Device*>, Tensor> device_constants_;
 };
 
 }  // namespace singa

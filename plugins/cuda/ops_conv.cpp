@@ -37,6 +37,7 @@ class Conv : public NodeKernel {
     const std::vector<int64_t> in = spatial_dims(xs, "X", *this);
     check(ws.size() == xs.size(), "W " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
     const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+    for (int64_t k : kernel) check(k > 0, "W " + shape_str(ws) + " has an empty kernel");
     if (!attrs_.kernel_shape.empty())
       check(attrs_.kernel_shape == kernel,
             "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " differs from W's " + shape_str(kernel));

@@ -24,7 +24,12 @@ void run(const sdk::Context& ctx, const Shape& out, const std::array<Shape, 3>& 
       const E* xx = x + off[1];
       const E* yy = y + off[2];
       E* zz = z + o;
-      for (int64_t i = 0; i < n; ++i) zz[i] = cc[i * st[0]] ? xx[i * st[1]] : yy[i * st[2]];
+      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+        for (int64_t i = 0; i < n; ++i) zz[i] = cc[i] ? xx[i] : yy[i];
+      } else {
+        // steps are 0 (repeat) or 1 (advance) per operand
+        for (int64_t i = 0; i < n; ++i) zz[i] = cc[i * st[0]] ? xx[i * st[1]] : yy[i * st[2]];
+      }
     });
   });
 }

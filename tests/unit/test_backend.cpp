@@ -231,3 +231,44 @@ TEST(Backend, ConcurrentRunsGiveSingleThreadedResults) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[size_t(t)], 0) << "thread " << t;
 }
+
+// A device without a kernel for most ops: those nodes fall back to the CPU
+// with copies at the boundary, the placement says so, and results match.
+TEST(Backend, FallbackToCpuInsertsCopies) {
+  ensure_loaded();
+  auto& rt = singa::Runtime::instance();
+  if (!rt.device("fakeaccel")) {
+    auto info = rt.load_plugin(std::string(TEST_PLUGIN_DIR) + "/singa_test_fake_accel.so");
+    ASSERT_TRUE(info.loaded) << info.error;
+  }
+  std::vector<float> x = {1, -2, 3, -4, 0.5f, 6, -7, 8};
+  auto cpu = singa::onnx::prepare_bytes(mlp().bytes())->run({floats({2, 4}, x)});
+
+  singa::onnx::PrepareOptions opt;
+  opt.device = "fakeaccel";
+  auto rep = singa::onnx::prepare_bytes(mlp().bytes(), opt);
+  ASSERT_EQ(rep->placement().size(), 4u);
+  EXPECT_EQ(rep->placement()[0].device, "fakeaccel");  // Relu
+  EXPECT_EQ(rep->placement()[0].plugin, "test_fake_accel");
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(rep->placement()[i].device, "cpu") << rep->placement()[i].op_type;
+
+  ModelBuilder probe;
+  probe.model.add_opset_import()->set_domain("com.singa.test");
+  probe.model.mutable_opset_import(1)->set_version(1);
+  probe.node("FakeAccelCopies", {}, {"n"}).output("n", SINGA_ONNX_INT64, {});
+  probe.last()->set_domain("com.singa.test");
+  singa::onnx::PrepareOptions nocheck;
+  nocheck.check_model = false;
+  auto counter = singa::onnx::prepare_bytes(probe.bytes(), nocheck);
+  auto copies = [&] { return counter->run(std::vector<Tensor>{})[0].second.data<int64_t>()[0]; };
+  int64_t before = copies();
+  auto out = rep->run({floats({2, 4}, x)});
+  // x goes to the device, relu's output comes back for the CPU's Add.
+  EXPECT_EQ(copies() - before, 2);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[0].second.data<float>()[i], cpu[0].second.data<float>()[i]);
+
+  opt.fallback = false;
+  std::string err = error_of([&] { singa::onnx::prepare_bytes(mlp().bytes(), opt); });
+  EXPECT_NE(err.find("no kernel on device 'fakeaccel'"), std::string::npos) << err;
+  EXPECT_NE(err.find("fallback disabled"), std::string::npos) << err;
+}
