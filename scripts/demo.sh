@@ -11,4 +11,6 @@ if [ ! -f "$MODELS/resnet18_opset13/model.onnx" ]; then
   /usr/bin/python3 tests/models/make_models.py "$MODELS" --only resnet18_opset13 >/dev/null
 fi
 "$BUILD/tools/singa" run "$MODELS/resnet18_opset13/model.onnx" \
-  --input "$(ls "$MODELS"/resnet18_opset13/test_data_set_0/input_0.pb)" --top 5 "$@"
+  --input image="$MODELS/resnet18_opset13/test_data_set_0/input_0.pb" --top 5 "$@"
+# The same model checked against PyTorch's own outputs (rtol 1e-3, atol 1e-4).
+"$BUILD/tools/singa" conformance "$MODELS/resnet18_opset13" --atol 1e-4
