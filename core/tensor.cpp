@@ -1,5 +1,6 @@
 #include <singa/runtime.hpp>
 #include <singa/tensor.hpp>
+#include <singa/kernel.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -18,41 +19,10 @@ size_t dtype_size(int32_t t) {
   }
 }
 
-const char* dtype_name(int32_t t) {
-  static const char* names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string",
-                                "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
-  return (t >= 0 && t <= 16) ? names[t] : "unknown";
-}
-
-DLDataType to_dl(int32_t t) {
-  switch (t) {
-    case SINGA_ONNX_FLOAT: return {kDLFloat, 32, 1};
-    case SINGA_ONNX_DOUBLE: return {kDLFloat, 64, 1};
-    case SINGA_ONNX_FLOAT16: return {kDLFloat, 16, 1};
-    case SINGA_ONNX_BFLOAT16: return {kDLBfloat, 16, 1};
-    case SINGA_ONNX_INT8: return {kDLInt, 8, 1};
-    case SINGA_ONNX_INT16: return {kDLInt, 16, 1};
-    case SINGA_ONNX_INT32: return {kDLInt, 32, 1};
-    case SINGA_ONNX_INT64: return {kDLInt, 64, 1};
-    case SINGA_ONNX_UINT8: return {kDLUInt, 8, 1};
-    case SINGA_ONNX_UINT16: return {kDLUInt, 16, 1};
-    case SINGA_ONNX_UINT32: return {kDLUInt, 32, 1};
-    case SINGA_ONNX_UINT64: return {kDLUInt, 64, 1};
-    case SINGA_ONNX_BOOL: return {SINGA_DL_BOOL, 8, 1};
-    case SINGA_ONNX_STRING: return {SINGA_DL_STRING, 64, 1};
-    case SINGA_ONNX_COMPLEX64: return {kDLComplex, 64, 1};
-    case SINGA_ONNX_COMPLEX128: return {kDLComplex, 128, 1};
-    default: return {0, 0, 0};
-  }
-}
-
-int32_t from_dl(DLDataType t) {
-  for (int32_t o = 1; o <= 16; ++o) {
-    DLDataType d = to_dl(o);
-    if (d.code == t.code && d.bits == t.bits && d.lanes == t.lanes) return o;
-  }
-  return 0;
-}
+// One table of element types for the core and every plugin: the SDK's.
+const char* dtype_name(int32_t t) { return sdk::dtype_name(t); }
+DLDataType to_dl(int32_t t) { return sdk::dl_dtype(t); }
+int32_t from_dl(DLDataType t) { return sdk::onnx_dtype(t); }
 
 std::string shape_to_string(const Shape& s) {
   std::string r = "[";
