@@ -84,7 +84,8 @@ class NodeKernel {
   explicit NodeKernel(const sdk::Node& node) : where_(where_of(node)), opset_(node.opset()) {}
   const std::string& where() const { return where_; }
   int64_t opset() const { return opset_; }
-  [[noreturn]] void fail(const std::string& msg) const { sdk::fail(where_ + ": " + msg); }
+  // The core already prefixes kernel errors with the node's name and op.
+  [[noreturn]] void fail(const std::string& msg) const { sdk::fail(msg); }
   void check(bool ok, const std::string& msg) const {
     if (!ok) fail(msg);
   }

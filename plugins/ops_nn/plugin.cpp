@@ -17,4 +17,5 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_quant_conv(reg);
   register_mvn(reg);
   register_max_unpool(reg);
+  register_losses(reg);
 }

@@ -21,6 +21,7 @@ void register_lrn(sdk::Registrar& reg);
 void register_quant_conv(sdk::Registrar& reg);
 void register_mvn(sdk::Registrar& reg);
 void register_max_unpool(sdk::Registrar& reg);
+void register_losses(sdk::Registrar& reg);
 
 }  // namespace nn
 }  // namespace singa
