@@ -18,4 +18,7 @@ SINGA_PLUGIN("ops_tensor", "0.1.0", "ONNX shape and data-movement operators (Res
   register_select_ops(reg);
   register_trilu(reg);
   register_reverse_sequence(reg);
+  register_resize(reg);
+  register_non_max_suppression(reg);
+  register_roi_align(reg);
 }

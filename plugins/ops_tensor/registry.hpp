@@ -22,6 +22,9 @@ void register_pad(sdk::Registrar& reg);            // Pad
 void register_select_ops(sdk::Registrar& reg);     // NonZero OneHot
 void register_trilu(sdk::Registrar& reg);          // Trilu
 void register_reverse_sequence(sdk::Registrar& reg);
+void register_resize(sdk::Registrar& reg);         // Resize Upsample
+void register_non_max_suppression(sdk::Registrar& reg);
+void register_roi_align(sdk::Registrar& reg);
 
 }  // namespace tensor
 }  // namespace ops

@@ -1,0 +1,375 @@
+// Resize (opsets 10, 11-12, 13-17) and its deprecated form Upsample (7-8, 9).
+//
+// Every axis is resampled independently: for each output coordinate the
+// coordinate transformation gives a position in the input, and the mode gives
+// a small set of (input index, weight) taps around it. Nearest mode is then a
+// pure gather (exact for every dtype); linear and cubic apply the taps one
+// axis at a time in double, which equals the n-linear / n-cubic product of
+// the spec because the per-axis weights do not depend on the other axes.
+#include "common.hpp"
+#include "registry.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+namespace singa {
+namespace ops {
+namespace tensor {
+namespace {
+
+enum class Mode { kNearest, kLinear, kCubic };
+enum class Coord { kHalfPixel, kTfHalfPixelForNN, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize };
+enum class Round { kPreferFloor, kPreferCeil, kFloor, kCeil };
+
+// The taps of one axis: output coordinate o uses taps [o*ntaps, (o+1)*ntaps),
+// or the extrapolation value when outside[o] (tf_crop_and_resize only).
+struct AxisMap {
+  int64_t in = 0, out = 0;
+  int ntaps = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<char> outside;
+  bool identity() const {
+    if (in != out) return false;
+    for (int64_t o = 0; o < out; ++o) {
+      if (outside[size_t(o)]) return false;
+      for (int k = 0; k < ntaps; ++k) {
+        size_t t = size_t(o * ntaps + k);
+        if (w[t] != 0.0 && (idx[t] != o || w[t] != 1.0)) return false;
+      }
+    }
+    return true;
+  }
+};
+
+template <typename T>
+double to_double(T v) {
+  if constexpr (std::is_arithmetic<T>::value) return static_cast<double>(v);
+  else return static_cast<double>(static_cast<float>(v));
+}
+
+template <typename T>
+T from_double(double v) {
+  if constexpr (std::is_same<T, bool>::value) return v != 0.0;
+  else if constexpr (std::is_integral<T>::value) return static_cast<T>(std::nearbyint(v));
+  else if constexpr (std::is_arithmetic<T>::value) return static_cast<T>(v);
+  else return T(static_cast<float>(v));
+}
+
+// A float tensor (scales, roi) read on the host.
+std::vector<double> read_floats(const Tensor& t, const char* what) {
+  std::vector<double> v(size_t(t.numel()));
+  int32_t dt = t.dtype();
+  if ((sdk::bit(singa_onnx_dtype(dt)) & sdk::kFloatTypes) == 0)
+    sdk::fail(std::string("input '") + what + "' must hold floats, got " + sdk::dtype_name(dt));
+  sdk::dispatch(
+      dt,
+      [&](auto tag) {
+        using T = decltype(tag);
+        const T* p = t.data<T>();
+        for (size_t i = 0; i < v.size(); ++i) v[i] = to_double(p[i]);
+      },
+      sdk::kFloatTypes);
+  return v;
+}
+
+class Resize : public KernelBase {
+ public:
+  explicit Resize(const Node& node) : KernelBase(node), opset_(node.opset()), upsample_(node.op_type() == "Upsample") {
+    std::string mode = node.attr_string("mode", "nearest");
+    if (mode == "linear" || (mode == "bilinear" && upsample_ && opset_ < 9)) mode_ = Mode::kLinear;
+    else if (mode == "cubic" && !upsample_ && opset_ >= 11) mode_ = Mode::kCubic;
+    else if (mode != "nearest")
+      node.fail("attribute 'mode' must be nearest, linear" + std::string(!upsample_ && opset_ >= 11 ? " or cubic" : "") +
+                ", got '" + mode + "'");
+    if (upsample_ && opset_ < 9) {
+      if (!node.has_attr("scales")) node.fail("attribute 'scales' is required");
+      for (float s : node.attr_floats("scales")) attr_scales_.push_back(double(s));
+    }
+    // Before opset 11 the input position is always x_out / scale and nearest
+    // takes its floor.
+    if (upsample_ || opset_ < 11) {
+      coord_ = Coord::kAsymmetric;
+      round_ = Round::kFloor;
+      return;
+    }
+    std::string ct = node.attr_string("coordinate_transformation_mode", "half_pixel");
+    if (ct == "half_pixel") coord_ = Coord::kHalfPixel;
+    else if (ct == "pytorch_half_pixel") coord_ = Coord::kPytorchHalfPixel;
+    else if (ct == "align_corners") coord_ = Coord::kAlignCorners;
+    else if (ct == "asymmetric") coord_ = Coord::kAsymmetric;
+    else if (ct == "tf_crop_and_resize") coord_ = Coord::kTfCropAndResize;
+    else if (ct == "tf_half_pixel_for_nn") coord_ = Coord::kTfHalfPixelForNN;
+    else node.fail("attribute 'coordinate_transformation_mode' has unknown value '" + ct + "'");
+    std::string nm = node.attr_string("nearest_mode", "round_prefer_floor");
+    if (nm == "round_prefer_floor") round_ = Round::kPreferFloor;
+    else if (nm == "round_prefer_ceil") round_ = Round::kPreferCeil;
+    else if (nm == "floor") round_ = Round::kFloor;
+    else if (nm == "ceil") round_ = Round::kCeil;
+    else node.fail("attribute 'nearest_mode' has unknown value '" + nm + "'");
+    cubic_a_ = double(node.attr_float("cubic_coeff_a", -0.75f));
+    exclude_outside_ = node.attr_int("exclude_outside", 0) != 0;
+    extrapolation_ = double(node.attr_float("extrapolation_value", 0.f));
+  }
+
+  void compute(Context& ctx) const {
+    Tensor x = required(ctx, 0, "X");
+    const Shape in = x.shape();
+    const size_t r = in.size();
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    target(ctx, r, scales, sizes);
+    std::vector<double> roi = read_roi(ctx, r);
+
+    std::vector<AxisMap> maps(r);
+    Shape out(r);
+    for (size_t d = 0; d < r; ++d) {
+      AxisMap& m = maps[d];
+      m.in = in[d];
+      double scale, width;
+      if (!sizes.empty()) {
+        m.out = sizes[d];
+        check(m.out >= 0, "sizes " + ints_str(sizes) + " must not be negative");
+        check(m.in > 0 || m.out == 0, "cannot resize the empty axis " + std::to_string(d) + " to " +
+                                          std::to_string(m.out));
+        scale = m.in > 0 ? double(m.out) / double(m.in) : 1.0;
+        width = double(m.out);
+      } else {
+        scale = scales[d];
+        check(scale > 0, "scales must be positive, got " + std::to_string(scale) + " on axis " + std::to_string(d));
+        width = scale * double(m.in);
+        m.out = int64_t(std::floor(width));
+      }
+      out[d] = m.out;
+      build_axis(m, scale, width, roi.empty() ? 0.0 : roi[d], roi.empty() ? 1.0 : roi[d + r]);
+    }
+    Tensor y = ctx.output(0, out, x.dl_dtype());
+    if (y.numel() == 0) return;
+    if (mode_ == Mode::kNearest) gather(ctx, x, y, maps);
+    else interpolate(ctx, x, y, maps);
+  }
+
+ private:
+  // Fills either scales (one per axis) or sizes from the attribute/inputs.
+  void target(const Context& ctx, size_t r, std::vector<double>& scales, std::vector<int64_t>& sizes) const {
+    if (upsample_ && opset_ < 9) {
+      scales = attr_scales_;
+    } else if (upsample_ || opset_ < 11) {
+      scales = read_floats(required(ctx, 1, "scales"), "scales");
+    } else {
+      if (ctx.has_input(2)) scales = read_floats(ctx.input(2), "scales");
+      if (ctx.has_input(3)) sizes = read_ints(ctx.input(3), "sizes");
+      check(scales.empty() || sizes.empty(), "only one of 'scales' and 'sizes' may be given");
+      check(!scales.empty() || !sizes.empty(), "one of 'scales' and 'sizes' must be given");
+      check(sizes.empty() || sizes.size() == r,
+            "sizes " + ints_str(sizes) + " must have one entry per axis of X (rank " + std::to_string(r) + ")");
+    }
+    check(!sizes.empty() || scales.size() == r, "scales must have one entry per axis of X (rank " +
+                                                     std::to_string(r) + "), got " + std::to_string(scales.size()));
+  }
+
+  std::vector<double> read_roi(const Context& ctx, size_t r) const {
+    if (coord_ != Coord::kTfCropAndResize) return {};
+    check(ctx.has_input(1) && ctx.input(1).numel() > 0, "tf_crop_and_resize needs the 'roi' input");
+    std::vector<double> roi = read_floats(ctx.input(1), "roi");
+    check(roi.size() == 2 * r, "roi must have 2 * rank = " + std::to_string(2 * r) + " entries, got " +
+                                   std::to_string(roi.size()));
+    return roi;
+  }
+
+  // Position in the input of output coordinate o.
+  double source(int64_t o, int64_t in, double scale, double width, double roi0, double roi1) const {
+    const double x = double(o);
+    switch (coord_) {
+      case Coord::kHalfPixel: return (x + 0.5) / scale - 0.5;
+      case Coord::kTfHalfPixelForNN: return (x + 0.5) / scale;
+      case Coord::kPytorchHalfPixel: return width == 1.0 ? -0.5 : (x + 0.5) / scale - 0.5;
+      case Coord::kAlignCorners: return width == 1.0 ? 0.0 : x * double(in - 1) / (width - 1.0);
+      case Coord::kAsymmetric: return x / scale;
+      case Coord::kTfCropAndResize: {
+        double span = (roi1 - roi0) * double(in - 1);
+        double p = width == 1.0 ? span / 2 : x * span / (width - 1.0);
+        return p + roi0 * double(in - 1);
+      }
+    }
+    return 0.0;
+  }
+
+  void build_axis(AxisMap& m, double scale, double width, double roi0, double roi1) const {
+    const int n = mode_ == Mode::kCubic ? 4 : (mode_ == Mode::kLinear ? 2 : 1);
+    m.ntaps = n;
+    m.idx.assign(size_t(m.out * n), 0);
+    m.w.assign(size_t(m.out * n), 0.0);
+    m.outside.assign(size_t(m.out), 0);
+    for (int64_t o = 0; o < m.out; ++o) {
+      double p = source(o, m.in, scale, width, roi0, roi1);
+      if (coord_ == Coord::kTfCropAndResize && (p < 0 || p > double(m.in - 1))) {
+        m.outside[size_t(o)] = 1;
+        continue;
+      }
+      // Left neighbour i0 and ratio in (0, 1]: an exact hit counts as the
+      // right end of the interval to its left.
+      double f = std::floor(p);
+      int64_t i0 = int64_t(f);
+      double t = p - f;
+      if (t == 0.0) {
+        i0 -= 1;
+        t = 1.0;
+      }
+      int64_t* idx = &m.idx[size_t(o * n)];
+      double* w = &m.w[size_t(o * n)];
+      if (mode_ == Mode::kNearest) {
+        bool right;
+        switch (round_) {
+          case Round::kPreferFloor: right = t > 0.5; break;
+          case Round::kPreferCeil: right = t >= 0.5; break;
+          case Round::kFloor: right = t == 1.0; break;
+          default: right = true; break;
+        }
+        idx[0] = std::clamp<int64_t>(right ? i0 + 1 : i0, 0, m.in - 1);
+        w[0] = 1.0;
+        continue;
+      }
+      const int64_t start = i0 - (n / 2 - 1);
+      if (mode_ == Mode::kLinear) {
+        w[0] = 1.0 - t;
+        w[1] = t;
+      } else {
+        const double a = cubic_a_, s = 1.0 - t;
+        w[0] = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a;
+        w[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+        w[2] = ((a + 2) * s - (a + 3)) * s * s + 1;
+        w[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
+      }
+      if (exclude_outside_) {
+        double sum = 0;
+        for (int k = 0; k < n; ++k) {
+          if (start + k < 0 || start + k >= m.in) w[k] = 0;
+          sum += w[k];
+        }
+        if (sum != 0)
+          for (int k = 0; k < n; ++k) w[k] /= sum;
+      }
+      for (int k = 0; k < n; ++k) idx[k] = std::clamp<int64_t>(start + k, 0, m.in - 1);
+    }
+  }
+
+  // Nearest: every output element copies one input element (or the
+  // extrapolation value), so bytes move without conversion.
+  void gather(const Context& ctx, const Tensor& x, const Tensor& y, const std::vector<AxisMap>& maps) const {
+    const size_t r = maps.size(), es = elem_size(x);
+    char fill[16] = {};
+    if (coord_ == Coord::kTfCropAndResize) {
+      check((sdk::bit(singa_onnx_dtype(x.dtype())) & sdk::kNumericTypes) != 0,
+            std::string("extrapolation for element type ") + sdk::dtype_name(x.dtype()) + " is not supported");
+      sdk::dispatch(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T v = from_double<T>(extrapolation_);
+        std::memcpy(fill, &v, sizeof(T));
+      });
+    }
+    const char* src = bytes(x);
+    char* dst = mutable_bytes(y);
+    if (r == 0) {
+      std::memcpy(dst, src, es);
+      return;
+    }
+    const Shape in_strides = contiguous_strides(x.shape());
+    const AxisMap& last = maps[r - 1];
+    const int64_t inner = last.out, rows = y.numel() / inner;
+    ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t rb, int64_t re) {
+      for (int64_t row = rb; row < re; ++row) {
+        char* drow = dst + size_t(row * inner) * es;
+        int64_t rem = row, soff = 0;
+        bool outside = false;
+        for (size_t d = r - 1; d-- > 0;) {
+          int64_t o = rem % maps[d].out;
+          rem /= maps[d].out;
+          outside = outside || maps[d].outside[size_t(o)];
+          soff += maps[d].idx[size_t(o)] * in_strides[d];
+        }
+        for (int64_t o = 0; o < inner; ++o) {
+          const char* s = (outside || last.outside[size_t(o)]) ? fill : src + size_t(soff + last.idx[size_t(o)]) * es;
+          std::memcpy(drow + size_t(o) * es, s, es);
+        }
+      }
+    });
+  }
+
+  // Linear / cubic: one pass per axis that changes, innermost first, on a
+  // double buffer.
+  void interpolate(const Context& ctx, const Tensor& x, const Tensor& y, const std::vector<AxisMap>& maps) const {
+    const int32_t dt = x.dtype();
+    check((sdk::bit(singa_onnx_dtype(dt)) & sdk::kNumericTypes) != 0,
+          std::string("linear/cubic resize of element type ") + sdk::dtype_name(dt) + " is not supported");
+    Shape cur = x.shape();
+    std::vector<double> buf(size_t(x.numel()));
+    sdk::dispatch(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = x.data<T>();
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = to_double(p[i]);
+    }, sdk::kNumericTypes);
+    for (size_t d = maps.size(); d-- > 0;) {
+      const AxisMap& m = maps[d];
+      if (m.identity()) continue;
+      int64_t outer = 1, inner = 1;
+      for (size_t k = 0; k < d; ++k) outer *= cur[k];
+      for (size_t k = d + 1; k < cur.size(); ++k) inner *= cur[k];
+      std::vector<double> next(size_t(outer * m.out * inner));
+      const double* src = buf.data();
+      double* dst = next.data();
+      ctx.parallel_for(outer * m.out, std::max<int64_t>(1, 4096 / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t ob = row / m.out, o = row % m.out;
+          double* drow = dst + row * inner;
+          if (m.outside[size_t(o)]) {
+            std::fill(drow, drow + inner, extrapolation_);
+            continue;
+          }
+          std::fill(drow, drow + inner, 0.0);
+          for (int k = 0; k < m.ntaps; ++k) {
+            const double w = m.w[size_t(o * m.ntaps + k)];
+            if (w == 0.0) continue;
+            const double* srow = src + (ob * m.in + m.idx[size_t(o * m.ntaps + k)]) * inner;
+            for (int64_t i = 0; i < inner; ++i) drow[i] += w * srow[i];
+          }
+        }
+      });
+      buf.swap(next);
+      cur[d] = m.out;
+    }
+    sdk::dispatch(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = y.data<T>();
+      for (size_t i = 0; i < buf.size(); ++i) p[i] = from_double<T>(buf[i]);
+    }, sdk::kNumericTypes);
+  }
+
+  int64_t opset_;
+  bool upsample_;
+  Mode mode_ = Mode::kNearest;
+  Coord coord_ = Coord::kHalfPixel;
+  Round round_ = Round::kPreferFloor;
+  double cubic_a_ = -0.75;
+  bool exclude_outside_ = false;
+  double extrapolation_ = 0.0;
+  std::vector<double> attr_scales_;
+};
+
+}  // namespace
+
+void register_resize(sdk::Registrar& reg) {
+  const uint64_t f = sdk::kFloatTypes;
+  reg.kernel<Resize>("", "Upsample", 7, 8, "cpu", {{"T", 0, kMoveTypes}});
+  reg.kernel<Resize>("", "Upsample", 9, 9, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
+  reg.kernel<Resize>("", "Resize", 10, 10, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
+  reg.kernel<Resize>("", "Resize", 11, 12, "cpu", {{"T1", 0, kMoveTypes}, {"T2", 1, f}}, 0,
+                     input_bit(1) | input_bit(2) | input_bit(3));
+  reg.kernel<Resize>("", "Resize", 13, 17, "cpu", {{"T1", 0, kMoveTypes}, {"T2", 1, f}}, 0,
+                     input_bit(1) | input_bit(2) | input_bit(3));
+}
+
+}  // namespace tensor
+}  // namespace ops
+}  // namespace singa

@@ -1,0 +1,193 @@
+// RoiAlign (opsets 10-15, 16-17): pools each region of interest into an
+// output_height x output_width grid by averaging (or taking the max of)
+// bilinear samples on a regular sub-grid of every bin.
+//
+// Opset 10 has no coordinate_transformation_mode and behaves as
+// "output_half_pixel" (no half-pixel shift, regions at least 1x1); opset 16
+// adds the attribute with default "half_pixel".
+#include "common.hpp"
+#include "registry.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace singa {
+namespace ops {
+namespace tensor {
+namespace {
+
+// Bilinear sample position: four flat offsets into a channel plane and weights.
+struct Sample {
+  int64_t off[4];
+  double w[4];
+};
+
+class RoiAlign : public KernelBase {
+ public:
+  explicit RoiAlign(const Node& node) : KernelBase(node) {
+    std::string mode = node.attr_string("mode", "avg");
+    if (mode == "max") max_ = true;
+    else if (mode != "avg") node.fail("attribute 'mode' must be avg or max, got '" + mode + "'");
+    out_h_ = node.attr_int("output_height", 1);
+    out_w_ = node.attr_int("output_width", 1);
+    sampling_ = node.attr_int("sampling_ratio", 0);
+    scale_ = double(node.attr_float("spatial_scale", 1.f));
+    if (out_h_ < 1 || out_w_ < 1)
+      node.fail("output_height and output_width must be positive, got " + std::to_string(out_h_) + "x" +
+                std::to_string(out_w_));
+    if (sampling_ < 0) node.fail("sampling_ratio must not be negative, got " + std::to_string(sampling_));
+    if (node.opset() >= 16) {
+      std::string ct = node.attr_string("coordinate_transformation_mode", "half_pixel");
+      if (ct == "half_pixel") half_pixel_ = true;
+      else if (ct != "output_half_pixel")
+        node.fail("attribute 'coordinate_transformation_mode' must be half_pixel or output_half_pixel, got '" + ct +
+                  "'");
+    }
+  }
+
+  void compute(Context& ctx) const {
+    Tensor x = required(ctx, 0, "X"), rois = required(ctx, 1, "rois"), bi = required(ctx, 2, "batch_indices");
+    check(x.ndim() == 4, "X must have shape [N, C, H, W], got " + shape_str(x.shape()));
+    check(rois.ndim() == 2 && rois.dim(1) == 4, "rois must have shape [num_rois, 4], got " + shape_str(rois.shape()));
+    check(rois.dtype() == x.dtype(), "rois must have the element type of X");
+    check(bi.ndim() == 1 && bi.dim(0) == rois.dim(0), "batch_indices must have shape [num_rois] = [" +
+                                                          std::to_string(rois.dim(0)) + "], got " +
+                                                          shape_str(bi.shape()));
+    const std::vector<int64_t> batch = read_index_tensor(bi);
+    const int64_t n = x.dim(0), c = x.dim(1), nroi = rois.dim(0);
+    for (size_t i = 0; i < batch.size(); ++i)
+      check(batch[i] >= 0 && batch[i] < n, "batch_indices[" + std::to_string(i) + "] = " + std::to_string(batch[i]) +
+                                               " is out of range for batch size " + std::to_string(n));
+    Tensor y = ctx.output(0, {nroi, c, out_h_, out_w_}, x.dl_dtype());
+    if (y.numel() == 0) return;
+    sdk::dispatch(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      run<T>(ctx, x, rois, batch, y);
+    }, sdk::kFloatTypes);
+  }
+
+ private:
+  template <typename T>
+  static double as_double(T v) {
+    if constexpr (std::is_arithmetic<T>::value) return double(v);
+    else return double(float(v));
+  }
+
+  template <typename T>
+  void run(const Context& ctx, const Tensor& x, const Tensor& rois, const std::vector<int64_t>& batch,
+           const Tensor& y) const {
+    const int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3), nroi = rois.dim(0);
+    const T* px = x.data<T>();
+    const T* pr = rois.data<T>();
+    T* py = y.data<T>();
+    const int64_t plane = h * w, bins = out_h_ * out_w_;
+    ctx.parallel_for(nroi, 1, [&](int64_t rb, int64_t re) {
+      std::vector<Sample> samples;
+      std::vector<int64_t> bin_start(size_t(bins + 1));
+      for (int64_t r = rb; r < re; ++r) {
+        double count = sample_roi(pr + 4 * r, h, w, samples, bin_start);
+        const T* img = px + batch[size_t(r)] * c * plane;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const T* p = img + ch * plane;
+          T* out = py + (r * c + ch) * bins;
+          for (int64_t b = 0; b < bins; ++b) {
+            double acc = max_ ? -std::numeric_limits<double>::infinity() : 0.0;
+            for (int64_t s = bin_start[size_t(b)]; s < bin_start[size_t(b + 1)]; ++s) {
+              const Sample& sm = samples[size_t(s)];
+              if (max_) {
+                for (int k = 0; k < 4; ++k) acc = std::max(acc, sm.w[k] * as_double(p[sm.off[k]]));
+              } else {
+                for (int k = 0; k < 4; ++k) acc += sm.w[k] * as_double(p[sm.off[k]]);
+              }
+            }
+            if (!max_) acc /= count;
+            else if (bin_start[size_t(b)] == bin_start[size_t(b + 1)]) acc = 0.0;
+            out[b] = T(static_cast<std::conditional_t<std::is_arithmetic<T>::value, T, float>>(acc));
+          }
+        }
+      }
+    });
+  }
+
+  // Fills the samples of every bin of one region (bin b owns samples
+  // [bin_start[b], bin_start[b+1])) and returns the per-bin divisor.
+  template <typename T>
+  double sample_roi(const T* roi, int64_t h, int64_t w, std::vector<Sample>& samples,
+                    std::vector<int64_t>& bin_start) const {
+    const double off = half_pixel_ ? 0.5 : 0.0;
+    const double x0 = as_double(roi[0]) * scale_ - off, y0 = as_double(roi[1]) * scale_ - off;
+    const double x1 = as_double(roi[2]) * scale_ - off, y1 = as_double(roi[3]) * scale_ - off;
+    double rw = x1 - x0, rh = y1 - y0;
+    if (!half_pixel_) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    const double bh = rh / double(out_h_), bw = rw / double(out_w_);
+    const int64_t gh = sampling_ > 0 ? sampling_ : int64_t(std::ceil(rh / double(out_h_)));
+    const int64_t gw = sampling_ > 0 ? sampling_ : int64_t(std::ceil(rw / double(out_w_)));
+    samples.clear();
+    for (int64_t ph = 0; ph < out_h_; ++ph)
+      for (int64_t pw = 0; pw < out_w_; ++pw) {
+        bin_start[size_t(ph * out_w_ + pw)] = int64_t(samples.size());
+        for (int64_t iy = 0; iy < gh; ++iy) {
+          const double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+          for (int64_t ix = 0; ix < gw; ++ix) {
+            const double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+            samples.push_back(bilinear(yy, xx, h, w));
+          }
+        }
+      }
+    bin_start[size_t(out_h_ * out_w_)] = int64_t(samples.size());
+    return double(std::max<int64_t>(gh * gw, 1));
+  }
+
+  // Samples more than one pixel outside the image contribute zero; others
+  // clamp to the border.
+  static Sample bilinear(double y, double x, int64_t h, int64_t w) {
+    Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (y < -1.0 || y > double(h) || x < -1.0 || x > double(w) || h == 0 || w == 0) return s;
+    y = std::max(y, 0.0);
+    x = std::max(x, 0.0);
+    int64_t ylo = int64_t(y), xlo = int64_t(x), yhi, xhi;
+    if (ylo >= h - 1) {
+      ylo = yhi = h - 1;
+      y = double(ylo);
+    } else {
+      yhi = ylo + 1;
+    }
+    if (xlo >= w - 1) {
+      xlo = xhi = w - 1;
+      x = double(xlo);
+    } else {
+      xhi = xlo + 1;
+    }
+    const double ly = y - double(ylo), lx = x - double(xlo), hy = 1.0 - ly, hx = 1.0 - lx;
+    s.off[0] = ylo * w + xlo;
+    s.off[1] = ylo * w + xhi;
+    s.off[2] = yhi * w + xlo;
+    s.off[3] = yhi * w + xhi;
+    s.w[0] = hy * hx;
+    s.w[1] = hy * lx;
+    s.w[2] = ly * hx;
+    s.w[3] = ly * lx;
+    return s;
+  }
+
+  bool max_ = false, half_pixel_ = false;
+  int64_t out_h_ = 1, out_w_ = 1, sampling_ = 0;
+  double scale_ = 1.0;
+};
+
+}  // namespace
+
+void register_roi_align(sdk::Registrar& reg) {
+  const uint64_t f = sdk::kFloatTypes;
+  reg.kernel<RoiAlign>("", "RoiAlign", 10, 15, "cpu", {{"T1", 0, f}, {"T2", 2, kInt64}}, 0, input_bit(2));
+  reg.kernel<RoiAlign>("", "RoiAlign", 16, 17, "cpu", {{"T1", 0, f}, {"T2", 2, kInt64}}, 0, input_bit(2));
+}
+
+}  // namespace tensor
+}  // namespace ops
+}  // namespace singa
