@@ -1,0 +1,103 @@
+// lstm.cpp - long short-term memory (gates i, o, f, c in that order in W, R,
+// B; peepholes P in order i, o, f):
+//   i = f(Xi + Hp*Ri + Pi.*Cp + b),  ft = f(Xf + Hp*Rf + Pf.*Cp + b)  (1 - i with input_forget)
+//   c = g(Xc + Hp*Rc + b),           C = ft.*Cp + i.*c
+//   o = f(Xo + Hp*Ro + Po.*C + b),   H = o.*h(C)
+#include "recurrent.hpp"
+#include "registry.hpp"
+
+namespace singa {
+namespace ops {
+namespace rnn {
+namespace {
+
+class Lstm {
+ public:
+  explicit Lstm(const sdk::Node& node)
+      : attrs_(node, {"Sigmoid", "Tanh", "Tanh"}), input_forget_(node.attr_int("input_forget", 0) != 0) {}
+
+  void compute(sdk::Context& ctx) const {
+    const int32_t dt = ctx.input(0).dtype();
+    dispatch_real(dt, [&](auto tag) { this->run<decltype(tag)>(ctx, dt); });
+  }
+
+ private:
+  template <typename T>
+  void run(sdk::Context& ctx, int32_t dt) const {
+    const Problem<T> p = read_problem<T>(ctx, attrs_, 4);
+    const T* init_c = nullptr;
+    if (ctx.has_input(6)) {
+      sdk::Tensor c = ctx.input(6);
+      check_state_input(c, p.state_shape(), "initial_c");
+      if (c.dtype() != dt) sdk::fail("input initial_c has a different element type than X");
+      init_c = c.template data<T>();
+    }
+    const T* P = nullptr;
+    if (ctx.has_input(7)) {
+      sdk::Tensor pt = ctx.input(7);
+      check_state_input(pt, {p.dirs, 3 * p.hidden}, "P");
+      if (pt.dtype() != dt) sdk::fail("input P has a different element type than X");
+      P = pt.template data<T>();
+    }
+    const Outputs<T> out = allocate_outputs(ctx, p, dt, 3);
+    const int64_t H = p.hidden, G = 4 * H, steps = longest(p.lens);
+    std::vector<T> hr(size_t(p.batch * G));
+    for (int64_t d = 0; d < p.dirs; ++d) {
+      const std::vector<T> proj = input_projection(p, d);
+      std::vector<T> h = load_state(p, p.init_h, d);
+      std::vector<T> c = load_state(p, init_c, d);
+      const Activation& f = attrs_.acts[size_t(3 * d)];
+      const Activation& g = attrs_.acts[size_t(3 * d + 1)];
+      const Activation& hact = attrs_.acts[size_t(3 * d + 2)];
+      const bool rev = attrs_.is_reverse(d);
+      const T* Pi = P ? P + d * 3 * H : nullptr;
+      const T* Po = P ? Pi + H : nullptr;
+      const T* Pf = P ? Pi + 2 * H : nullptr;
+      for (int64_t s = 0; s < steps; ++s) {
+        recurrent_product(p, d, h.data(), hr.data());
+        for (int64_t b = 0; b < p.batch; ++b) {
+          const int64_t len = p.lens[size_t(b)];
+          if (s >= len) continue;
+          const int64_t t = step_time(rev, s, len);
+          const T* x = proj.data() + p.x_row(t, b) * G;
+          const T* r = hr.data() + b * G;
+          T* hb = h.data() + b * H;
+          T* cb = c.data() + b * H;
+          for (int64_t j = 0; j < H; ++j) {
+            const T cp = cb[j];
+            const T gi = f(clip(x[j] + r[j] + (Pi ? Pi[j] * cp : T(0))));
+            const T gf = input_forget_ ? T(1) - gi : f(clip(x[2 * H + j] + r[2 * H + j] + (Pf ? Pf[j] * cp : T(0))));
+            const T gc = g(clip(x[3 * H + j] + r[3 * H + j]));
+            const T cn = gf * cp + gi * gc;
+            const T go = f(clip(x[H + j] + r[H + j] + (Po ? Po[j] * cn : T(0))));
+            cb[j] = cn;
+            hb[j] = go * hact(cn);
+          }
+          if (out.Y) std::copy(hb, hb + H, out.Y + p.y_off(t, d, b));
+        }
+      }
+      store_state(p, h, d, out.states[0]);
+      store_state(p, c, d, out.states[1]);
+    }
+  }
+
+  template <typename T>
+  T clip(T v) const {
+    return clip_to(v, attrs_.has_clip, attrs_.clip);
+  }
+
+  CommonAttrs attrs_;
+  bool input_forget_;
+};
+
+}  // namespace
+
+void register_lstm(sdk::Registrar& reg) {
+  // 14 added `layout`; one class serves both and checks the opset.
+  reg.kernel<Lstm>("", "LSTM", 7, 13, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
+  reg.kernel<Lstm>("", "LSTM", 14, 17, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
+}
+
+}  // namespace rnn
+}  // namespace ops
+}  // namespace singa
