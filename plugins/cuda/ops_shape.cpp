@@ -2,6 +2,7 @@
 // output is a device-to-device copy, or nothing at all when the core hands
 // the input buffer back as the output (they are registered may-in-place).
 // Reshape's `shape` input is read on the host (cpu_inputs_mask).
+#include "reshape_rule.hpp"
 #include "ops_common.hpp"
 #include "register.hpp"
 
@@ -52,38 +53,7 @@ class Reshape : public NodeKernel {
   }
 
  private:
-  sdk::Shape target(const sdk::Shape& in, const std::vector<int64_t>& spec) const {
-    sdk::Shape out(spec.size());
-    int64_t infer = -1;
-    bool has_zero = false;
-    for (size_t i = 0; i < spec.size(); ++i) {
-      const int64_t v = spec[i];
-      if (v == 0 && !allowzero_) {
-        check(i < in.size(), "shape " + shape_str(spec) + " copies dimension " + std::to_string(i) +
-                                 " (value 0) but the input " + shape_str(in) + " has rank " + std::to_string(in.size()));
-        out[i] = in[i];
-      } else if (v == -1) {
-        check(infer < 0, "shape " + shape_str(spec) + " has more than one -1");
-        infer = int64_t(i);
-        out[i] = 1;
-      } else {
-        check(v >= 0, "shape " + shape_str(spec) + " has invalid dimension " + std::to_string(v));
-        has_zero = has_zero || v == 0;
-        out[i] = v;
-      }
-    }
-    check(!(has_zero && infer >= 0), "shape " + shape_str(spec) + " has both 0 and -1 while allowzero=1");
-    const int64_t total = sdk::numel(in);
-    if (infer >= 0) {
-      const int64_t known = sdk::numel(out);
-      check(known != 0 && total % known == 0,
-            "cannot infer the -1 in shape " + shape_str(spec) + " for an input of shape " + shape_str(in));
-      out[size_t(infer)] = total / known;
-    }
-    check(sdk::numel(out) == total, "cannot reshape input of shape " + shape_str(in) + " (" + std::to_string(total) +
-                                        " elements) to " + shape_str(out));
-    return out;
-  }
+  sdk::Shape target(const sdk::Shape& in, const std::vector<int64_t>& spec) const { return ::singa::ops::reshape_target(in, spec, allowzero_); }
 
   bool allowzero_;
   bool from_attr_ = false;
