@@ -2,6 +2,7 @@
 // opset 14 training_mode=1 with batch statistics and updated running ones.
 // y = x * a + c per channel, with a and c computed on the device so that no
 // statistics travel to the host.
+#include "batch_norm_attrs.hpp"
 #include "ops_common.hpp"
 #include "register.hpp"
 
@@ -12,23 +13,7 @@ namespace {
 
 class BatchNorm : public NodeKernel {
  public:
-  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node) {
-    epsilon_ = node.attr_float("epsilon", 1e-5f);
-    momentum_ = node.attr_float("momentum", 0.9f);
-    if (!(epsilon_ >= 0)) fail("attribute epsilon must not be negative, got " + std::to_string(epsilon_));
-    // spatial=0 (before opset 9) gives each (channel, position) its own statistics.
-    spatial_ = node.opset() >= 9 || node.attr_int("spatial", 1) != 0;
-    const size_t outs = node.num_outputs();
-    if (node.opset() >= 14) {
-      training_ = node.attr_int("training_mode", 0) != 0;
-      if (!training_ && outs > 1)
-        fail("outputs running_mean and running_var exist only with training_mode=1 (got " + std::to_string(outs) +
-             " outputs)");
-    } else if (outs > 1) {
-      fail("training outputs (mean, var, saved_mean, saved_var) at opset " + std::to_string(node.opset()) +
-           " are not supported; only inference (one output) is, or training_mode=1 from opset 14");
-    }
-  }
+  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node), attrs_(ops::read_batch_norm_attrs(node)) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X"), scale = required(ctx, 1, "scale"), bias = required(ctx, 2, "B");
@@ -40,13 +25,13 @@ class BatchNorm : public NodeKernel {
     check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1];
     const int64_t S = N * C > 0 ? x.numel() / (N * C) : 0;
-    const int64_t channels = spatial_ ? C : C * S, inner = spatial_ ? S : 1;
+    const int64_t channels = attrs_.spatial ? C : C * S, inner = attrs_.spatial ? S : 1;
     for (const sdk::Tensor* t : {&scale, &bias, &mean, &var})
       check(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) + " values for X " +
                                         shape_str(xs) + ", got shape " + shape_str(t->shape()));
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
-    if (training_) check(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
-    if (y.numel() == 0 && !training_) return;
+    if (attrs_.training) check(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
+    if (y.numel() == 0 && !attrs_.training) return;
 
     DeviceGuard guard(device_of(ctx));
     const cudaStream_t stream = stream_of(ctx);
@@ -54,7 +39,7 @@ class BatchNorm : public NodeKernel {
     float *a = scratch, *c = scratch + channels;
     const float* mu = mean.data<float>();
     const float* sigma2 = var.data<float>();
-    if (training_) {
+    if (attrs_.training) {
       float *batch_mean = scratch + 2 * channels, *batch_var = scratch + 3 * channels;
       check_launch(launch_channel_stats(x.data<float>(), N, channels, inner, batch_mean, batch_var, stream),
                    "batch statistics kernel");
@@ -63,7 +48,7 @@ class BatchNorm : public NodeKernel {
       mu = batch_mean;
       sigma2 = batch_var;
     }
-    check_launch(launch_bn_coeffs(scale.data<float>(), bias.data<float>(), mu, sigma2, epsilon_, channels, a, c, stream),
+    check_launch(launch_bn_coeffs(scale.data<float>(), bias.data<float>(), mu, sigma2, attrs_.epsilon, channels, a, c, stream),
                  "batch norm coefficients kernel");
     check_launch(launch_bn_apply(x.data<float>(), y.data<float>(), a, c, N, channels, inner, stream),
                  "batch norm kernel");
@@ -73,12 +58,11 @@ class BatchNorm : public NodeKernel {
   void running(const sdk::Context& ctx, size_t out, const sdk::Tensor& input, const float* batch,
                cudaStream_t stream) const {
     sdk::Tensor r = ctx.output(out, input.shape(), input.dl_dtype());
-    check_launch(launch_bn_running(input.data<float>(), batch, momentum_, input.numel(), r.data<float>(), stream),
+    check_launch(launch_bn_running(input.data<float>(), batch, attrs_.momentum, input.numel(), r.data<float>(), stream),
                  "running statistics kernel");
   }
 
-  float epsilon_ = 1e-5f, momentum_ = 0.9f;
-  bool spatial_ = true, training_ = false;
+  const ops::BatchNormAttrs attrs_;
 };
 
 }  // namespace

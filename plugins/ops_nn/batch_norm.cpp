@@ -1,6 +1,7 @@
 // BatchNormalization: inference with running statistics, and (opset 14+,
 // training_mode=1) normalisation with batch statistics plus updated
 // running mean and variance.
+#include "batch_norm_attrs.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
 
@@ -12,23 +13,7 @@ namespace {
 
 class BatchNorm : public NodeKernel {
  public:
-  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node) {
-    epsilon_ = node.attr_float("epsilon", 1e-5f);
-    momentum_ = node.attr_float("momentum", 0.9f);
-    if (!(epsilon_ >= 0)) fail("attribute epsilon must not be negative, got " + std::to_string(epsilon_));
-    // `spatial` (before opset 9): 0 gives every element of a sample its own statistics.
-    spatial_ = node.opset() >= 9 || node.attr_int("spatial", 1) != 0;
-    const size_t outs = node.num_outputs();
-    if (node.opset() >= 14) {
-      training_ = node.attr_int("training_mode", 0) != 0;
-      if (!training_ && outs > 1)
-        fail("outputs running_mean and running_var exist only with training_mode=1 (got " + std::to_string(outs) +
-             " outputs)");
-    } else if (outs > 1) {
-      fail("training outputs (mean, var, saved_mean, saved_var) at opset " + std::to_string(node.opset()) +
-           " are not supported; only inference (one output) is, or training_mode=1 from opset 14");
-    }
-  }
+  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node), attrs_(ops::read_batch_norm_attrs(node)) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
@@ -40,7 +25,7 @@ class BatchNorm : public NodeKernel {
     check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1], S = N ? x.numel() / (N * std::max<int64_t>(1, C)) : 0;
     // Statistics per channel, or per (channel, position) without `spatial`.
-    const int64_t channels = spatial_ ? C : C * S, inner = spatial_ ? S : 1;
+    const int64_t channels = attrs_.spatial ? C : C * S, inner = attrs_.spatial ? S : 1;
     for (auto* t : {&scale, &bias, &mean, &var})
       check(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) + " values for X " +
                                         shape_str(xs) + ", got shape " + shape_str(t->shape()));
@@ -48,7 +33,7 @@ class BatchNorm : public NodeKernel {
     std::vector<double> sc = real_values(scale, where()), b = real_values(bias, where());
     std::vector<double> mu = real_values(mean, where()), vr = real_values(var, where());
 
-    if (training_) {
+    if (attrs_.training) {
       check(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
       std::vector<double> bm(static_cast<size_t>(channels)), bv(static_cast<size_t>(channels));
       batch_stats(ctx, x, N, channels, inner, bm, bv);
@@ -60,7 +45,7 @@ class BatchNorm : public NodeKernel {
     // y = x * a + c per channel.
     std::vector<double> a(static_cast<size_t>(channels)), c(static_cast<size_t>(channels));
     for (size_t i = 0; i < a.size(); ++i) {
-      a[i] = sc[i] / std::sqrt(vr[i] + double(epsilon_));
+      a[i] = sc[i] / std::sqrt(vr[i] + double(attrs_.epsilon));
       c[i] = b[i] - mu[i] * a[i];
     }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
@@ -112,7 +97,7 @@ class BatchNorm : public NodeKernel {
   void write_running(const sdk::Context& ctx, size_t out, const sdk::Tensor& like, const std::vector<double>& input,
                      const std::vector<double>& batch) const {
     sdk::Tensor r = ctx.output(out, like.shape(), like.dl_dtype());
-    const double m = momentum_;
+    const double m = attrs_.momentum;
     dispatch_real(like.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       T* p = r.data<T>();
@@ -120,8 +105,7 @@ class BatchNorm : public NodeKernel {
     });
   }
 
-  float epsilon_ = 1e-5f, momentum_ = 0.9f;
-  bool spatial_ = true, training_ = false;
+  const ops::BatchNormAttrs attrs_;
 };
 
 }  // namespace
