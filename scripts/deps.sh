@@ -8,8 +8,14 @@ PKGS=(
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libgtest-dev libdlpack-dev libopenblas-dev
   libonnx-testdata
-  python3-onnx python3-numpy python3-torch python3-torchvision
+  python3-onnx python3-numpy python3-torch python3-torchvision python3-sklearn
+  ccache libdnnl-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  dataset-fashion-mnist libopenblas0-pthread
+  clang libclang-rt-14-dev
 )
+# Node.js only when the machine has none (it runs ONNX Runtime, our benchmark and export peer).
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs npm)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,4 +26,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ONNX Runtime's real CPU library, from npm (the variable stops its install script fetching GPU files).
+if [ ! -d "$(dirname "$0")/../bench/node_modules/onnxruntime-node" ]; then
+  echo "deps: installing onnxruntime-node into bench/node_modules" >&2
+  (cd "$(dirname "$0")/../bench" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --silent >/dev/null) ||
+    echo "deps: warning: npm install of onnxruntime-node failed; the ONNX Runtime comparisons will be skipped" >&2
 fi

@@ -8,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,7 +82,20 @@ std::string plugin_failure(const PluginInfo& p);
 // Makes a message fit on one line (checker messages span several).
 std::string one_line(const std::string& message);
 
-// Subcommands. Each returns its exit code.
+// Subcommands register themselves (one file each, `const CommandRegistrar
+// kX("name", fn, "summary");` at namespace scope), so adding one touches no
+// other file. Each returns its exit code.
+struct Subcommand {
+  int (*run)(const std::vector<std::string>&);
+  const char* summary;
+};
+std::map<std::string, Subcommand>& subcommands();
+struct CommandRegistrar {
+  CommandRegistrar(const char* name, int (*run)(const std::vector<std::string>&), const char* summary) {
+    subcommands()[name] = Subcommand{run, summary};
+  }
+};
+
 int cmd_plugins(const std::vector<std::string>& args);
 int cmd_info(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);

@@ -14,19 +14,15 @@ namespace {
 
 using namespace singa::cli;
 
-struct Subcommand {
-  int (*run)(const std::vector<std::string>&);
-  const char* summary;
-};
+const CommandRegistrar kPlugins("plugins", cmd_plugins, "list plugins, their devices and kernels, and those that failed to load");
+const CommandRegistrar kInfo("info", cmd_info, "describe a model: opsets, inputs/outputs, op histogram, ops without a kernel");
+const CommandRegistrar kRun("run", cmd_run, "run a model on given or random inputs and print its outputs");
+const CommandRegistrar kConformance("conformance", cmd_conformance, "run ONNX backend test cases (model.onnx + test_data_set_*)");
 
-const std::map<std::string, Subcommand>& subcommands() {
-  static const std::map<std::string, Subcommand> table = {
-      {"plugins", {cmd_plugins, "list plugins, their devices and kernels, and those that failed to load"}},
-      {"info", {cmd_info, "describe a model: opsets, inputs/outputs, op histogram, ops without a kernel"}},
-      {"run", {cmd_run, "run a model on given or random inputs and print its outputs"}},
-      {"conformance", {cmd_conformance, "run ONNX backend test cases (model.onnx + test_data_set_*)"}},
-  };
-  return table;
+std::string command_list() {
+  std::string names;
+  for (const auto& kv : subcommands()) names += (names.empty() ? "" : ", ") + kv.first;
+  return names;
 }
 
 void print_program_help() {
@@ -85,11 +81,11 @@ int dispatch(int argc, char** argv) {
         std::cout << "singa 0.1.0 (plugin ABI " << SINGA_ABI_MAJOR << "." << SINGA_ABI_MINOR << ")\n";
         return kExitOk;
       }
-    throw UsageError("no command given (commands: plugins, info, run, conformance; see 'singa --help')");
+    throw UsageError("no command given (commands: " + command_list() + "; see 'singa --help')");
   }
   auto it = subcommands().find(command);
   if (it == subcommands().end())
-    throw UsageError("unknown command '" + command + "' (commands: plugins, info, run, conformance; see 'singa --help')");
+    throw UsageError("unknown command '" + command + "' (commands: " + command_list() + "; see 'singa --help')");
   before.insert(before.end(), after.begin(), after.end());
   return it->second.run(before);
 }

@@ -14,6 +14,12 @@
 namespace singa {
 namespace cli {
 
+std::map<std::string, Subcommand>& subcommands() {
+  static std::map<std::string, Subcommand> table;  // filled by each command's CommandRegistrar
+  return table;
+}
+
+
 namespace {
 
 // The keys a config file may set; names match the long flags.

@@ -1,5 +1,5 @@
 // prepare() and Rep: the user-facing backend over graph + executor.
-#include "../executor.hpp"
+#include "rep_impl.hpp"
 
 #include <singa/onnx.hpp>
 #include <singa/runtime.hpp>
@@ -10,13 +10,6 @@
 
 namespace singa {
 namespace onnx {
-
-struct Rep::Impl {
-  std::unique_ptr<Executor> exec;
-  std::vector<ValueInfo> inputs, outputs;
-  std::vector<NodePlacement> placement;
-  std::string source;
-};
 
 Rep::Rep(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Rep::~Rep() = default;
