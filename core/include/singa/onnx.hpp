@@ -68,8 +68,9 @@ class Rep {
   std::map<std::string, int64_t> opsets() const;
   const std::string& source() const;  // file name or "<bytes>"
 
-  struct Impl;
+  struct Impl;  // opaque to users; core/onnx/rep_impl.hpp inside the core
   explicit Rep(std::unique_ptr<Impl> impl);
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;
