@@ -39,12 +39,26 @@ singa_value_info to_info(const graph::Value& v) {
 
 }  // namespace
 
-Executor::Executor(graph::Graph graph, Device* device, int32_t device_id, bool fallback, size_t max_tensor_bytes)
-    : g_(std::move(graph)), device_(device), device_id_(device_id), cpu_(Runtime::instance().cpu()), max_bytes_(max_tensor_bytes) {
+Executor::Executor(graph::Graph graph, const ExecConfig& config)
+    : g_(std::move(graph)), config_(config), device_(config.device), device_id_(config.device_id),
+      cpu_(Runtime::instance().cpu()), max_bytes_(config.max_tensor_bytes) {
+  bool fallback = config.fallback;
   exec_.resize(g_.nodes.size());
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     ExecNode& e = exec_[i];
     e.node = &g_.nodes[i];
+    e.core = make_core_op(g_, *e.node, config_);
+    if (e.core) {
+      e.device = cpu_;
+      e.host_inputs.assign(e.node->inputs.size(), true);
+      continue;
+    }
+    for (size_t j = 0; j < e.node->inputs.size(); ++j) {
+      int v = e.node->inputs[j];
+      if (v >= 0 && g_.values[size_t(v)].kind != graph::TypeKind::kTensor)
+        throw Error(SINGA_INVALID_ARGUMENT, g_.source + ": " + e.node->label + ": input '" + g_.values[size_t(v)].name + "' is " +
+                                                graph::type_string(g_.values[size_t(v)]) + ", but this op takes tensors");
+    }
     auto info = std::make_unique<singa_node>();
     info->proto = &e.node->proto;
     info->opset = e.node->opset;
@@ -66,7 +80,7 @@ Executor::Executor(graph::Graph graph, Device* device, int32_t device_id, bool f
       for (size_t j = 0; j < e.host_inputs.size() && j < 64; ++j) e.host_inputs[j] = (e.kernel->def.cpu_inputs_mask >> j) & 1u;
   }
   for (const ExecNode& e : exec_) {
-    if (e.device->host_addressable()) continue;
+    if (e.core || e.device->host_addressable()) continue;
     for (size_t j = 0; j < e.node->inputs.size(); ++j) {
       int v = e.node->inputs[j];
       if (v < 0 || e.host_inputs[j] || !g_.values[size_t(v)].is_initializer) continue;
@@ -85,7 +99,7 @@ Executor::Executor(graph::Graph graph, Device* device, int32_t device_id, bool f
   }
   for (size_t v = 0; v < g_.values.size(); ++v) {
     const auto& val = g_.values[v];
-    if (last_use_[v] < 0 || val.is_output || val.is_initializer) continue;
+    if (last_use_[v] < 0 || val.is_output || val.is_initializer || val.is_outer) continue;
     exec_[size_t(last_use_[v])].release.push_back(int(v));
   }
 }
@@ -139,64 +153,99 @@ void Executor::select(ExecNode& e, bool fallback) {
                                        "; kernels exist for " + versions_of(all));
 }
 
-std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, size_t stop, bool keep_all) const {
-  std::vector<Tensor> env(g_.values.size());
+std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, bool keep_all) const {
+  std::vector<Value> env(g_.values.size());
   for (size_t v = 0; v < g_.values.size(); ++v)
     if (g_.values[v].is_initializer) env[v] = g_.values[v].constant;
   for (size_t i = 0; i < g_.inputs.size() && i < inputs.size(); ++i) env[size_t(g_.inputs[i])] = inputs[i];
+  for (size_t i = 0; i < g_.outer.size() && g_.inputs.size() + i < inputs.size(); ++i)
+    if (g_.outer[i] >= 0) env[size_t(g_.outer[i])] = inputs[g_.inputs.size() + i];
 
   stop = std::min(stop, exec_.size());
   for (size_t i = 0; i < stop; ++i) {
     const ExecNode& e = exec_[i];
-    const graph::Node& n = *e.node;
-    singa_kernel_context ctx;
-    KernelCall& call = ctx.call;
-    call.node_name = &n.proto.name();
-    call.device = e.device;
-    call.device_id = e.device_id;
-    call.pool = e.device->has_parallel_for() ? e.device : nullptr;
-    call.max_tensor_bytes = max_bytes_;
-    call.inputs.resize(n.inputs.size());
-    for (size_t j = 0; j < n.inputs.size(); ++j) {
-      int v = n.inputs[j];
-      if (v < 0) continue;
-      const Tensor& t = env[size_t(v)];
-      if (!t.defined())
-        throw Error(SINGA_INTERNAL, g_.source + ": " + n.label + ": input '" + g_.values[size_t(v)].name + "' is not available");
-      bool host = e.host_inputs[j] || e.device->host_addressable();
-      auto cached = host ? device_constants_.end() : device_constants_.find({v, e.device});
-      call.inputs[j] = host ? t.to_host() : cached != device_constants_.end() ? cached->second : t.to(e.device, e.device_id);
-    }
-    // In place: input 0 dies here and nobody else holds it.
-    int v0 = n.inputs.empty() ? -1 : n.inputs[0];
-    if ((e.kernel->def.flags & SINGA_KERNEL_MAY_INPLACE) && v0 >= 0 && !keep_all && last_use_[size_t(v0)] == int(i) &&
-        !g_.values[size_t(v0)].is_output && !g_.values[size_t(v0)].is_initializer && !g_.values[size_t(v0)].is_input &&
-        std::count(n.inputs.begin(), n.inputs.end(), v0) == 1) {
-      env[size_t(v0)] = Tensor();
-      call.inplace_allowed = true;
-    }
-    call.input_views.resize(call.inputs.size());
-    for (size_t j = 0; j < call.inputs.size(); ++j)
-      if (call.inputs[j].defined()) call.input_views[j] = call.inputs[j].dl();
-    call.outputs.resize(n.outputs.size());
-    call.output_views.resize(n.outputs.size());
-    singa_status* st = e.kernel->def.compute(e.state, &ctx);
-    throw_status(st, g_.source + ": " + n.label);
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      int v = n.outputs[k];
-      if (v < 0) continue;
-      if (!call.outputs[k].defined()) {
-        if (g_.values[size_t(v)].is_output || !g_.values[size_t(v)].consumers.empty())
-          throw Error(SINGA_INTERNAL, g_.source + ": " + n.label + ": the kernel produced no output " + std::to_string(k) +
-                                          " ('" + g_.values[size_t(v)].name + "')");
-        continue;
-      }
-      env[size_t(v)] = std::move(call.outputs[k]);
-    }
+    if (e.core)
+      run_core(e, env);
+    else
+      run_kernel(e, i, env, keep_all);
     if (!keep_all)
-      for (int v : e.release) env[size_t(v)] = Tensor();
+      for (int v : e.release) env[size_t(v)] = Value();
   }
   return env;
+}
+
+std::vector<Value> Executor::run_outputs(const std::vector<Value>& inputs) const {
+  std::vector<Value> env = run(inputs, exec_.size(), false);
+  std::vector<Value> out;
+  out.reserve(g_.outputs.size());
+  for (int v : g_.outputs) out.push_back(env[size_t(v)]);
+  return out;
+}
+
+void Executor::run_core(const ExecNode& e, std::vector<Value>& env) const {
+  const graph::Node& n = *e.node;
+  std::string where = g_.source + ": " + n.label;
+  CoreCall call{n, where, {}, {}, max_bytes_};
+  call.inputs.resize(n.inputs.size(), nullptr);
+  for (size_t j = 0; j < n.inputs.size(); ++j)
+    if (n.inputs[j] >= 0) call.inputs[j] = &env[size_t(n.inputs[j])];
+  call.outputs.resize(n.outputs.size());
+  e.core->run(call);
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    if (n.outputs[k] >= 0) env[size_t(n.outputs[k])] = std::move(call.outputs[k]);
+}
+
+void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, bool keep_all) const {
+  const graph::Node& n = *e.node;
+  singa_kernel_context ctx;
+  KernelCall& call = ctx.call;
+  call.node_name = &n.proto.name();
+  call.device = e.device;
+  call.device_id = e.device_id;
+  call.pool = e.device->has_parallel_for() ? e.device : nullptr;
+  call.max_tensor_bytes = max_bytes_;
+  call.inputs.resize(n.inputs.size());
+  for (size_t j = 0; j < n.inputs.size(); ++j) {
+    int v = n.inputs[j];
+    if (v < 0) continue;
+    const Value& val = env[size_t(v)];
+    if (!val.is_tensor())
+      throw Error(val.is_none() && g_.values[size_t(v)].kind == graph::TypeKind::kTensor ? SINGA_INTERNAL : SINGA_INVALID_ARGUMENT,
+                  g_.source + ": " + n.label + ": input '" + g_.values[size_t(v)].name + "' is " +
+                      (val.is_none() ? std::string("not available") : val.describe() + ", but this op takes tensors"));
+    const Tensor& t = val.tensor();
+    bool host = e.host_inputs[j] || e.device->host_addressable();
+    auto cached = host ? device_constants_.end() : device_constants_.find({v, e.device});
+    call.inputs[j] = host ? t.to_host() : cached != device_constants_.end() ? cached->second : t.to(e.device, e.device_id);
+  }
+  // In place: input 0 dies here and nobody else holds it.
+  int v0 = n.inputs.empty() ? -1 : n.inputs[0];
+  if ((e.kernel->def.flags & SINGA_KERNEL_MAY_INPLACE) && v0 >= 0 && !keep_all && last_use_[size_t(v0)] == int(i) &&
+      !g_.values[size_t(v0)].is_output && !g_.values[size_t(v0)].is_initializer && !g_.values[size_t(v0)].is_input &&
+      !g_.values[size_t(v0)].is_outer && std::count(n.inputs.begin(), n.inputs.end(), v0) == 1 &&
+      call.inputs[0].storage().use_count() <= 3) {  // env, call, this temporary
+    env[size_t(v0)] = Value();
+    call.inplace_allowed = true;
+  }
+  call.input_views.resize(call.inputs.size());
+  for (size_t j = 0; j < call.inputs.size(); ++j)
+    if (call.inputs[j].defined()) call.input_views[j] = call.inputs[j].dl();
+  call.outputs.resize(n.outputs.size());
+  call.output_views.resize(n.outputs.size());
+  singa_status* st = e.kernel->def.compute(e.state, &ctx);
+  throw_status(st, g_.source + ": " + n.label);
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    int v = n.outputs[k];
+    if (v < 0) continue;
+    if (!call.outputs[k].defined()) {
+      if (g_.values[size_t(v)].is_output || !g_.values[size_t(v)].consumers.empty())
+        throw Error(SINGA_INTERNAL, g_.source + ": " + n.label + ": the kernel produced no output " + std::to_string(k) + " ('" +
+                                        g_.values[size_t(v)].name + "')");
+      continue;
+    }
+    if (call.outputs[k].dtype() == SINGA_ONNX_STRING) call.outputs[k].own_strings();
+    env[size_t(v)] = std::move(call.outputs[k]);
+  }
 }
 
 }  // namespace singa

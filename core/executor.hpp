@@ -3,8 +3,11 @@
 #ifndef SINGA_CORE_EXECUTOR_HPP
 #define SINGA_CORE_EXECUTOR_HPP
 
+#include "control/core_op.hpp"
 #include "graph.hpp"
 #include "host.hpp"
+
+#include <singa/value.hpp>
 
 #include <map>
 #include <memory>
@@ -14,7 +17,8 @@ namespace singa {
 
 struct ExecNode {
   const graph::Node* node = nullptr;
-  const KernelEntry* kernel = nullptr;
+  const KernelEntry* kernel = nullptr;  // null when the core runs the node
+  std::unique_ptr<CoreOp> core;
   void* state = nullptr;
   Device* device = nullptr;
   int32_t device_id = 0;
@@ -28,16 +32,24 @@ struct ExecNode {
 
 class Executor {
  public:
-  Executor(graph::Graph graph, Device* device, int32_t device_id, bool fallback, size_t max_tensor_bytes);
+  Executor(graph::Graph graph, const ExecConfig& config);
+  Executor(graph::Graph graph, Device* device, int32_t device_id, bool fallback, size_t max_tensor_bytes)
+      : Executor(std::move(graph), ExecConfig{device, device_id, fallback, max_tensor_bytes}) {}
   const graph::Graph& graph() const { return g_; }
   const std::vector<ExecNode>& nodes() const { return exec_; }
-  // Runs nodes [0, stop). `inputs` are aligned with graph().inputs.
+  // Runs nodes [0, stop). `inputs` are aligned with graph().inputs, then
+  // graph().outer (a subgraph's values from enclosing scopes).
   // Returns the values by id; `keep_all` keeps every intermediate.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, size_t stop, bool keep_all) const;
+  std::vector<Value> run(const std::vector<Value>& inputs, size_t stop, bool keep_all) const;
+  // The graph's outputs, in order, for the given inputs (subgraph bodies).
+  std::vector<Value> run_outputs(const std::vector<Value>& inputs) const;
 
  private:
   void select(ExecNode& e, bool fallback);
+  void run_kernel(const ExecNode& e, size_t index, std::vector<Value>& env, bool keep_all) const;
+  void run_core(const ExecNode& e, std::vector<Value>& env) const;
   graph::Graph g_;
+  ExecConfig config_;
   std::vector<ExecNode> exec_;
   Device* device_;
   int32_t device_id_;

@@ -20,7 +20,28 @@ std::string node_label(const ::onnx::NodeProto& n, size_t i) {
 }
 
 void read_type(const ::onnx::TypeProto& type, Value& v) {
+  if (type.has_sequence_type()) {
+    v.kind = TypeKind::kSequence;
+    const auto& e = type.sequence_type().elem_type();
+    if (e.has_tensor_type()) v.dtype = e.tensor_type().elem_type();
+    return;
+  }
+  if (type.has_optional_type()) {
+    v.kind = TypeKind::kOptional;
+    const auto& e = type.optional_type().elem_type();
+    if (e.has_tensor_type()) v.dtype = e.tensor_type().elem_type();
+    if (e.has_sequence_type()) {
+      v.optional_of_sequence = true;
+      if (e.sequence_type().elem_type().has_tensor_type()) v.dtype = e.sequence_type().elem_type().tensor_type().elem_type();
+    }
+    return;
+  }
+  if (type.has_map_type() || type.has_sparse_tensor_type()) {
+    v.kind = TypeKind::kOther;
+    return;
+  }
   if (!type.has_tensor_type()) return;
+  v.kind = TypeKind::kTensor;
   const auto& tt = type.tensor_type();
   v.dtype = tt.elem_type();
   if (!tt.has_shape()) return;
@@ -48,41 +69,39 @@ void bind_dims(::onnx::ModelProto& model, const std::map<std::string, int64_t>& 
   }
 }
 
-}  // namespace
 
-Graph build(::onnx::ModelProto model, const std::string& source, const std::string& base_dir,
-            const onnx::PrepareOptions& options) {
-  Graph g;
-  g.source = source;
-  g.base_dir = base_dir;
-  for (const auto& op : model.opset_import()) g.opsets[normalize_domain(op.domain())] = op.version();
-  if (model.ir_version() < 3 && g.opsets.empty()) g.opsets[""] = 1;
-
-  if (options.check_model) {
-    try {
-      ::onnx::checker::check_model(model);
-    } catch (const std::exception& e) {
-      throw Error(SINGA_INVALID_ARGUMENT, source + ": invalid model: " + e.what());
+// The names an enclosing graph makes visible to a subgraph (its own and, in
+// turn, those of its enclosing graphs).
+struct Scope {
+  const Graph* graph;
+  const std::set<std::string>* names;
+  const Scope* parent;
+  bool sees(const std::string& name) const { return names->count(name) || (parent && parent->sees(name)); }
+  // Copies what is known of the value's type for the subgraph's kernels.
+  void describe(const std::string& name, Value& into) const {
+    auto it = graph->index.find(name);
+    if (it == graph->index.end()) {
+      if (parent) parent->describe(name, into);
+      return;
     }
+    const Value& v = graph->values[size_t(it->second)];
+    into.kind = v.kind;
+    into.optional_of_sequence = v.optional_of_sequence;
+    into.dtype = v.dtype;
+    into.rank_known = v.rank_known;
+    into.dims = v.dims;
+    into.dim_params = v.dim_params;
   }
-  bind_dims(model, options.dims);
-  // Strict first, so a shape contradiction is reported; some valid models
-  // trip ONNX's inference, so fall back to lenient and keep the message.
-  try {
-    ::onnx::ModelProto strict = model;
-    ::onnx::shape_inference::InferShapes(strict, ::onnx::OpSchemaRegistry::Instance(),
-                                         ::onnx::ShapeInferenceOptions(false, 1, true));
-    model = std::move(strict);
-  } catch (const std::exception& e) {
-    g.warnings.push_back(std::string("shape inference: ") + e.what());
-    try {
-      ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), ::onnx::ShapeInferenceOptions(false, 0, false));
-    } catch (const std::exception& e2) {
-      g.warnings.push_back(std::string("shape inference (lenient): ") + e2.what());
-    }
-  }
+};
 
-  const auto& gp = model.graph();
+std::string strip_source(const std::string& message, const std::string& source) {
+  return message.compare(0, source.size() + 2, source + ": ") == 0 ? message.substr(source.size() + 2) : message;
+}
+
+// Converts one GraphProto (the model's or a subgraph) into `g`.
+void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope) {
+  const std::string& source = g.source;
+  const std::string& base_dir = g.base_dir;
   auto add_value = [&](const std::string& name) -> int {
     auto it = g.index.find(name);
     if (it != g.index.end()) return it->second;
@@ -118,8 +137,8 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
     if (val.is_input) throw Error(SINGA_INVALID_ARGUMENT, source + ": graph input '" + in.name() + "' is listed twice");
     val.is_input = true;
     read_type(in.type(), val);
-    if (!in.type().has_tensor_type())
-      throw Error(SINGA_UNIMPLEMENTED, source + ": graph input '" + in.name() + "' is not a tensor (sequences/maps are not supported)");
+    if (val.kind == TypeKind::kOther)
+      throw Error(SINGA_UNIMPLEMENTED, source + ": graph input '" + in.name() + "' is a map or sparse tensor, which is not supported");
     g.inputs.push_back(v);
   }
   for (const auto& vi : gp.value_info()) {
@@ -127,6 +146,31 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
     int v = it == g.index.end() ? add_value(vi.name()) : it->second;
     if (!g.values[v].is_initializer && !g.values[v].is_input) read_type(vi.type(), g.values[v]);
   }
+
+  // Every name this scope defines, for the subgraphs under it.
+  std::set<std::string> visible;
+  for (const auto& v : g.values)
+    if (v.is_input || v.is_initializer) visible.insert(v.name);
+  for (const auto& np : gp.node())
+    for (const auto& out : np.output())
+      if (!out.empty()) visible.insert(out);
+  // A name read here: defined in this scope, or found in an enclosing one.
+  auto resolve = [&](const std::string& name, const std::string& reader) -> int {
+    auto it = g.index.find(name);
+    if (it != g.index.end() && (g.values[size_t(it->second)].is_input || g.values[size_t(it->second)].is_initializer ||
+                                g.values[size_t(it->second)].producer >= 0 || g.values[size_t(it->second)].is_outer))
+      return it->second;
+    if (!visible.count(name) && scope && scope->sees(name)) {
+      int v = add_value(name);
+      g.values[size_t(v)].is_outer = true;
+      scope->describe(name, g.values[size_t(v)]);
+      g.outer.push_back(v);
+      return v;
+    }
+    throw Error(SINGA_INVALID_ARGUMENT, source + ": " + reader + " reads '" + name +
+                                            "', which is no graph input, initializer or node output" +
+                                            (scope ? " here or in an enclosing graph" : ""));
+  };
 
   // Nodes, with their producers; outputs must be unique.
   std::vector<Node> nodes;
@@ -162,11 +206,40 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
         nodes[i].inputs.push_back(-1);
         continue;
       }
-      auto it = g.index.find(in);
-      if (it == g.index.end() || (!g.values[it->second].is_input && !g.values[it->second].is_initializer && g.values[it->second].producer < 0))
-        throw Error(SINGA_INVALID_ARGUMENT, source + ": " + nodes[i].label + " reads '" + in +
-                                                "', which is no graph input, initializer or node output");
-      nodes[i].inputs.push_back(it->second);
+      nodes[i].inputs.push_back(resolve(in, nodes[i].label));
+    }
+    nodes[i].explicit_inputs = nodes[i].inputs.size();
+    // Subgraphs see every name of this scope; what they read from it
+    // becomes an implicit input, so ordering and lifetimes account for it.
+    for (const auto& attr : nodes[i].proto.attribute()) {
+      if (attr.type() == ::onnx::AttributeProto::GRAPHS)
+        throw Error(SINGA_UNIMPLEMENTED, source + ": " + nodes[i].label + " attribute '" + attr.name() + "' holds a list of graphs, which no op here takes");
+      if (attr.type() != ::onnx::AttributeProto::GRAPH) continue;
+      auto sub = std::make_shared<Graph>();
+      sub->source = source;
+      sub->base_dir = g.base_dir;
+      sub->opsets = g.opsets;
+      Scope inner{&g, &visible, scope};
+      try {
+        build_body(attr.g(), *sub, &inner);
+      } catch (const Error& e) {
+        throw Error(e.code(), std::string(e.what()).find(nodes[i].label) != std::string::npos
+                                  ? std::string(e.what())
+                                  : source + ": " + nodes[i].label + " subgraph '" + attr.name() + "': " + strip_source(e.what(), source));
+      }
+      for (int ov : sub->outer) {
+        int here = resolve(sub->values[size_t(ov)].name, nodes[i].label);
+        if (std::find(nodes[i].inputs.begin() + long(nodes[i].explicit_inputs), nodes[i].inputs.end(), here) == nodes[i].inputs.end())
+          nodes[i].inputs.push_back(here);
+      }
+      // The executor hands implicit inputs over in the node's order.
+      std::vector<int> order;
+      for (size_t k = nodes[i].explicit_inputs; k < nodes[i].inputs.size(); ++k) {
+        auto it = sub->index.find(g.values[size_t(nodes[i].inputs[k])].name);
+        order.push_back(it != sub->index.end() && sub->values[size_t(it->second)].is_outer ? it->second : -1);
+      }
+      sub->outer = order;
+      nodes[i].subgraphs[attr.name()] = sub;
     }
   }
 
@@ -208,12 +281,63 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
 
   for (const auto& out : gp.output()) {
     auto it = g.index.find(out.name());
+    if (it == g.index.end() && scope) {
+      resolve(out.name(), "graph output");
+      it = g.index.find(out.name());
+    }
     if (it == g.index.end()) throw Error(SINGA_INVALID_ARGUMENT, source + ": graph output '" + out.name() + "' is never produced");
     Value& val = g.values[size_t(it->second)];
     if (val.dtype == 0 || !val.rank_known) read_type(out.type(), val);
     val.is_output = true;
     g.outputs.push_back(it->second);
   }
+}
+
+}  // namespace
+
+std::string type_string(const Value& v) {
+  std::string t = std::string("tensor(") + (v.dtype ? dtype_name(v.dtype) : "?") + ")";
+  switch (v.kind) {
+    case TypeKind::kSequence: return "seq(" + t + ")";
+    case TypeKind::kOptional: return "optional(" + (v.optional_of_sequence ? "seq(" + t + ")" : t) + ")";
+    case TypeKind::kOther: return "map or sparse tensor";
+    default: return t;
+  }
+}
+
+Graph build(::onnx::ModelProto model, const std::string& source, const std::string& base_dir,
+            const onnx::PrepareOptions& options) {
+  Graph g;
+  g.source = source;
+  g.base_dir = base_dir;
+  for (const auto& op : model.opset_import()) g.opsets[normalize_domain(op.domain())] = op.version();
+  if (model.ir_version() < 3 && g.opsets.empty()) g.opsets[""] = 1;
+
+  if (options.check_model) {
+    try {
+      ::onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      throw Error(SINGA_INVALID_ARGUMENT, source + ": invalid model: " + e.what());
+    }
+  }
+  bind_dims(model, options.dims);
+  // Strict first, so a shape contradiction is reported; some valid models
+  // trip ONNX's inference, so fall back to lenient and keep the message.
+  try {
+    ::onnx::ModelProto strict = model;
+    ::onnx::shape_inference::InferShapes(strict, ::onnx::OpSchemaRegistry::Instance(),
+                                         ::onnx::ShapeInferenceOptions(false, 1, true));
+    model = std::move(strict);
+  } catch (const std::exception& e) {
+    g.warnings.push_back(std::string("shape inference: ") + e.what());
+    try {
+      ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), ::onnx::ShapeInferenceOptions(false, 0, false));
+    } catch (const std::exception& e2) {
+      g.warnings.push_back(std::string("shape inference (lenient): ") + e2.what());
+    }
+  }
+
+  build_body(model.graph(), g, nullptr);
   return g;
 }
 

@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,24 +18,38 @@
 namespace singa {
 namespace graph {
 
+// What ONNX type a value declares. Tensors are the common case; sequences
+// and optionals are run by the core's own ops (core/control/).
+enum class TypeKind { kTensor, kSequence, kOptional, kOther };
+
 struct Value {
   std::string name;
-  int32_t dtype = 0;                   // 0 when unknown
+  TypeKind kind = TypeKind::kTensor;
+  bool optional_of_sequence = false;   // kOptional holding a sequence
+  int32_t dtype = 0;                   // element type (of the tensors for sequences); 0 when unknown
   bool rank_known = false;
   Shape dims;                          // -1 where unknown
   std::vector<std::string> dim_params; // symbolic names
   int producer = -1;                   // node index
   std::vector<int> consumers;
   bool is_input = false, is_initializer = false, is_output = false;
+  bool is_outer = false;               // a subgraph's reference to an enclosing graph's value
   Tensor constant;                     // initializers
 };
 
+struct Graph;
+
 struct Node {
   ::onnx::NodeProto proto;
-  std::vector<int> inputs;   // -1: absent optional input
+  // -1: absent optional input. After the node's own inputs come the values
+  // its subgraphs read from this graph's scope (implicit inputs).
+  std::vector<int> inputs;
+  size_t explicit_inputs = 0;
   std::vector<int> outputs;  // -1: absent optional output
   int64_t opset = 0;
   std::string label;         // "node 'name' (Op)" for messages
+  // Graph attributes (If's branches, Loop/Scan bodies), by attribute name.
+  std::map<std::string, std::shared_ptr<const Graph>> subgraphs;
 };
 
 struct Graph {
@@ -42,6 +57,9 @@ struct Graph {
   std::unordered_map<std::string, int> index;
   std::vector<Node> nodes;  // topological order
   std::vector<int> inputs, outputs;
+  // Values read from enclosing scopes, in the order the enclosing node lists
+  // them after its own inputs; the executor takes them after `inputs`.
+  std::vector<int> outer;
   std::map<std::string, int64_t> opsets;
   std::string source, base_dir;
   std::vector<std::string> warnings;
@@ -50,6 +68,9 @@ struct Graph {
 // Checks, shape-infers (binding `dims`) and converts a model.
 Graph build(::onnx::ModelProto model, const std::string& source, const std::string& base_dir,
             const onnx::PrepareOptions& options);
+
+// "tensor(float)", "seq(tensor(int64))", "optional(tensor(float))" for messages.
+std::string type_string(const Value& v);
 
 }  // namespace graph
 }  // namespace singa

@@ -204,6 +204,18 @@ const DLTensor* ctx_input(singa_kernel_context* c, size_t i) {
 }
 size_t ctx_num_outputs(singa_kernel_context* c) { return c->call.outputs.size(); }
 
+singa_status* ctx_set_string(singa_kernel_context* c, size_t output, int64_t element, const char* data, size_t len) {
+  try {
+    KernelCall& k = c->call;
+    if (output >= k.outputs.size() || !k.outputs[output].defined())
+      return make_status(SINGA_INVALID_ARGUMENT, "ctx_set_string: output " + std::to_string(output) + " is not allocated");
+    k.outputs[output].set_string(element, data, len);
+    return nullptr;
+  } catch (const std::exception& e) {
+    return make_status(SINGA_INVALID_ARGUMENT, e.what());
+  }
+}
+
 singa_status* ctx_output(singa_kernel_context* c, size_t i, int32_t ndim, const int64_t* shape, DLDataType dtype,
                          DLTensor** out) {
   try {
@@ -301,6 +313,7 @@ singa_host_api make_table() {
   h.ctx_input = ctx_input;
   h.ctx_num_outputs = ctx_num_outputs;
   h.ctx_output = ctx_output;
+  h.ctx_set_string = ctx_set_string;
   h.ctx_workspace = ctx_workspace;
   h.ctx_stream = ctx_stream;
   h.ctx_parallel_for = ctx_parallel_for;

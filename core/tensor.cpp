@@ -103,6 +103,28 @@ Tensor Tensor::from_strings(const Shape& shape, const std::vector<std::string>& 
   return t;
 }
 
+void Tensor::own_strings() {
+  if (dtype_ != SINGA_ONNX_STRING || !storage_) return;
+  auto** p = reinterpret_cast<const char**>(raw_data());
+  auto& text = storage_->strings;
+  size_t first = offset_ / sizeof(const char*);
+  for (size_t i = 0; i < size_t(numel()); ++i) {
+    std::string& mine = text[first + i];
+    if (p[i] == mine.c_str()) continue;
+    mine = p[i] ? std::string(p[i]) : std::string();
+    p[i] = mine.c_str();
+  }
+}
+
+void Tensor::set_string(int64_t i, const char* data, size_t len) {
+  if (dtype_ != SINGA_ONNX_STRING || i < 0 || i >= numel())
+    throw Error(SINGA_INVALID_ARGUMENT, "set_string: element " + std::to_string(i) + " is not in this string tensor");
+  auto** p = reinterpret_cast<const char**>(raw_data());
+  std::string& mine = storage_->strings[offset_ / sizeof(const char*) + size_t(i)];
+  mine.assign(data ? data : "", data ? len : 0);
+  p[i] = mine.c_str();
+}
+
 bool Tensor::on_host() const { return !storage_ || !storage_->device || storage_->device->host_addressable(); }
 
 std::string Tensor::device_name() const { return (storage_ && storage_->device) ? storage_->device->name() : "host"; }

@@ -4,6 +4,7 @@
 #ifndef SINGA_TOOLS_CLI_HPP
 #define SINGA_TOOLS_CLI_HPP
 
+#include <singa/onnx.hpp>
 #include <singa/runtime.hpp>
 
 #include <boost/program_options.hpp>
@@ -37,6 +38,9 @@ struct GlobalOptions {
   bool use_env_plugin_path = true;  // false once a flag or the config names plugin dirs
   bool verbose = false;
   std::string config_file;
+  // Largest tensor a model may allocate (PrepareOptions::max_tensor_bytes);
+  // 0 keeps the runtime's default.
+  size_t max_tensor_bytes = 0;
 };
 
 // A subcommand's parsed command line.
@@ -78,6 +82,10 @@ Device& require_device(const std::string& device);
 
 // Why a plugin was skipped, without the path the core puts in front.
 std::string plugin_failure(const PluginInfo& p);
+
+// Copies what the global options say about preparing (device, fallback,
+// threads, memory limit) into `options`.
+void apply_prepare_options(const GlobalOptions& g, onnx::PrepareOptions& options);
 
 // Makes a message fit on one line (checker messages span several).
 std::string one_line(const std::string& message);

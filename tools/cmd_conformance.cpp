@@ -117,6 +117,7 @@ int cmd_conformance(const std::vector<std::string>& args) {
   copts.device = p.global.device;
   copts.fallback = p.global.fallback;
   copts.threads = p.global.threads;
+  copts.max_tensor_bytes = p.global.max_tensor_bytes;
   copts.tol.rtol = p.vm["rtol"].as<double>();
   copts.tol.atol = p.vm["atol"].as<double>();
   if (!(copts.tol.rtol >= 0) || !(copts.tol.atol >= 0)) throw UsageError("--rtol and --atol must be >= 0");

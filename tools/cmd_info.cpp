@@ -5,10 +5,12 @@
 #include "json.hpp"
 
 #include <singa/onnx.hpp>
+#include <singa/optimize.hpp>
 
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -105,15 +107,45 @@ std::string describe_missing(const MissingKernel& m, const std::string& device) 
   return s;
 }
 
+// One line per node of the top-level graph: "Op name(inputs) -> outputs [activation=...]".
+void print_nodes(const ::onnx::GraphProto& g) {
+  std::cout << "nodes after the passes:\n";
+  for (const auto& n : g.node()) {
+    std::cout << "  " << n.op_type() << " '" << n.name() << "' (";
+    for (int i = 0; i < n.input_size(); ++i) std::cout << (i ? ", " : "") << n.input(i);
+    std::cout << ") -> ";
+    for (int i = 0; i < n.output_size(); ++i) std::cout << (i ? ", " : "") << n.output(i);
+    for (const auto& a : n.attribute())
+      if (a.name() == "activation") std::cout << "  [activation=" << a.s() << "]";
+    std::cout << "\n";
+  }
+}
+
+// Where each node of the prepared model runs (op types, dtypes and fallback
+// decide it), or why the model could not be prepared.
+std::vector<onnx::NodePlacement> placement_on(const std::string& path, const GlobalOptions& g, std::string& error) {
+  try {
+    onnx::PrepareOptions popts;
+    apply_prepare_options(g, popts);
+    return onnx::prepare(path, popts)->placement();
+  } catch (const std::exception& e) {
+    error = e.what();
+    return {};
+  }
+}
+
 }  // namespace
 
 int cmd_info(const std::vector<std::string>& args) {
-  CommandSpec spec{"info", "MODEL [--device D] [--json]",
+  CommandSpec spec{"info", "MODEL [--device D] [--optimized] [--json]",
                    "Describes an ONNX model: IR version, opsets, producer, inputs and outputs with their shapes\n"
                    "(symbolic dimensions by name), the op histogram (subgraphs included) and the ops that have no\n"
-                   "kernel on the chosen device for the model's opset."};
+                   "kernel on the chosen device for the model's opset. With a device other than the cpu (or\n"
+                   "--placement) it also prepares the model and lists where each node runs."};
   po::options_description own("Options");
-  own.add_options()("json", "print one JSON object");
+  own.add_options()("json", "print one JSON object")(
+      "optimized", "describe the graph as prepare() runs it, after its passes (folding, fusions), and list its nodes")(
+      "placement", "list the device each node runs on (default when --device is not the cpu)");
   Parsed p = parse_command(spec, args, own, "model");
   if (p.help) {
     print_command_help(spec, own);
@@ -130,6 +162,12 @@ int cmd_info(const std::vector<std::string>& args) {
   if (!Runtime::instance().device(device)) require_device(p.global.device);  // throws naming the known devices
 
   ::onnx::ModelProto model = singa::onnx::load_model(path);
+  const bool optimized = p.vm.count("optimized") > 0;
+  if (optimized) {
+    singa::onnx::PrepareOptions popts;
+    popts.device = p.global.device;
+    model = singa::onnx::optimized_model(model, popts, path, std::filesystem::path(path).parent_path().string());
+  }
   const auto& g = model.graph();
   std::map<std::string, int64_t> opsets;
   for (const auto& o : model.opset_import()) opsets[normalize_domain(o.domain())] = o.version();
@@ -149,6 +187,9 @@ int cmd_info(const std::vector<std::string>& args) {
   int64_t nodes = 0, subgraphs = 0;
   count_ops(g, hist, nodes, subgraphs);
   auto missing = find_missing(hist, opsets, device);
+  const bool show_placement = p.vm.count("placement") > 0 || device != "cpu";
+  std::string placement_error;
+  const auto placement = show_placement ? placement_on(path, p.global, placement_error) : std::vector<onnx::NodePlacement>{};
   std::vector<std::pair<OpKey, int64_t>> ranked(hist.begin(), hist.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
 
@@ -194,6 +235,13 @@ int cmd_info(const std::vector<std::string>& args) {
       miss.push_back(e.dump());
     }
     o.raw("missing_kernels", json_array(miss));
+    if (show_placement) {
+      std::vector<std::string> pl;
+      for (const auto& x : placement)
+        pl.push_back(JsonObject().str("node", x.node).str("op", x.op_type).str("device", x.device).str("plugin", x.plugin).dump());
+      o.raw("placement", json_array(pl));
+      if (!placement_error.empty()) o.str("placement_error", placement_error);
+    }
     std::cout << o.dump() << "\n";
     return kExitOk;
   }
@@ -220,6 +268,14 @@ int cmd_info(const std::vector<std::string>& args) {
   if (missing.empty()) std::cout << " none";
   std::cout << "\n";
   for (const auto& m : missing) std::cout << "  " << op_label(m.key) << ": " << describe_missing(m, device) << "\n";
+  if (optimized) print_nodes(g);
+  if (show_placement) {
+    if (!placement_error.empty()) std::cout << "placement: not available: " << placement_error << "\n";
+    else std::cout << "placement (" << placement.size() << " nodes):\n";
+    for (const auto& x : placement)
+      std::cout << "  " << (x.node.empty() ? std::string("(unnamed)") : x.node) << "  " << x.op_type << "  " << x.device
+                << "  " << x.plugin << "\n";
+  }
   return kExitOk;
 }
 

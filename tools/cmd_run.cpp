@@ -265,9 +265,7 @@ int cmd_run(const std::vector<std::string>& args) {
 
   load_runtime(p.global);
   onnx::PrepareOptions popts;
-  popts.device = p.global.device;
-  popts.fallback = p.global.fallback;
-  popts.threads = p.global.threads;
+  apply_prepare_options(p.global, popts);
   popts.dims = dims;
   auto rep = onnx::prepare(path, popts);
 

@@ -68,27 +68,46 @@ Tensor as_declared(const Tensor& t, int32_t declared) {
   return t;
 }
 
+Value as_declared(const Value& v, int32_t declared) {
+  if (v.is_tensor()) return as_declared(v.tensor(), declared);
+  return v;
+}
+
+std::string compare_values(const Value& expected, const Value& got, const Tolerance& tol) {
+  if (expected.kind() != got.kind()) return "expected " + expected.describe() + ", got " + got.describe();
+  if (expected.is_tensor()) return compare_tensors(expected.tensor(), got.tensor(), tol);
+  if (expected.is_none()) return "";
+  if (expected.items().size() != got.items().size())
+    return "expected a sequence of " + std::to_string(expected.items().size()) + " tensors, got " + std::to_string(got.items().size());
+  for (size_t i = 0; i < expected.items().size(); ++i) {
+    std::string diff = compare_tensors(expected.items()[i], got.items()[i], tol);
+    if (!diff.empty()) return "element " + std::to_string(i) + ": " + diff;
+  }
+  return "";
+}
+
 // "" when every output of one data set matches.
 std::string run_data_set(const onnx::Rep& rep, const fs::path& set, const Tolerance& tol) {
   auto input_files = numbered(set, "input_", ".pb", false);
   auto output_files = numbered(set, "output_", ".pb", false);
   if (input_files.size() > rep.inputs().size())
     return std::to_string(input_files.size()) + " input files, the model takes " + std::to_string(rep.inputs().size()) + " inputs";
-  std::vector<Tensor> inputs;
+  if (output_files.size() > rep.outputs().size())
+    return std::to_string(output_files.size()) + " output files, the model has " + std::to_string(rep.outputs().size()) + " outputs";
+  std::vector<Value> inputs;
   for (size_t i = 0; i < input_files.size(); ++i)
-    inputs.push_back(as_declared(onnx::load_tensor_file(input_files[i].string()), rep.inputs()[i].dtype));
-  std::vector<Tensor> expected;
+    inputs.push_back(as_declared(onnx::load_value_file(input_files[i].string(), rep.inputs()[i]), rep.inputs()[i].dtype));
+  std::vector<Value> expected;
   for (size_t i = 0; i < output_files.size(); ++i)
-    expected.push_back(as_declared(onnx::load_tensor_file(output_files[i].string()),
-                                   i < rep.outputs().size() ? rep.outputs()[i].dtype : 0));
+    expected.push_back(as_declared(onnx::load_value_file(output_files[i].string(), rep.outputs()[i]), rep.outputs()[i].dtype));
 
-  onnx::NamedTensors got = rep.run(inputs);
+  onnx::NamedValues got = rep.run_values(inputs);
   if (got.size() != expected.size())
     return "the model produced " + std::to_string(got.size()) + " outputs, the test expects " + std::to_string(expected.size());
   std::string reasons;
   int failing = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    std::string diff = got[i].second.defined() ? compare_tensors(expected[i], got[i].second, tol) : "no value produced";
+    std::string diff = compare_values(expected[i], got[i].second, tol);
     if (diff.empty()) continue;
     if (++failing <= 2) reasons += (reasons.empty() ? "" : "; ") + ("output " + std::to_string(i) + " '" + got[i].first + "': " + diff);
   }
@@ -156,6 +175,7 @@ CaseResult run_case(const TestCase& c, const CaseOptions& o) {
     popts.device = o.device;
     popts.fallback = o.fallback;
     popts.threads = o.threads;
+    if (o.max_tensor_bytes) popts.max_tensor_bytes = o.max_tensor_bytes;
     auto rep = onnx::prepare(model_path, popts);
     for (const auto& s : sets) {
       std::string diff = run_data_set(*rep, s, o.tol);

@@ -39,6 +39,7 @@ struct CaseOptions {
   std::string device = "cpu";
   bool fallback = true;
   int threads = 0;
+  size_t max_tensor_bytes = 0;  // 0: the runtime's default
   Tolerance tol;
 };
 

@@ -50,7 +50,7 @@ void print_program_help() {
 
 // Global options that take a value: they may come before the command name.
 bool global_takes_value(const std::string& a) {
-  static const char* with_value[] = {"--config", "--device", "--threads", "--plugin-dir", "--plugin"};
+  static const char* with_value[] = {"--config", "--device", "--threads", "--plugin-dir", "--plugin", "--max-tensor-bytes"};
   for (const char* w : with_value)
     if (a == w) return true;
   return false;

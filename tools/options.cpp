@@ -6,6 +6,7 @@
 #include <singa/error.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -30,7 +31,8 @@ po::options_description config_file_description() {
       ("fallback", po::value<bool>())
       ("threads", po::value<int>())
       ("plugin-dir", po::value<std::vector<std::string>>())
-      ("plugin", po::value<std::vector<std::string>>());
+      ("plugin", po::value<std::vector<std::string>>())
+      ("max-tensor-bytes", po::value<std::string>());
   return d;
 }
 
@@ -42,6 +44,30 @@ std::string env(const char* name) {
 }
 
 void note(const std::string& text) { std::cerr << "singa: note: " << text << "\n"; }
+
+// "1000000", "64M", "2G" (K/M/G are powers of 1024) -> bytes; > 0.
+size_t parse_bytes(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    if (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))) v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  unsigned shift = 0;
+  if (used > 0 && used + 1 == text.size()) {
+    switch (text[used]) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      default: used = 0;
+    }
+    if (used) ++used;
+  }
+  if (used == 0 || used != text.size() || v == 0 || v > (~0ull >> shift))
+    throw UsageError(what + ": '" + text + "' is not a size in bytes > 0 (e.g. 1000000, 512M, 2G)");
+  return size_t(v << shift);
+}
 
 // Boost.Program_options reads "-1" after an option as a short option; numbers
 // like `--last-layers -1` are joined to their option first.
@@ -129,13 +155,18 @@ void resolve_globals(const po::variables_map& vm, GlobalOptions& g) {
   else if (cfg.count("plugin"))
     g.plugins = cfg["plugin"].as<Strings>();
 
+  if (has(vm, "max-tensor-bytes"))
+    g.max_tensor_bytes = parse_bytes(vm["max-tensor-bytes"].as<std::string>(), "--max-tensor-bytes");
+  else if (cfg.count("max-tensor-bytes"))
+    g.max_tensor_bytes = parse_bytes(cfg["max-tensor-bytes"].as<std::string>(), "max-tensor-bytes in " + cfg_name);
+
   g.verbose = has(vm, "verbose");
 }
 
 }  // namespace
 
 po::options_description global_options_description() {
-  po::options_description d("Global options (also: config file keys device, fallback, threads, plugin-dir, plugin)");
+  po::options_description d("Global options (also: config file keys device, fallback, threads, plugin-dir, plugin, max-tensor-bytes)");
   d.add_options()
       ("help,h", "show this help")
       ("config", po::value<std::string>()->value_name("FILE"), "read options from an INI file (flags win over it)")
@@ -147,6 +178,8 @@ po::options_description global_options_description() {
       ("plugin-dir", po::value<std::vector<std::string>>()->value_name("DIR"),
        "also search DIR for plugins (repeatable; replaces SINGA_PLUGIN_PATH)")
       ("plugin", po::value<std::vector<std::string>>()->value_name("FILE"), "also load plugin FILE (repeatable)")
+      ("max-tensor-bytes", po::value<std::string>()->value_name("N"),
+       "refuse any tensor larger than N bytes (K/M/G suffixes; default 16G)")
       ("verbose,v", "say more (search folders, node placement, timings)");
   return d;
 }
@@ -238,6 +271,13 @@ std::string plugin_failure(const PluginInfo& p) {
   std::string e = p.error;
   if (e.compare(0, p.path.size() + 2, p.path + ": ") == 0) e.erase(0, p.path.size() + 2);
   return one_line(e);
+}
+
+void apply_prepare_options(const GlobalOptions& g, onnx::PrepareOptions& options) {
+  options.device = g.device;
+  options.fallback = g.fallback;
+  options.threads = g.threads;
+  if (g.max_tensor_bytes) options.max_tensor_bytes = g.max_tensor_bytes;
 }
 
 std::string one_line(const std::string& message) {

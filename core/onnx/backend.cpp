@@ -1,5 +1,6 @@
 // prepare() and Rep: the user-facing backend over graph + executor.
 #include "rep_impl.hpp"
+#include "../passes/passes.hpp"
 
 #include <singa/onnx.hpp>
 #include <singa/runtime.hpp>
@@ -32,6 +33,10 @@ namespace {
 ValueInfo value_info(const graph::Value& v) {
   ValueInfo info;
   info.name = v.name;
+  info.kind = v.kind == graph::TypeKind::kSequence   ? ValueInfo::Kind::kSequence
+              : v.kind == graph::TypeKind::kOptional ? ValueInfo::Kind::kOptional
+                                                     : ValueInfo::Kind::kTensor;
+  info.optional_of_sequence = v.optional_of_sequence;
   info.dtype = v.dtype;
   info.rank_known = v.rank_known;
   if (v.rank_known) {
@@ -87,9 +92,20 @@ std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOp
   graph::Graph g = graph::build(model, source, base_dir, options);
   for (const auto& w : g.warnings)
     if (std::getenv("SINGA_VERBOSE")) std::cerr << "singa: warning: " << source << ": " << w << "\n";
+  std::shared_ptr<const graph::Graph> plain;
+  if (options.optimize) {
+    auto before = std::make_shared<const graph::Graph>(g);  // initializers are shared, not copied
+    passes::PassStats stats;
+    passes::PassOptions po{dev.first->name()};
+    po.stats = &stats;
+    passes::optimize(g, po);
+    if (stats.total() > 0) plain = before;
+  }
   auto impl = std::make_unique<Rep::Impl>();
   impl->source = source;
-  impl->exec = std::make_unique<Executor>(std::move(g), dev.first, dev.second, options.fallback, options.max_tensor_bytes);
+  impl->config = ExecConfig{dev.first, dev.second, options.fallback, options.max_tensor_bytes};
+  impl->plain_graph = std::move(plain);
+  impl->exec = std::make_unique<Executor>(std::move(g), impl->config);
   const auto& eg = impl->exec->graph();
   for (int v : eg.inputs) impl->inputs.push_back(value_info(eg.values[size_t(v)]));
   for (int v : eg.outputs) impl->outputs.push_back(value_info(eg.values[size_t(v)]));
@@ -98,8 +114,8 @@ std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOp
     p.node = e.node->proto.name();
     p.op_type = e.node->proto.op_type();
     p.device = e.device->name() + (e.device_id ? ":" + std::to_string(e.device_id) : "");
-    p.plugin = e.kernel->plugin_name;
-    p.since_version = e.kernel->def.since_version;
+    p.plugin = e.kernel ? e.kernel->plugin_name : "core";
+    p.since_version = e.kernel ? e.kernel->def.since_version : int(e.node->opset);
     impl->placement.push_back(p);
   }
   return std::make_shared<Rep>(std::move(impl));
@@ -135,7 +151,20 @@ NamedTensors Rep::run(const std::map<std::string, Tensor>& inputs, const RunOpti
 }
 
 NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
-  const auto& g = impl_->exec->graph();
+  NamedValues values = run_values(std::vector<Value>(inputs.begin(), inputs.end()), options);
+  NamedTensors out;
+  for (auto& [name, v] : values) {
+    if (!v.is_tensor())
+      throw Error(SINGA_INVALID_ARGUMENT, impl_->source + ": output '" + name + "' is " + v.describe() +
+                                              "; use Rep::run_values for models with sequence or optional outputs");
+    out.emplace_back(name, v.tensor());
+  }
+  return out;
+}
+
+NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& options) const {
+  const Executor& exec = (options.last_layers != 0 || options.all_outputs) ? impl_->plain() : *impl_->exec;
+  const auto& g = exec.graph();
   const std::string& src = impl_->source;
   if (inputs.size() > impl_->inputs.size())
     throw Error(SINGA_INVALID_ARGUMENT, src + ": " + std::to_string(inputs.size()) + " inputs given, the model takes " +
@@ -144,9 +173,27 @@ NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& optio
   std::map<std::string, int64_t> bound;
   for (size_t i = 0; i < impl_->inputs.size(); ++i) {
     const ValueInfo& vi = impl_->inputs[i];
-    if (i >= inputs.size() || !inputs[i].defined())
+    if (vi.kind == ValueInfo::Kind::kOptional) {
+      if (i >= inputs.size() || inputs[i].is_none()) continue;
+      if (inputs[i].is_sequence() != vi.optional_of_sequence)
+        throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' is " + inputs[i].describe() + ", the model expects an optional " +
+                                                (vi.optional_of_sequence ? "sequence" : "tensor"));
+      continue;
+    }
+    if (i >= inputs.size() || inputs[i].is_none())
       throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' is missing");
-    const Tensor& t = inputs[i];
+    if (vi.kind == ValueInfo::Kind::kSequence) {
+      if (!inputs[i].is_sequence())
+        throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' is " + inputs[i].describe() + ", the model expects a sequence");
+      for (const auto& t : inputs[i].items())
+        if (vi.dtype != 0 && t.dtype() != vi.dtype)
+          throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' holds a tensor(" + dtype_name(t.dtype()) +
+                                                  "), the model expects a sequence of tensor(" + dtype_name(vi.dtype) + ")");
+      continue;
+    }
+    if (!inputs[i].is_tensor())
+      throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' is " + inputs[i].describe() + ", the model expects a tensor");
+    const Tensor& t = inputs[i].tensor();
     if (vi.dtype != 0 && t.dtype() != vi.dtype)
       throw Error(SINGA_INVALID_ARGUMENT, src + ": input '" + vi.name + "' has element type " + dtype_name(t.dtype()) +
                                               ", the model expects " + dtype_name(vi.dtype));
@@ -169,7 +216,7 @@ NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& optio
       }
     }
   }
-  size_t total = impl_->exec->nodes().size();
+  size_t total = exec.nodes().size();
   if (options.last_layers > 0 && size_t(options.last_layers) != total)
     throw Error(SINGA_INVALID_ARGUMENT, src + ": last_layers must be <= 0 (stop |k| nodes before the end)");
   size_t stop = total;
@@ -179,10 +226,21 @@ NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& optio
                                               std::to_string(total) + ")");
     stop = total - size_t(-options.last_layers);
   }
-  std::vector<Tensor> env = impl_->exec->run(inputs, stop, options.all_outputs);
-  NamedTensors out;
+  std::vector<Value> env = exec.run(inputs, stop, options.all_outputs);
+  NamedValues out;
   auto emit = [&](int v) {
-    if (v >= 0 && env[size_t(v)].defined()) out.emplace_back(g.values[size_t(v)].name, env[size_t(v)].to_host());
+    if (v < 0) return;
+    const Value& val = env[size_t(v)];
+    const std::string& name = g.values[size_t(v)].name;
+    if (val.is_tensor()) {
+      out.emplace_back(name, val.tensor().to_host());
+    } else if (val.is_sequence()) {
+      std::vector<Tensor> items;
+      for (const auto& t : val.items()) items.push_back(t.to_host());
+      out.emplace_back(name, Value::sequence(std::move(items), val.elem_dtype()));
+    } else if (g.values[size_t(v)].kind == graph::TypeKind::kOptional) {
+      out.emplace_back(name, Value());  // an empty optional is a result too
+    }
   };
   if (options.all_outputs) {
     for (size_t i = 0; i < stop; ++i)

@@ -8,6 +8,7 @@
 #include <singa/onnx.hpp>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,20 @@ namespace singa {
 namespace onnx {
 
 struct Rep::Impl {
+  // The graph after the prepare-time passes (what `run` uses).
   std::unique_ptr<Executor> exec;
+  // The graph as the model wrote it, when the passes changed it: last_layers
+  // and all_outputs name the model's own nodes and values (sonnx semantics),
+  // and training replays the model's own ops. Its executor is built on first use.
+  std::shared_ptr<const graph::Graph> plain_graph;
+  ExecConfig config;
+  mutable std::once_flag plain_once;
+  mutable std::unique_ptr<Executor> plain_exec;
+  const Executor& plain() const {
+    if (!plain_graph) return *exec;
+    std::call_once(plain_once, [&] { plain_exec = std::make_unique<Executor>(*plain_graph, config); });
+    return *plain_exec;
+  }
   std::vector<ValueInfo> inputs, outputs;
   std::vector<NodePlacement> placement;
   std::string source;

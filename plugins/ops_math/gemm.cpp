@@ -3,7 +3,11 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <atomic>
 #include <climits>
+#include <limits>
+#include <string>
 
 namespace singa {
 namespace ops {
@@ -41,6 +45,29 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, 
   if (degenerate(M, N, K, beta, Y)) return;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_dim(M), blas_dim(N),
               blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));
+}
+
+void use_blas_threads(const sdk::Context& ctx) {
+  static std::atomic<int> current{0};
+  const int n = std::max(1, ctx.num_threads());
+  if (current.exchange(n) != n) openblas_set_num_threads(n);
+}
+
+GemmActivation::GemmActivation(const sdk::Node& node) {
+  const std::string a = node.attr_string("activation", "");
+  if (a.empty()) return;
+  if (a == "Relu") {
+    kind = kRelu;
+  } else if (a == "LeakyRelu") {
+    kind = kLeakyRelu;
+    alpha = node.attr_float("activation_alpha", 0.01f);
+  } else if (a == "Clip") {
+    kind = kClip;
+    lo = node.attr_float("activation_min", std::numeric_limits<float>::lowest());
+    hi = node.attr_float("activation_max", std::numeric_limits<float>::max());
+  } else {
+    node.fail("attribute activation '" + a + "' is not one of Relu, LeakyRelu, Clip");
+  }
 }
 
 MatMulPlan plan_matmul(const Shape& a_in, const Shape& b_in) {

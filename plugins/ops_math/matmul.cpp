@@ -26,6 +26,7 @@ class MatMulKernel {
     same_dtype(a, b, "inputs A and B");
     MatMulPlan p = plan_matmul(a.shape(), b.shape());
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
+    use_blas_threads(ctx);
     sdk::dispatch(
         a.dtype(),
         [&](auto tag) {
@@ -59,7 +60,8 @@ class GemmKernel {
         trans_a_(node.attr_int("transA", 0) != 0),
         trans_b_(node.attr_int("transB", 0) != 0),
         exact_c_(node.opset() < 7 && node.attr_int("broadcast", 0) == 0),
-        c_required_(node.opset() < 11) {}
+        c_required_(node.opset() < 11),
+        act_(node) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
@@ -81,6 +83,9 @@ class GemmKernel {
     }
     bool use_c = c.present() && beta_ != 0.0f;
     sdk::Tensor y = ctx.output(0, out_shape, a.dtype());
+    use_blas_threads(ctx);
+    sdk::check(act_.kind == GemmActivation::kNone || a.dtype() == SINGA_ONNX_FLOAT || a.dtype() == SINGA_ONNX_DOUBLE,
+               "a fused activation needs float or double");
     sdk::dispatch(
         a.dtype(),
         [&](auto tag) {
@@ -89,6 +94,7 @@ class GemmKernel {
             if (use_c) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);
             blas_gemm(trans_a_, trans_b_, M, N, K, T(alpha_), a.data<T>(), b.data<T>(), use_c ? T(beta_) : T(0),
                       y.data<T>());
+            act_.apply(ctx, y.data<T>(), M * N);
           } else if constexpr (in_mask<T>(kHalfTypes)) {
             float* af = float_workspace(ctx, a.numel());
             float* bf = float_workspace(ctx, b.numel());
@@ -141,6 +147,7 @@ class GemmKernel {
   bool trans_a_, trans_b_;
   bool exact_c_;
   bool c_required_;
+  GemmActivation act_;
 };
 
 }  // namespace

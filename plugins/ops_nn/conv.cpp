@@ -1,10 +1,18 @@
-// Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias).
+// Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias), plus
+// the activation a graph pass may have fused into it (conv_activation.hpp).
+// float32 2-D convolutions whose input shape is known at create time run
+// through oneDNN (conv_dnnl.hpp); the rest, and any run whose input shape
+// differs from the planned one, through im2col + OpenBLAS or the direct loop.
+#include "conv_activation.hpp"
+#include "conv_dnnl.hpp"
 #include "conv_impl.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <type_traits>
 
 namespace singa {
@@ -13,8 +21,10 @@ namespace {
 
 class Conv : public NodeKernel {
  public:
-  explicit Conv(const sdk::Node& node) : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)) {
+  explicit Conv(const sdk::Node& node)
+      : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)), act_(node) {
     if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
+    plan_dnnl(node);
     // 16-bit float weights are widened once here instead of on every run.
     sdk::Tensor w = node.constant(1);
     if (w.present() && (w.dtype() == SINGA_ONNX_FLOAT16 || w.dtype() == SINGA_ONNX_BFLOAT16)) {
@@ -29,6 +39,12 @@ class Conv : public NodeKernel {
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
+    if (dnnl_ && x.dtype() == SINGA_ONNX_FLOAT && x.shape() == dnnl_->input_shape()) {
+      sdk::Tensor y = ctx.output(0, dnnl_->output_shape(), x.dl_dtype());
+      dnnl_->run(ctx, x.data<float>(), y.data<float>());
+      return;
+    }
+    use_context_threads(ctx);
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor b = ctx.input(2);
     check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
@@ -56,6 +72,10 @@ class Conv : public NodeKernel {
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M, Cg);
+      if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value)
+        act_.apply(ctx, y.data<T>(), y.numel());
+      else
+        check(act_.kind == FusedActivation::kNone, "a fused activation needs float or double");
     });
   }
 
@@ -88,9 +108,34 @@ class Conv : public NodeKernel {
       conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, Cg, group_);
   }
 
+  // oneDNN needs constant weights and the input shape from shape inference.
+  void plan_dnnl(const sdk::Node& node) {
+    const char* off = std::getenv("SINGA_NO_DNNL");  // to compare against the im2col path
+    if (off && *off && *off != '0') return;
+    singa_value_info xi = node.input_info(0);
+    sdk::Tensor w = node.constant(1);
+    if (xi.ndim != 4 || xi.onnx_dtype != SINGA_ONNX_FLOAT || !w.present() || w.ndim() != 4) return;
+    Shape xs(xi.dims, xi.dims + 4);
+    for (int64_t d : xs)
+      if (d <= 0) return;
+    sdk::Tensor b = node.has_input(2) ? node.constant(2) : sdk::Tensor();
+    if (node.has_input(2) && !b.present()) return;
+    const Shape ws = w.shape();
+    std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return;  // compute() reports it
+    try {
+      Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
+      dnnl_ = DnnlConv::plan(xs, w, b, g, group_, act_);
+    } catch (const std::exception&) {
+      // Bad window attributes: compute() reports them with the shapes involved.
+    }
+  }
+
   WindowAttrs attrs_;
   int64_t group_;
+  FusedActivation act_;
   std::vector<float> wide_weights_;
+  std::unique_ptr<DnnlConv> dnnl_;
 };
 
 }  // namespace

@@ -18,4 +18,7 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_mvn(reg);
   register_max_unpool(reg);
   register_losses(reg);
+  register_quantize_linear(reg);
+  register_grid_sample(reg);
+  register_random(reg);
 }

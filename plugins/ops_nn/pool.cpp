@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 namespace singa {
 namespace nn {
@@ -94,6 +95,10 @@ class MaxPool : public PoolBase {
     int64_t* pi = idx.present() ? idx.data<int64_t>() : nullptr;
     const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
     const int64_t D = g.in[0];
+    if (!pi && x.dtype() == SINGA_ONNX_FLOAT && D == 1 && g.k[0] == 1 && g.d[1] == 1 && g.d[2] == 1) {
+      max_pool_2d(ctx, g, ys[0] * ys[1], x.data<float>(), y.data<float>());
+      return;
+    }
     dispatch_among<float, double, half, bfloat16, int8_t, uint8_t>(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       using A = acc_t<T>;
@@ -131,6 +136,42 @@ class MaxPool : public PoolBase {
       return std::numeric_limits<T>::lowest();
     else
       return from_acc<T>(-std::numeric_limits<acc_t<T>>::infinity());
+  }
+
+  // The common case (float, 2-D, no dilation, no Indices): the window bounds
+  // of every output row and column are worked out once per call instead of
+  // per output element. Taps are visited in the generic loop's order, so NaN
+  // propagates the same way.
+  static void max_pool_2d(const sdk::Context& ctx, const Geometry& g, int64_t planes, const float* x, float* y) {
+    const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+    std::vector<Taps> rows, cols;
+    for (int64_t oh = 0; oh < OH; ++oh) rows.push_back(taps(oh, g.s[1], g.pb[1], 1, g.k[1], 0, H));
+    for (int64_t ow = 0; ow < OW; ++ow) cols.push_back(taps(ow, g.s[2], g.pb[2], 1, g.k[2], 0, W));
+    const float low = -std::numeric_limits<float>::infinity();
+    ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2])),
+                     [&](int64_t pb, int64_t pe) {
+      for (int64_t p = pb; p < pe; ++p) {
+        const float* xp = x + p * H * W;
+        float* yp = y + p * OH * OW;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const Taps& th = rows[size_t(oh)];
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const Taps& tw = cols[size_t(ow)];
+            if (th.count() == 0 || tw.count() == 0) {
+              yp[oh * OW + ow] = low;
+              continue;
+            }
+            const float* first = xp + (th.start + th.kb) * W + tw.start;
+            float best = first[tw.kb];
+            for (int64_t kh = th.kb; kh < th.ke; ++kh) {
+              const float* r = xp + (th.start + kh) * W + tw.start;
+              for (int64_t kw = tw.kb; kw < tw.ke; ++kw) best = r[kw] > best ? r[kw] : best;
+            }
+            yp[oh * OW + ow] = best;
+          }
+        }
+      }
+    });
   }
 
   // Position within the plane as the Indices output stores it.

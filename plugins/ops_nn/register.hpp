@@ -22,6 +22,9 @@ void register_quant_conv(sdk::Registrar& reg);
 void register_mvn(sdk::Registrar& reg);
 void register_max_unpool(sdk::Registrar& reg);
 void register_losses(sdk::Registrar& reg);
+void register_quantize_linear(sdk::Registrar& reg);
+void register_grid_sample(sdk::Registrar& reg);
+void register_random(sdk::Registrar& reg);
 
 }  // namespace nn
 }  // namespace singa

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <type_traits>
@@ -76,7 +77,10 @@ class CastBase : public KernelBase {
 
   void cast(const Context& ctx, const Tensor& x, int32_t to) const {
     const int32_t from = x.dtype();
-    check(to != SINGA_ONNX_STRING, std::string("casting ") + sdk::dtype_name(from) + " to string is not supported");
+    if (to == SINGA_ONNX_STRING) {
+      format_strings(ctx, x);
+      return;
+    }
     if (from == SINGA_ONNX_STRING) {
       parse_strings(ctx, x, to);
       return;
@@ -103,6 +107,46 @@ class CastBase : public KernelBase {
               kCastTypes);
         },
         kCastTypes);
+  }
+
+  // Number -> string: the shortest text that reads back as the same value
+  // (what numpy's str gives), "NaN"/"INF"/"-INF" as the ONNX reference writes.
+  void format_strings(const Context& ctx, const Tensor& x) const {
+    Tensor y = ctx.output(0, x.shape(), SINGA_ONNX_STRING);
+    if (x.dtype() == SINGA_ONNX_STRING) {
+      for (int64_t i = 0; i < x.numel(); ++i) ctx.set_string(0, i, Context::string_at(x, i));
+      return;
+    }
+    sdk::dispatch(
+        x.dtype(),
+        [&](auto ftag) {
+          using F = decltype(ftag);
+          const F* src = x.data<F>();
+          for (int64_t i = 0; i < x.numel(); ++i) ctx.set_string(0, i, to_text(src[i]));
+        },
+        kCastTypes);
+  }
+
+  template <typename F>
+  static std::string to_text(F v) {
+    char buf[64];
+    if constexpr (std::is_same<F, bool>::value) {
+      return v ? "1" : "0";
+    } else if constexpr (std::is_integral<F>::value) {
+      return std::to_string(v);
+    } else {
+      double d = static_cast<double>(convert<double>(v));
+      if (std::isnan(d)) return "NaN";
+      if (std::isinf(d)) return d > 0 ? "INF" : "-INF";
+      // Narrow types round-trip through their own width, doubles through 17 digits.
+      bool is_double = std::is_same<F, double>::value;
+      for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, d);
+        double back = std::strtod(buf, nullptr);
+        if (is_double ? back == d : float(convert<F>(back)) == float(v)) break;
+      }
+      return buf;
+    }
   }
 
   // String -> number: each element is parsed as a decimal number (strtod
@@ -143,9 +187,7 @@ class Cast : public CastBase {
     to_ = name.empty() ? int32_t(node.attr_int("to", 0)) : dtype_from_name(name);
     if (to_ <= 0 || to_ > 16)
       sdk::fail("attribute 'to' is missing or names no known type (" + (name.empty() ? std::to_string(to_) : name) + ")");
-    if (to_ == SINGA_ONNX_STRING)
-      sdk::fail("casting to string is not supported", SINGA_UNIMPLEMENTED);
-    if (!(sdk::bit(singa_onnx_dtype(to_)) & kCastTypes))
+    if (!(sdk::bit(singa_onnx_dtype(to_)) & (kCastTypes | sdk::bit(SINGA_ONNX_STRING))))
       sdk::fail(std::string("casting to ") + sdk::dtype_name(to_) + " is not supported");
   }
 
@@ -167,11 +209,11 @@ class CastLike : public CastBase {
 }  // namespace
 
 void register_cast_ops(sdk::Registrar& reg) {
-  // Strings are read (parsed), never written: the ABI cannot give an output its own text.
-  const uint64_t from = kCastTypes | sdk::bit(SINGA_ONNX_STRING);
-  reg.kernel<Cast>("", "Cast", 1, 5, "cpu", {{"T1", 0, from}, {"T2", -1, kCastTypes}});
-  reg.kernel<Cast>("", "Cast", 6, 17, "cpu", {{"T1", 0, from}, {"T2", -1, kCastTypes}});
-  reg.kernel<CastLike>("", "CastLike", 15, 17, "cpu", {{"T1", 0, from}, {"T2", 1, kCastTypes}});
+  // Strings are written through the host's ctx_set_string (ABI 1.1).
+  const uint64_t any = kCastTypes | sdk::bit(SINGA_ONNX_STRING);
+  reg.kernel<Cast>("", "Cast", 1, 5, "cpu", {{"T1", 0, any}, {"T2", -1, any}});
+  reg.kernel<Cast>("", "Cast", 6, 17, "cpu", {{"T1", 0, any}, {"T2", -1, any}});
+  reg.kernel<CastLike>("", "CastLike", 15, 17, "cpu", {{"T1", 0, any}, {"T2", 1, any}});
 }
 
 }  // namespace tensor

@@ -25,6 +25,7 @@ void register_reverse_sequence(sdk::Registrar& reg);
 void register_resize(sdk::Registrar& reg);         // Resize Upsample
 void register_non_max_suppression(sdk::Registrar& reg);
 void register_roi_align(sdk::Registrar& reg);
+void register_string_normalizer(sdk::Registrar& reg);
 
 }  // namespace tensor
 }  // namespace ops

@@ -157,14 +157,14 @@ class Identity : public KernelBase {
 
 void register_reshape_ops(sdk::Registrar& reg) {
   const uint32_t inplace = SINGA_KERNEL_MAY_INPLACE;
-  reg.kernel<Reshape>("", "Reshape", 1, 4, "cpu", {{"T", 0, kMoveTypes}}, inplace);
-  reg.kernel<Reshape>("", "Reshape", 5, 17, "cpu", {{"T", 0, kMoveTypes}}, inplace, input_bit(1));
-  reg.kernel<Flatten>("", "Flatten", 1, 17, "cpu", {{"T", 0, kMoveTypes}}, inplace);
-  reg.kernel<Squeeze>("", "Squeeze", 1, 12, "cpu", {{"T", 0, kMoveTypes}}, inplace);
-  reg.kernel<Squeeze>("", "Squeeze", 13, 17, "cpu", {{"T", 0, kMoveTypes}}, inplace, input_bit(1));
-  reg.kernel<Unsqueeze>("", "Unsqueeze", 1, 12, "cpu", {{"T", 0, kMoveTypes}}, inplace);
-  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, 17, "cpu", {{"T", 0, kMoveTypes}}, inplace, input_bit(1));
-  reg.kernel<Identity>("", "Identity", 1, 17, "cpu", {{"T", 0, kMoveTypes}}, inplace);
+  reg.kernel<Reshape>("", "Reshape", 1, 4, "cpu", {{"T", 0, kAnyTypes}}, inplace);
+  reg.kernel<Reshape>("", "Reshape", 5, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
+  reg.kernel<Flatten>("", "Flatten", 1, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace);
+  reg.kernel<Squeeze>("", "Squeeze", 1, 12, "cpu", {{"T", 0, kAnyTypes}}, inplace);
+  reg.kernel<Squeeze>("", "Squeeze", 13, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
+  reg.kernel<Unsqueeze>("", "Unsqueeze", 1, 12, "cpu", {{"T", 0, kAnyTypes}}, inplace);
+  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
+  reg.kernel<Identity>("", "Identity", 1, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace);
 }
 
 }  // namespace tensor

@@ -10,50 +10,25 @@ Nothing here is committed: the build runs this script into its own folder.
 """
 
 import argparse
-import io
 import os
 import shutil
 import sys
 import tempfile
 
-import numpy as np
-import onnx
-from onnx import numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 
+# The case modules sit in the source tree; no __pycache__ should appear there during a build.
+sys.dont_write_bytecode = True
+import cases_nhwc  # noqa: E402
+import cases_sequence  # noqa: E402
+import cases_vision  # noqa: E402
+from export_helpers import calibrate_batchnorm, randomise_affine, write_case  # noqa: E402
+
 # Exports and forward passes are tiny; extra threads only fight the build for the 2 cores.
 torch.set_num_threads(1)
-
-
-def calibrate_batchnorm(model, batches):
-    """Give every BatchNorm the statistics of real activations.
-
-    Freshly built BatchNorms have mean 0 / variance 1, which makes them nearly the identity in
-    eval mode: a runtime that dropped or mis-folded them would still pass. Running random batches
-    in train mode with a cumulative average gives non-trivial, well-scaled statistics instead.
-    """
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            m.reset_running_stats()
-            m.momentum = None
-    model.train()
-    with torch.no_grad():
-        for b in batches:
-            model(b)
-    model.eval()
-
-
-def randomise_affine(model, seed):
-    """BatchNorm and LayerNorm start with gamma=1, beta=0; random values make the scale/shift count."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.LayerNorm)):
-                m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
-                m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,63 +127,7 @@ class TensorOps(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
-# Export
-
-
-def write_tensor(path, name, value):
-    tensor = numpy_helper.from_array(np.ascontiguousarray(value.detach().cpu().numpy()), name=name)
-    with open(path, "wb") as f:
-        f.write(tensor.SerializeToString())
-
-
-def write_case(root, name, model, data_sets, opset, input_names, output_names,
-               dynamic_axes=None, export_inputs=None, training=torch.onnx.TrainingMode.EVAL):
-    """Export `model` and write PyTorch's outputs for each input list in `data_sets`.
-
-    Each entry of `data_sets` becomes test_data_set_N. `export_inputs` is what the tracer sees
-    (defaults to the first data set; a different batch size proves that a dynamic axis really
-    is dynamic). TrainingMode.EVAL lets the exporter fold BatchNorm into Conv; PRESERVE (with
-    the model in eval mode) keeps the BatchNormalization nodes, so the runtime's own BatchNorm
-    kernel and fusion get tested.
-    """
-    model.eval()
-    export_inputs = data_sets[0] if export_inputs is None else export_inputs
-    case_dir = os.path.join(root, name)
-    os.makedirs(case_dir)
-
-    # Export and the reference forward run with autograd enabled on purpose: under no_grad,
-    # eval-mode nn.TransformerEncoderLayer switches to a fused kernel the exporter cannot write.
-    buf = io.BytesIO()
-    torch.onnx.export(model, tuple(export_inputs), buf, opset_version=opset,
-                      input_names=input_names, output_names=output_names,
-                      dynamic_axes=dynamic_axes,
-                      do_constant_folding=training == torch.onnx.TrainingMode.EVAL,
-                      training=training)
-    proto = onnx.load_from_string(buf.getvalue())
-    onnx.checker.check_model(proto)
-    onnx.save(proto, os.path.join(case_dir, "model.onnx"))
-
-    initializers = {init.name for init in proto.graph.initializer}
-    graph_inputs = [i.name for i in proto.graph.input if i.name not in initializers]
-    graph_outputs = [o.name for o in proto.graph.output]
-    for d, inputs in enumerate(data_sets):
-        outputs = model(*inputs)
-        if isinstance(outputs, torch.Tensor):
-            outputs = (outputs,)
-        if len(graph_inputs) != len(inputs) or len(graph_outputs) != len(outputs):
-            raise RuntimeError(f"{name}: exported graph has {len(graph_inputs)} inputs / "
-                               f"{len(graph_outputs)} outputs, model has {len(inputs)} / {len(outputs)}")
-        data_dir = os.path.join(case_dir, f"test_data_set_{d}")
-        os.makedirs(data_dir)
-        for k, (n, t) in enumerate(zip(graph_inputs, inputs)):
-            write_tensor(os.path.join(data_dir, f"input_{k}.pb"), n, t)
-        for k, (n, t) in enumerate(zip(graph_outputs, outputs)):
-            if not torch.all(torch.isfinite(t)):
-                raise RuntimeError(f"{name}: PyTorch output {n} is not finite; the case would test nothing")
-            write_tensor(os.path.join(data_dir, f"output_{k}.pb"), n, t)
-    ops = sorted({n.op_type for n in proto.graph.node})
-    print(f"{name}: opset {opset}, {len(proto.graph.node)} nodes, {len(data_sets)} data set(s): "
-          f"{' '.join(ops)}", flush=True)
+# Cases
 
 
 def case_mnist_cnn(root):
@@ -295,6 +214,9 @@ CASES = {
     "tensor_ops_opset13": lambda root: case_tensor_ops(root, 13),
     "tensor_ops_opset17": lambda root: case_tensor_ops(root, 17),
 }
+CASES.update(cases_vision.CASES)
+CASES.update(cases_sequence.CASES)
+CASES.update(cases_nhwc.CASES)
 
 
 def main():

@@ -4,6 +4,7 @@
 #define SINGA_ONNX_HPP
 
 #include <singa/tensor.hpp>
+#include <singa/value.hpp>
 
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@ struct PrepareOptions {
   std::map<std::string, int64_t> dims;
   int threads = 0;             // intra-op threads, 0 = one per core
   bool check_model = true;     // run onnx::checker
+  bool optimize = true;        // graph passes after checking: folding, fusions (core/passes/)
   size_t max_tensor_bytes = size_t(16) << 30;  // refuse larger allocations
 };
 
@@ -38,8 +40,11 @@ struct RunOptions {
 };
 
 struct ValueInfo {
+  enum class Kind { kTensor, kSequence, kOptional };
   std::string name;
-  int32_t dtype = 0;
+  Kind kind = Kind::kTensor;          // sequences/optionals need Rep::run_values
+  bool optional_of_sequence = false;
+  int32_t dtype = 0;                  // element type (of a sequence's tensors)
   bool rank_known = false;            // false: nothing is known of the shape
   std::vector<int64_t> dims;          // -1 where symbolic/unknown
   std::vector<std::string> dim_names; // symbolic names ("" when fixed)
@@ -51,6 +56,7 @@ struct NodePlacement {
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using NamedValues = std::vector<std::pair<std::string, Value>>;
 
 class Rep {
  public:
@@ -59,6 +65,9 @@ class Rep {
   // initializers, in order) or by name.
   NamedTensors run(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
   NamedTensors run(const std::map<std::string, Tensor>& inputs, const RunOptions& options = {}) const;
+  // The general form, for models whose inputs or outputs are sequences or
+  // optionals (an empty optional is a default-constructed Value).
+  NamedValues run_values(const std::vector<Value>& inputs, const RunOptions& options = {}) const;
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
@@ -93,6 +102,9 @@ std::shared_ptr<Rep> prepare_bytes(const std::string& bytes, const PrepareOption
 Tensor from_proto(const ::onnx::TensorProto& proto, const std::string& base_dir = "");
 ::onnx::TensorProto to_proto(const Tensor& tensor, const std::string& name = "");
 Tensor load_tensor_file(const std::string& path);  // .pb (TensorProto) or .npy
+// A value of the kind `expected` describes: a TensorProto/.npy, SequenceProto
+// or OptionalProto file.
+Value load_value_file(const std::string& path, const ValueInfo& expected);
 void save_tensor_pb(const Tensor& tensor, const std::string& path, const std::string& name = "");
 void save_tensor_npy(const Tensor& tensor, const std::string& path);
 

@@ -59,6 +59,12 @@ class Tensor {
   template <typename T>
   T* data() const { return static_cast<T*>(raw_data()); }
   const std::vector<std::string>& strings() const { return storage_->strings; }
+  // String tensors hold one `const char*` per element in their data. A kernel
+  // that copies elements (Reshape, Gather, ...) copies pointers into another
+  // tensor's text; this makes every element point at text this tensor owns.
+  void own_strings();
+  // Sets element i of a host string tensor.
+  void set_string(int64_t i, const char* data, size_t len);
 
   // A DLPack view (valid while this Tensor lives). `shape` points into this.
   DLTensor dl() const;

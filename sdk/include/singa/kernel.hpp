@@ -404,6 +404,14 @@ class Context {
   void* stream() const { return host().ctx_stream(c_); }
   int num_threads() const { return host().ctx_num_threads(c_); }
   std::string node_name() const { return host().ctx_node_name(c_); }
+  // Element i of string input `t` (a NUL-terminated text owned by the tensor).
+  static const char* string_at(const Tensor& t, int64_t i) { return t.data<const char* const>()[i]; }
+  // Writes element i of string output `out` (allocated with output()).
+  void set_string(size_t out, int64_t i, const std::string& text) const {
+    if (!SINGA_HAS_FIELD(&host(), singa_host_api, ctx_set_string))
+      throw Error(SINGA_UNIMPLEMENTED, "this runtime predates string outputs (ABI 1.1)");
+    throw_if(host().ctx_set_string(c_, out, i, text.data(), text.size()));
+  }
 
   // Runs f(begin, end) over [0, n) on the intra-op pool. f must not throw
   // past a range: exceptions are captured and rethrown here.

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define SINGA_ABI_MAJOR 1
-#define SINGA_ABI_MINOR 0
+#define SINGA_ABI_MINOR 1
 
 /* True when a struct written by the other side (struct_size set by it)
  * contains `field`. */
@@ -254,6 +254,13 @@ typedef struct singa_host_api {
   void (*ctx_parallel_for)(singa_kernel_context* ctx, int64_t n, int64_t grain, singa_parallel_fn fn, void* user);
   int32_t (*ctx_num_threads)(singa_kernel_context* ctx);
   const char* (*ctx_node_name)(singa_kernel_context* ctx);
+
+  /* ABI 1.1. String tensors (SINGA_ONNX_STRING): element i of the data is a
+   * NUL-terminated `const char*` owned by the tensor; kernels read inputs
+   * directly. New text goes into an allocated string output through this call
+   * (copied). Element pointers copied from an input tensor are also fine: the
+   * host copies their text when compute returns. Check SINGA_HAS_FIELD first. */
+  singa_status* (*ctx_set_string)(singa_kernel_context* ctx, size_t output, int64_t element, const char* data, size_t len);
 } singa_host_api;
 
 /* ---------------------------------------------------------- the plugin */

@@ -1,0 +1,114 @@
+#!/bin/sh
+# Times singa against ONNX Runtime on the benchmark models, at 1 and 2
+# threads, in one run, and prints a Markdown table.
+#
+#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--models "resnet18 ..."]
+#
+# BUILD_DIR defaults to ./build (the one holding tools/singa). Models are made
+# on first use by bench/make_models.py into bench/.models. Needs /usr/bin/python3
+# with torch/torchvision/onnx, node, and onnxruntime-node in bench/node_modules
+# (ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix bench).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=build
+iters=20
+warmup=3
+models="resnet18 mobilenet_v2 squeezenet1_1 tiny_yolov2 bert_encoder lstm_classifier"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --iters) iters=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) build=$1; shift ;;
+  esac
+done
+singa="$build/tools/singa"
+[ -x "$singa" ] || { echo "run.sh: $singa not found (give the build folder)" >&2; exit 2; }
+[ -d "$here/node_modules/onnxruntime-node" ] || { echo "run.sh: onnxruntime-node missing in $here/node_modules" >&2; exit 2; }
+
+# shellcheck disable=SC2086
+/usr/bin/python3 "$here/make_models.py" "$here/.models" --only $models
+
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+
+# One line per measurement: RUNTIME MODEL THREADS BATCH JSON. singa and ORT
+# alternate so drifting machine load hits both alike.
+measure() {  # model threads batch
+  m=$1 t=$2 b=$3
+  dims=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dims"]; print(" ".join("--dim %s=%d" % kv for kv in d.items()))' "$here/.models/$m.json")
+  # shellcheck disable=SC2086
+  s=$("$singa" bench "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims --json)
+  # shellcheck disable=SC2086
+  o=$(node "$here/ort_bench.js" "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims)
+  echo "singa $m $t $b $s" >> "$results"
+  echo "ort $m $t $b $o" >> "$results"
+  echo "  $m threads=$t batch=$b done" >&2
+}
+
+for m in $models; do
+  for t in 1 2; do measure "$m" "$t" 1; done
+done
+case " $models " in
+  *" resnet18 "*) for b in 8 32; do measure resnet18 2 "$b"; done ;;
+esac
+
+/usr/bin/python3 - "$results" "$here/.models" <<'EOF'
+import json, os, re, subprocess, sys
+
+rows = {}
+for line in open(sys.argv[1]):
+    rt, m, t, b, js = line.split(" ", 4)
+    rows[(m, int(t), int(b), rt)] = json.loads(js)
+
+def clock_ghz():
+    """Nominal clock: lscpu's max MHz when the (virtual) CPU reports one, else /proc/cpuinfo's."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        m = re.search(r"CPU max MHz:\s*([\d.]+)", out)
+        if m:
+            return float(m.group(1)) / 1000, "lscpu 'CPU max MHz'"
+    except OSError:
+        pass
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("cpu MHz"):
+            return float(line.split(":")[1]) / 1000, "/proc/cpuinfo 'cpu MHz'"
+    return None, "unknown"
+
+ghz, source = clock_ghz()
+peak = 2 * 2 * 16 * 2 * ghz if ghz else None  # cores x FMA units x fp32 lanes x 2 flops, GFLOP/s
+meta = {m: json.load(open(os.path.join(sys.argv[2], m + ".json"))) for m in {k[0] for k in rows}}
+
+print("| model | threads | singa ms (median/min) | ORT ms (median/min) | singa/ORT latency | singa GFLOP/s | % of FP32 peak | ORT GFLOP/s | prepare singa/ORT | peak RSS singa/ORT (MiB) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for (m, t, b, rt), s in sorted(rows.items()):
+    if rt != "singa" or b != 1:
+        continue
+    o = rows[(m, t, b, "ort")]
+    macs = meta[m].get("macs")
+    gf = lambda r: 2 * macs * b / (r["median_ms"] * 1e6) if macs else None
+    pct = "%.1f%%" % (100 * gf(s) / (peak * t / 2)) if macs and peak else "-"
+    fmt = lambda v: "%.1f" % v if v is not None else "-"
+    print("| %s | %d | %.2f / %.2f | %.2f / %.2f | **%.2f** | %s | %s | %s | %.2f (%.0f / %.0f ms) | %.2f (%.0f / %.0f) |" % (
+        m, t, s["median_ms"], s["min_ms"], o["median_ms"], o["min_ms"], s["median_ms"] / o["median_ms"], fmt(gf(s)), pct,
+        fmt(gf(o)), s["prepare_ms"] / o["prepare_ms"], s["prepare_ms"], o["prepare_ms"],
+        s["peak_rss_mib"] / o["peak_rss_mib"], s["peak_rss_mib"], o["peak_rss_mib"]))
+print()
+if peak:
+    print("FP32 peak: 2 cores x 2 FMA x 16 lanes x 2 flops x %.2f GHz = %.0f GFLOP/s (clock from %s); "
+          "at 1 thread the %% is of one core's peak (half of it)." % (ghz, peak, source))
+tp = sorted((b, s) for (m, t, b, rt), s in rows.items() if m == "resnet18" and rt == "singa" and t == 2)
+if tp:
+    print()
+    print("ResNet-18 throughput, 2 threads:")
+    print()
+    print("| batch | singa images/s | ORT images/s | singa/ORT throughput |")
+    print("|---|---|---|---|")
+    for b, s in tp:
+        o = rows[("resnet18", 2, b, "ort")]
+        si, oi = 1000 * b / s["median_ms"], 1000 * b / o["median_ms"]
+        print("| %d | %.1f | %.1f | %.2f |" % (b, si, oi, si / oi))
+EOF

@@ -1,0 +1,37 @@
+// graph_edit.hpp - small edits on the graph IR shared by the passes.
+#ifndef SINGA_CORE_PASSES_GRAPH_EDIT_HPP
+#define SINGA_CORE_PASSES_GRAPH_EDIT_HPP
+
+#include "../graph.hpp"
+
+#include <string>
+
+namespace singa {
+namespace passes {
+
+// Recomputes every value's producer and consumers from the nodes.
+void relink(graph::Graph& g);
+
+// Drops nodes marked `dead` (by index) and values nothing refers to any more,
+// renumbering the rest; then relinks.
+void compact(graph::Graph& g, const std::vector<bool>& dead);
+
+// Adds an initializer holding `t` under a name not used in the graph
+// (derived from `hint`); returns its index.
+int add_initializer(graph::Graph& g, const std::string& hint, Tensor t);
+
+// A node the passes may rewrite: default ONNX domain, no graph attributes.
+bool plain_onnx_node(const graph::Node& n);
+
+// The value's only reader is one node and it is not a graph output.
+bool single_use(const graph::Graph& g, int value);
+
+// A float initializer (host tensor) at input slot `slot` of node `n`, or null.
+const Tensor* float_constant(const graph::Graph& g, const graph::Node& n, size_t slot);
+
+// Attribute lookup on a node's proto; null when absent.
+const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string& name);
+
+}  // namespace passes
+}  // namespace singa
+#endif

@@ -1,0 +1,51 @@
+// The pass pipeline and optimized_model(), which shows its result as ONNX.
+#include "graph_edit.hpp"
+#include "passes.hpp"
+
+#include <singa/optimize.hpp>
+
+namespace singa {
+namespace passes {
+
+void optimize(graph::Graph& g, const PassOptions& o) {
+  PassStats local;
+  PassStats& s = o.stats ? *o.stats : local;
+  relink(g);
+  // Folding first turns exporter shape arithmetic into constants that the
+  // fusions below need (Clip bounds, Reshape targets); dead nodes after it.
+  if (o.fold_constants) s.folded_constants += fold_constants(g, o, &s.folded_shapes);
+  if (o.remove_dead) s.removed_dead += remove_dead_nodes(g);
+  if (o.fuse_conv_bn) s.conv_bn += fuse_conv_batchnorm(g);
+  if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g);
+  if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
+}
+
+}  // namespace passes
+
+namespace onnx {
+
+::onnx::ModelProto optimized_model(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source,
+                                   const std::string& base_dir) {
+  auto& rt = Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  graph::Graph g = graph::build(model, source, base_dir, options);
+  passes::PassOptions po;
+  po.device = options.device.substr(0, options.device.find(':'));
+  if (options.optimize) passes::optimize(g, po);
+  ::onnx::ModelProto out = model;
+  auto* gp = out.mutable_graph();
+  gp->clear_node();
+  gp->clear_initializer();
+  gp->clear_value_info();
+  for (const auto& n : g.nodes) *gp->add_node() = n.proto;
+  for (const auto& v : g.values)
+    if (v.is_initializer && !v.is_input) *gp->add_initializer() = to_proto(v.constant, v.name);
+  // IR < 4 lists initializers as graph inputs; keep only those still present.
+  auto* inputs = gp->mutable_input();
+  for (int i = inputs->size() - 1; i >= 0; --i)
+    if (!g.index.count(inputs->Get(i).name())) inputs->DeleteSubrange(i, 1);
+  return out;
+}
+
+}  // namespace onnx
+}  // namespace singa

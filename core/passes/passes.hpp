@@ -1,0 +1,57 @@
+// passes.hpp - inference graph passes run at prepare time, after the checker
+// and shape inference and before kernels are chosen. Internal to
+// libsinga_core; the public switch is PrepareOptions::optimize.
+//
+// Every pass leaves nodes it does not understand alone: nodes of other domains
+// and nodes with graph attributes (If/Loop/Scan) are never rewritten, folded
+// or removed, and values of non-tensor kinds are never folded.
+#ifndef SINGA_CORE_PASSES_PASSES_HPP
+#define SINGA_CORE_PASSES_PASSES_HPP
+
+#include "../graph.hpp"
+
+#include <string>
+
+namespace singa {
+namespace passes {
+
+// How many rewrites each pass made (the tests check that a pass fired).
+struct PassStats {
+  int folded_constants = 0;  // nodes replaced by initializers (Shape/Size included)
+  int folded_shapes = 0;     // of those, Shape/Size of statically known shapes
+  int removed_dead = 0;      // nodes whose outputs nobody reads
+  int conv_bn = 0;           // BatchNormalization folded into the Conv before it
+  int matmul_add = 0;        // MatMul + Add -> Gemm
+  int activations = 0;       // Relu/LeakyRelu/Clip fused into Conv or Gemm
+  int total() const { return folded_constants + removed_dead + conv_bn + matmul_add + activations; }
+};
+
+struct PassOptions {
+  // The device the graph is prepared for. Activation fusion adds attributes
+  // only the CPU kernels read, so it runs only for "cpu".
+  std::string device = "cpu";
+  bool fold_constants = true;
+  bool remove_dead = true;
+  bool fuse_conv_bn = true;
+  bool fuse_matmul_add = true;
+  bool fuse_activations = true;
+  // Folded results larger than this stay computed at run time: a folded
+  // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
+  size_t max_folded_bytes = size_t(64) << 20;
+  PassStats* stats = nullptr;  // filled when given
+};
+
+// Runs the passes in a fixed order; nodes and values stay in topological
+// order with producer/consumer links consistent, unused values dropped.
+void optimize(graph::Graph& g, const PassOptions& options);
+
+// The single passes (each re-links the graph before returning).
+int fold_constants(graph::Graph& g, const PassOptions& options, int* shapes_folded);
+int remove_dead_nodes(graph::Graph& g);
+int fuse_conv_batchnorm(graph::Graph& g);
+int fuse_matmul_add(graph::Graph& g);
+int fuse_activations(graph::Graph& g);
+
+}  // namespace passes
+}  // namespace singa
+#endif

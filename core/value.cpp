@@ -1,0 +1,13 @@
+#include <singa/value.hpp>
+
+namespace singa {
+
+std::string Value::describe() const {
+  switch (kind_) {
+    case Kind::kTensor: return std::string("a tensor(") + dtype_name(tensor_.dtype()) + ") " + shape_to_string(tensor_.shape());
+    case Kind::kSequence: return "a sequence of " + std::to_string(items().size()) + " tensors";
+    default: return "an empty optional";
+  }
+}
+
+}  // namespace singa

@@ -1,0 +1,233 @@
+// Graph passes (core/passes/): each pass fires on a small model and the
+// optimised graph computes what the unoptimised one does.
+#include "model_builder.hpp"
+
+#include "../../core/passes/passes.hpp"
+
+#include <singa/onnx.hpp>
+#include <singa/optimize.hpp>
+#include <singa/runtime.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+using singa::Tensor;
+using testing_util::ModelBuilder;
+
+namespace {
+
+void ensure_loaded() {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+}
+
+Tensor random_floats(const singa::Shape& shape, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t(shape, SINGA_ONNX_FLOAT);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
+Tensor ints(const singa::Shape& shape, std::vector<int64_t> v) { return Tensor::from_vector(shape, SINGA_ONNX_INT64, v); }
+
+std::vector<std::string> ops_of(const singa::onnx::Rep& rep) {
+  std::vector<std::string> ops;
+  for (const auto& p : rep.placement()) ops.push_back(p.op_type);
+  return ops;
+}
+
+// The passes' counters for the model, run on the core's graph directly.
+singa::passes::PassStats stats_of(const ModelBuilder& m, const singa::onnx::PrepareOptions& opts = {}) {
+  singa::graph::Graph g = singa::graph::build(m.model, "<test>", "", opts);
+  singa::passes::PassStats s;
+  singa::passes::PassOptions po;
+  po.stats = &s;
+  singa::passes::optimize(g, po);
+  return s;
+}
+
+// Runs the model with and without the passes on the same inputs; returns the
+// optimised Rep's op types after checking every output agrees.
+std::vector<std::string> check_same(const ModelBuilder& m, const std::vector<Tensor>& inputs, double tol = 1e-4,
+                                    singa::onnx::PrepareOptions opts = {}) {
+  opts.optimize = false;
+  auto plain = singa::onnx::prepare_bytes(m.bytes(), opts);
+  opts.optimize = true;
+  auto fast = singa::onnx::prepare_bytes(m.bytes(), opts);
+  auto a = plain->run(inputs), b = fast->run(inputs);
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < std::min(a.size(), b.size()); ++k) {
+    EXPECT_EQ(a[k].first, b[k].first);
+    EXPECT_EQ(a[k].second.shape(), b[k].second.shape());
+    if (a[k].second.shape() != b[k].second.shape()) continue;
+    double worst = 0;
+    for (int64_t i = 0; i < a[k].second.numel(); ++i)
+      worst = std::max(worst, double(std::fabs(a[k].second.data<float>()[i] - b[k].second.data<float>()[i])));
+    EXPECT_LE(worst, tol) << "output " << a[k].first;
+  }
+  return ops_of(*fast);
+}
+
+// x -> Conv(W, B) -> BatchNormalization -> ACT -> y, on [N,3,9,9] (N symbolic when batch < 0).
+ModelBuilder conv_bn(const std::string& act, int64_t batch, int64_t opset = 13) {
+  ModelBuilder m(opset);
+  m.input("x", SINGA_ONNX_FLOAT, {batch, 3, 9, 9}, {"N"})
+      .initializer("W", random_floats({8, 3, 3, 3}, 1))
+      .initializer("B", random_floats({8}, 2))
+      .initializer("scale", random_floats({8}, 3, 0.5f, 1.5f))
+      .initializer("beta", random_floats({8}, 4))
+      .initializer("mean", random_floats({8}, 5))
+      .initializer("var", random_floats({8}, 6, 0.5f, 2.f))
+      .node("Conv", {"x", "W", "B"}, {"c"}, "conv");
+  auto* pads = m.last()->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(::onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  m.node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"bn"}, "bn");
+  if (act == "Clip") {
+    m.initializer("lo", floats({}, {-0.25f})).initializer("hi", floats({}, {0.5f}));
+    m.node("Clip", {"bn", "lo", "hi"}, {"y"}, "act");
+  } else {
+    m.node(act, {"bn"}, {"y"}, "act");
+  }
+  m.output("y", SINGA_ONNX_FLOAT, {batch, 8, 9, 9}, {"N"});
+  return m;
+}
+
+}  // namespace
+
+TEST(Passes, ConvBatchNormReluFoldIntoOneConv) {
+  ensure_loaded();
+  for (const char* act : {"Relu", "LeakyRelu", "Clip"}) {
+    SCOPED_TRACE(act);
+    ModelBuilder m = conv_bn(act, 2);
+    auto ops = check_same(m, {random_floats({2, 3, 9, 9}, 7)});
+    EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+    auto s = stats_of(m);
+    EXPECT_EQ(s.conv_bn, 1);
+    EXPECT_EQ(s.activations, 1);
+  }
+}
+
+TEST(Passes, FusedConvWithSymbolicBatchRunsEveryBatchSize) {
+  ensure_loaded();
+  ModelBuilder m = conv_bn("Relu", -1);
+  auto plain_opts = singa::onnx::PrepareOptions();
+  for (int64_t n : {1, 3}) {
+    auto ops = check_same(m, {random_floats({n, 3, 9, 9}, 8)}, 1e-4, plain_opts);
+    EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+  }
+}
+
+TEST(Passes, ConvBatchNormStaysWhenTheConvOutputIsAlsoRead) {
+  ensure_loaded();
+  ModelBuilder m = conv_bn("Relu", 1);
+  m.output("c", SINGA_ONNX_FLOAT, {1, 8, 9, 9});  // the Conv's own result is a graph output
+  auto ops = check_same(m, {random_floats({1, 3, 9, 9}, 9)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  EXPECT_EQ(stats_of(m).conv_bn, 0);
+}
+
+TEST(Passes, MatMulAddBecomesGemmWithActivation) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {5, 16})
+      .initializer("W", random_floats({16, 7}, 10))
+      .initializer("b", random_floats({7}, 11))
+      .node("MatMul", {"x", "W"}, {"mm"})
+      .node("Add", {"b", "mm"}, {"z"})
+      .node("Relu", {"z"}, {"y"})
+      .output("y", SINGA_ONNX_FLOAT, {5, 7});
+  auto ops = check_same(m, {random_floats({5, 16}, 12)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Gemm"}));
+  auto s = stats_of(m);
+  EXPECT_EQ(s.matmul_add, 1);
+  EXPECT_EQ(s.activations, 1);
+}
+
+TEST(Passes, MatMulAddStaysForBatchedMatMul) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16})
+      .initializer("W", random_floats({16, 7}, 13))
+      .initializer("b", random_floats({7}, 14))
+      .node("MatMul", {"x", "W"}, {"mm"})
+      .node("Add", {"mm", "b"}, {"y"})
+      .output("y", SINGA_ONNX_FLOAT, {2, 5, 7});
+  auto ops = check_same(m, {random_floats({2, 5, 16}, 15)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Add"}));
+  EXPECT_EQ(stats_of(m).matmul_add, 0);
+}
+
+TEST(Passes, ShapeArithmeticFoldsToAConstantReshapeTarget) {
+  ensure_loaded();
+  // Reshape(x, Concat(Gather(Shape(x), 0), [-1])): what exporters write for flatten.
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {2, 3, 4})
+      .initializer("zero", ints({}, {0}))
+      .initializer("minus_one", ints({1}, {-1}))
+      .node("Shape", {"x"}, {"s"})
+      .node("Gather", {"s", "zero"}, {"n"})
+      .node("Unsqueeze", {"n", "zero_axes"}, {"n1"})
+      .initializer("zero_axes", ints({1}, {0}))
+      .node("Concat", {"n1", "minus_one"}, {"target"});
+  auto* axis = m.last()->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(::onnx::AttributeProto::INT);
+  axis->set_i(0);
+  m.node("Reshape", {"x", "target"}, {"y"}).output("y", SINGA_ONNX_FLOAT, {2, 12});
+  auto ops = check_same(m, {random_floats({2, 3, 4}, 16)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Reshape"}));
+  auto s = stats_of(m);
+  EXPECT_EQ(s.folded_shapes, 1);
+  EXPECT_EQ(s.folded_constants, 4);
+}
+
+TEST(Passes, ShapeOfASymbolicDimensionIsNotFolded) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {-1, 3}, {"N"}).node("Shape", {"x"}, {"y"}).output("y", SINGA_ONNX_INT64, {2});
+  EXPECT_EQ(stats_of(m).folded_shapes, 0);
+  singa::onnx::PrepareOptions bound;
+  bound.dims["N"] = 4;  // bound at prepare: now static
+  EXPECT_EQ(stats_of(m, bound).folded_shapes, 1);
+  auto rep = singa::onnx::prepare_bytes(m.bytes(), bound);
+  auto out = rep->run({random_floats({4, 3}, 17)});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].second.numel(), 2);
+  EXPECT_EQ(out[0].second.data<int64_t>()[0], 4);
+  EXPECT_EQ(out[0].second.data<int64_t>()[1], 3);
+}
+
+TEST(Passes, DeadNodesAreRemoved) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {3})
+      .node("Neg", {"x"}, {"unused"})
+      .node("Exp", {"unused"}, {"unused2"})
+      .node("Abs", {"x"}, {"y"})
+      .output("y", SINGA_ONNX_FLOAT, {3});
+  auto ops = check_same(m, {floats({3}, {-1.f, 0.5f, 2.f})});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Abs"}));
+  EXPECT_EQ(stats_of(m).removed_dead, 2);
+}
+
+TEST(Passes, OptimizedModelShowsTheFusedActivation) {
+  ensure_loaded();
+  ModelBuilder m = conv_bn("LeakyRelu", 1);
+  ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+  ASSERT_EQ(out.graph().node_size(), 1);
+  const auto& n = out.graph().node(0);
+  EXPECT_EQ(n.op_type(), "Conv");
+  std::string activation;
+  for (const auto& a : n.attribute())
+    if (a.name() == "activation") activation = a.s();
+  EXPECT_EQ(activation, "LeakyRelu");
+  // The folded weights replace the originals, which nothing reads any more.
+  for (const auto& init : out.graph().initializer()) EXPECT_NE(init.name(), "scale");
+}
