@@ -4,7 +4,12 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <boost/filesystem.hpp>
+
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <queue>
 #include <set>
 
@@ -69,6 +74,88 @@ void bind_dims(::onnx::ModelProto& model, const std::map<std::string, int64_t>& 
   }
 }
 
+
+// ONNX 1.12's shape inference for the convolutions takes the kernel's spatial
+// sizes from W's shape and then indexes per-axis vectors sized by X's rank: a
+// W whose rank differs from X's reads past their end and crashes the process
+// (found by fuzz/fuzz_model). Inference therefore goes through this registry,
+// which hands out copies of those schemas whose inference checks the ranks
+// first; a mismatch becomes an ordinary inference error.
+class GuardedSchemas : public ::onnx::ISchemaRegistry {
+ public:
+  const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_version, const std::string& domain) const override {
+    const ::onnx::OpSchema* s = ::onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_version, domain);
+    int w = weight_input(key, domain);
+    if (!s || w < 0 || !s->has_type_and_shape_inference_function()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& guarded = guarded_[s];
+    if (!guarded) {
+      guarded = std::make_unique<::onnx::OpSchema>(*s);
+      auto inner = s->GetTypeAndShapeInferenceFunction();
+      guarded->TypeAndShapeInferenceFunction([inner, w](::onnx::InferenceContext& ctx) {
+        check_ranks(ctx, w);
+        inner(ctx);
+      });
+    }
+    return guarded.get();
+  }
+
+ private:
+  static int weight_input(const std::string& op, const std::string& domain) {
+    if (!domain.empty() && domain != "ai.onnx") return -1;
+    if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") return 1;
+    if (op == "QLinearConv") return 3;
+    return -1;
+  }
+  static void check_ranks(::onnx::InferenceContext& ctx, int w) {
+    if (ctx.getNumInputs() <= size_t(w)) return;
+    const ::onnx::TypeProto* x = ctx.getInputType(0);
+    const ::onnx::TypeProto* k = ctx.getInputType(size_t(w));
+    if (!x || !k || !x->has_tensor_type() || !k->has_tensor_type() || !x->tensor_type().has_shape() ||
+        !k->tensor_type().has_shape())
+      return;
+    int xr = x->tensor_type().shape().dim_size(), kr = k->tensor_type().shape().dim_size();
+    if (xr != kr)
+      throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but the weight has rank " +
+                                   std::to_string(kr) + "; they must be equal");
+  }
+  mutable std::mutex mu_;
+  mutable std::map<const ::onnx::OpSchema*, std::unique_ptr<::onnx::OpSchema>> guarded_;
+};
+
+const ::onnx::ISchemaRegistry* inference_schemas() {
+  static const GuardedSchemas registry;
+  return &registry;
+}
+
+bool has_external_data(const ::onnx::GraphProto& g) {
+  for (const auto& t : g.initializer())
+    if (t.data_location() == ::onnx::TensorProto::EXTERNAL) return true;
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && has_external_data(a.g())) return true;
+      for (const auto& sg : a.graphs())
+        if (has_external_data(sg)) return true;
+    }
+  return false;
+}
+
+// onnx::checker::check_model(ModelProto) knows no model folder and looks for
+// external data files in the working folder; it is given paths anchored at
+// the model's folder instead. (Reading them is tensor_io's job, which keeps
+// them inside that folder.)
+void anchor_external_data(::onnx::GraphProto& g, const std::string& base_dir) {
+  for (auto& t : *g.mutable_initializer())
+    if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
+      for (auto& kv : *t.mutable_external_data())
+        if (kv.key() == "location" && !boost::filesystem::path(kv.value()).is_absolute())
+          kv.set_value((boost::filesystem::path(base_dir) / kv.value()).string());
+  for (auto& n : *g.mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) anchor_external_data(*a.mutable_g(), base_dir);
+      for (auto& sg : *a.mutable_graphs()) anchor_external_data(sg, base_dir);
+    }
+}
 
 // The names an enclosing graph makes visible to a subgraph (its own and, in
 // turn, those of its enclosing graphs).
@@ -135,6 +222,11 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope) {
     Value& val = g.values[v];
     if (val.is_initializer) continue;  // IR < 4 lists initializers as inputs too
     if (val.is_input) throw Error(SINGA_INVALID_ARGUMENT, source + ": graph input '" + in.name() + "' is listed twice");
+    if (in.type().has_tensor_type())
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        if (d.has_dim_value() && d.dim_value() < 0)
+          throw Error(SINGA_INVALID_ARGUMENT, source + ": graph input '" + in.name() + "' declares dimension " +
+                                                  std::to_string(d.dim_value()) + " (sizes are >= 0; a dim_param names an unknown one)");
     val.is_input = true;
     read_type(in.type(), val);
     if (val.kind == TypeKind::kOther)
@@ -315,7 +407,13 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
 
   if (options.check_model) {
     try {
-      ::onnx::checker::check_model(model);
+      if (!base_dir.empty() && has_external_data(model.graph())) {
+        ::onnx::ModelProto anchored = model;
+        anchor_external_data(*anchored.mutable_graph(), base_dir);
+        ::onnx::checker::check_model(anchored);
+      } else {
+        ::onnx::checker::check_model(model);
+      }
     } catch (const std::exception& e) {
       throw Error(SINGA_INVALID_ARGUMENT, source + ": invalid model: " + e.what());
     }
@@ -325,13 +423,13 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
   // trip ONNX's inference, so fall back to lenient and keep the message.
   try {
     ::onnx::ModelProto strict = model;
-    ::onnx::shape_inference::InferShapes(strict, ::onnx::OpSchemaRegistry::Instance(),
+    ::onnx::shape_inference::InferShapes(strict, inference_schemas(),
                                          ::onnx::ShapeInferenceOptions(false, 1, true));
     model = std::move(strict);
   } catch (const std::exception& e) {
     g.warnings.push_back(std::string("shape inference: ") + e.what());
     try {
-      ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), ::onnx::ShapeInferenceOptions(false, 0, false));
+      ::onnx::shape_inference::InferShapes(model, inference_schemas(), ::onnx::ShapeInferenceOptions(false, 0, false));
     } catch (const std::exception& e2) {
       g.warnings.push_back(std::string("shape inference (lenient): ") + e2.what());
     }

@@ -25,14 +25,23 @@ std::string tensor_label(const ::onnx::TensorProto& p) {
 std::string read_external(const ::onnx::TensorProto& p, const std::string& base_dir, size_t expected) {
   std::string location;
   int64_t offset = 0, length = -1;
-  for (const auto& kv : p.external_data()) {
+  // The whole value must be a number: "12abc" is not 12.
+  auto number = [&](const ::onnx::StringStringEntryProto& kv) -> int64_t {
+    size_t used = 0;
+    int64_t v = -1;
     try {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      v = std::stoll(kv.value(), &used);
     } catch (const std::exception&) {
-      throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": bad external_data entry '" + kv.key() + "'");
+      used = 0;
     }
+    if (used == 0 || used != kv.value().size() || v < 0)
+      throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": bad external_data entry '" + kv.key() + "' = '" + kv.value() + "'");
+    return v;
+  };
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = number(kv);
+    else if (kv.key() == "length") length = number(kv);
   }
   if (location.empty()) throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": external data without a location");
   if (base_dir.empty())
@@ -151,8 +160,16 @@ Tensor from_proto(const ::onnx::TensorProto& p, const std::string& base_dir) {
   p.set_data_type(h.dtype());
   for (int64_t d : h.shape()) p.add_dims(d);
   if (h.dtype() == SINGA_ONNX_STRING) {
+    // ONNX strings are bytes: the tensor's own text keeps what follows a NUL,
+    // which the C pointers (what kernels write) cannot.
     auto** s = h.data<const char*>();
-    for (int64_t i = 0; i < h.numel(); ++i) p.add_string_data(s[i]);
+    const auto& text = h.strings();
+    const size_t first = size_t(h.dl().byte_offset) / sizeof(const char*);
+    for (int64_t i = 0; i < h.numel(); ++i) {
+      size_t k = first + size_t(i);
+      if (k < text.size() && s[i] == text[k].c_str()) p.add_string_data(text[k]);
+      else p.add_string_data(s[i] ? s[i] : "");
+    }
   } else {
     p.set_raw_data(std::string(static_cast<const char*>(h.raw_data()), h.nbytes()));
   }
@@ -222,11 +239,20 @@ Tensor load_npy(const std::string& path, const std::string& bytes) {
       throw Error(SINGA_INVALID_ARGUMENT, path + ": bad shape " + sh);
     }
   }
-  Tensor out(shape, t);
+  // The data must be in the file: check its size before allocating, so a
+  // hostile header costs nothing.
+  size_t need = dtype_size(t);
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(SINGA_INVALID_ARGUMENT, path + ": negative dimension in .npy shape " + sh);
+    if (d != 0 && need > (size_t(1) << 50) / size_t(d))
+      throw Error(SINGA_INVALID_ARGUMENT, path + ": .npy shape " + sh + " is absurdly large");
+    need *= size_t(d);
+  }
   size_t data_start = hstart + hlen;
-  if (bytes.size() - data_start != out.nbytes())
+  if (bytes.size() - data_start != need)
     throw Error(SINGA_INVALID_ARGUMENT, path + ": holds " + std::to_string(bytes.size() - data_start) + " data bytes, shape " +
-                                            shape_to_string(shape) + " needs " + std::to_string(out.nbytes()));
+                                            shape_to_string(shape) + " needs " + std::to_string(need));
+  Tensor out(shape, t);
   if (out.nbytes()) std::memcpy(out.raw_data(), bytes.data() + data_start, out.nbytes());
   return out;
 }

@@ -94,7 +94,7 @@ class Broadcaster {
   }
   int64_t total() const { return total_; }
   int64_t inner() const { return inner_; }
-  int64_t rows() const { return total_ / inner_; }
+  int64_t rows() const { return inner_ ? total_ / inner_ : 0; }  // an empty output has a 0 dim
 
   // Calls f for outer rows [row_begin, row_end).
   template <typename F>

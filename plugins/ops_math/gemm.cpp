@@ -53,23 +53,6 @@ void use_blas_threads(const sdk::Context& ctx) {
   if (current.exchange(n) != n) openblas_set_num_threads(n);
 }
 
-GemmActivation::GemmActivation(const sdk::Node& node) {
-  const std::string a = node.attr_string("activation", "");
-  if (a.empty()) return;
-  if (a == "Relu") {
-    kind = kRelu;
-  } else if (a == "LeakyRelu") {
-    kind = kLeakyRelu;
-    alpha = node.attr_float("activation_alpha", 0.01f);
-  } else if (a == "Clip") {
-    kind = kClip;
-    lo = node.attr_float("activation_min", std::numeric_limits<float>::lowest());
-    hi = node.attr_float("activation_max", std::numeric_limits<float>::max());
-  } else {
-    node.fail("attribute activation '" + a + "' is not one of Relu, LeakyRelu, Clip");
-  }
-}
-
 MatMulPlan plan_matmul(const Shape& a_in, const Shape& b_in) {
   sdk::check(!a_in.empty() && !b_in.empty(),
              "inputs must have rank >= 1, got A " + shape_str(a_in) + " and B " + shape_str(b_in));

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "fused_activation.hpp"
 #include "math_common.hpp"
 
 namespace singa {
@@ -27,23 +28,8 @@ void use_blas_threads(const sdk::Context& ctx);
 // The activation a graph pass fused into a Gemm (core/passes/fuse_activation.cpp):
 // attribute `activation` "Relu" | "LeakyRelu" | "Clip" with `activation_alpha`
 // or `activation_min`/`activation_max`. Applied to the finished output.
-struct GemmActivation {
-  enum Kind { kNone, kRelu, kLeakyRelu, kClip } kind = kNone;
-  float alpha = 0, lo = 0, hi = 0;
-  explicit GemmActivation(const sdk::Node& node);
-  template <typename T>
-  void apply(const sdk::Context& ctx, T* y, int64_t n) const {
-    if (kind == kNone) return;
-    ctx.parallel_for(n, 16384, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        T v = y[i];
-        y[i] = kind == kRelu ? (v > T(0) ? v : T(0))
-             : kind == kLeakyRelu ? (v >= T(0) ? v : T(alpha) * v)
-             : std::min(std::max(v, T(lo)), T(hi));
-      }
-    });
-  }
-};
+// Gemm/MatMul read a fused activation as Conv does.
+using GemmActivation = ops::FusedActivation;
 
 // Products smaller than this (M*N*K) run single-threaded inside OpenBLAS, so
 // several of them may run side by side on the pool.

@@ -2,15 +2,6 @@
 // matrix products on the CPU.
 #include "registry.hpp"
 
-namespace singa {
-namespace ops {
-namespace math {
-void register_einsum(sdk::Registrar& reg);  // Einsum
-void register_det(sdk::Registrar& reg);     // Det
-}  // namespace math
-}  // namespace ops
-}  // namespace singa
-
 SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Gemm (CPU, OpenBLAS)") {
   using namespace singa::ops::math;
   register_binary(reg);

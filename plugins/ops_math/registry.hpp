@@ -13,6 +13,8 @@ void register_variadic(sdk::Registrar& reg);   // Sum Mean Max Min
 void register_unary(sdk::Registrar& reg);      // Sqrt Exp ... IsNaN IsInf
 void register_matmul(sdk::Registrar& reg);     // MatMul Gemm
 void register_quantized(sdk::Registrar& reg);  // MatMulInteger QLinearMatMul
+void register_einsum(sdk::Registrar& reg);  // Einsum
+void register_det(sdk::Registrar& reg);     // Det
 
 }  // namespace math
 }  // namespace ops

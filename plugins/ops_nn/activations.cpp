@@ -163,7 +163,7 @@ class PRelu : public NodeKernel {
       const T* px = x.data<T>();
       const T* ps = slope.data<T>();
       T* py = y.data<T>();
-      ctx.parallel_for(bc.rows(), std::max<int64_t>(1, kGrain / bc.inner()), [&](int64_t rb, int64_t re) {
+      ctx.parallel_for(bc.rows(), std::max<int64_t>(1, kGrain / std::max<int64_t>(1, bc.inner())), [&](int64_t rb, int64_t re) {
         bc.run_rows(rb, re, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
           for (int64_t i = 0; i < n; ++i) {
             const A v = to_acc<A>(px[off[0] + i * st[0]]);

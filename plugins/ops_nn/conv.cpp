@@ -1,9 +1,9 @@
 // Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias), plus
-// the activation a graph pass may have fused into it (conv_activation.hpp).
+// the activation a graph pass may have fused into it (plugins/common/fused_activation.hpp).
 // float32 2-D convolutions whose input shape is known at create time run
 // through oneDNN (conv_dnnl.hpp); the rest, and any run whose input shape
 // differs from the planned one, through im2col + OpenBLAS or the direct loop.
-#include "conv_activation.hpp"
+#include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
 #include "conv_impl.hpp"
 #include "nn_common.hpp"
@@ -18,6 +18,8 @@
 namespace singa {
 namespace nn {
 namespace {
+
+using ops::FusedActivation;
 
 class Conv : public NodeKernel {
  public:

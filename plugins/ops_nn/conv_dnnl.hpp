@@ -9,13 +9,15 @@
 #ifndef SINGA_OPS_NN_CONV_DNNL_HPP
 #define SINGA_OPS_NN_CONV_DNNL_HPP
 
-#include "conv_activation.hpp"
+#include "fused_activation.hpp"
 #include "spatial.hpp"
 
 #include <memory>
 
 namespace singa {
 namespace nn {
+
+using ops::FusedActivation;
 
 class DnnlConv {
  public:

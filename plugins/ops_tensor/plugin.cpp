@@ -2,14 +2,6 @@
 // CPU kernels for every fixed-size dtype, opsets 1..17.
 #include "registry.hpp"
 
-namespace singa {
-namespace ops {
-namespace tensor {
-void register_unique(sdk::Registrar& reg);  // Unique
-}  // namespace tensor
-}  // namespace ops
-}  // namespace singa
-
 SINGA_PLUGIN("ops_tensor", "0.1.0", "ONNX shape and data-movement operators (Reshape, Transpose, Slice, Gather, ...)") {
   using namespace singa::ops::tensor;
   register_reshape_ops(reg);

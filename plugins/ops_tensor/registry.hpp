@@ -26,6 +26,7 @@ void register_resize(sdk::Registrar& reg);         // Resize Upsample
 void register_non_max_suppression(sdk::Registrar& reg);
 void register_roi_align(sdk::Registrar& reg);
 void register_string_normalizer(sdk::Registrar& reg);
+void register_unique(sdk::Registrar& reg);  // Unique
 
 }  // namespace tensor
 }  // namespace ops

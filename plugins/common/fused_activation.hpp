@@ -1,18 +1,19 @@
-// conv_activation.hpp - the activation a graph pass fused into a Conv
-// (core/passes/fuse_activation.cpp): the node keeps op type Conv and gains
-// the attributes `activation` ("Relu", "LeakyRelu", "Clip"),
-// `activation_alpha` and `activation_min`/`activation_max`.
-#ifndef SINGA_OPS_NN_CONV_ACTIVATION_HPP
-#define SINGA_OPS_NN_CONV_ACTIVATION_HPP
+// fused_activation.hpp - the activation a graph pass fused into a Conv or
+// Gemm/MatMul (core/passes/fuse_activation.cpp): the node keeps its op type
+// and gains the attributes `activation` ("Relu", "LeakyRelu", "Clip"),
+// `activation_alpha` and `activation_min`/`activation_max`. One reading of
+// those attributes for every pack whose kernels honour them.
+#ifndef SINGA_PLUGINS_COMMON_FUSED_ACTIVATION_HPP
+#define SINGA_PLUGINS_COMMON_FUSED_ACTIVATION_HPP
 
-#include "nn_common.hpp"
+#include <singa/kernel.hpp>
 
 #include <algorithm>
 #include <limits>
 #include <string>
 
 namespace singa {
-namespace nn {
+namespace ops {
 
 struct FusedActivation {
   enum Kind { kNone, kRelu, kLeakyRelu, kClip } kind = kNone;
@@ -56,6 +57,6 @@ struct FusedActivation {
   }
 };
 
-}  // namespace nn
+}  // namespace ops
 }  // namespace singa
 #endif
