@@ -1,6 +1,8 @@
 // features.cpp - feature matrix and attribute readers shared by the ML ops.
 #include "features.hpp"
 
+#include <algorithm>
+
 namespace singa {
 namespace ops {
 namespace ml {
@@ -44,14 +46,23 @@ std::vector<double> attr_reals(const sdk::Node& node, const std::string& name) {
   return out;
 }
 
-std::vector<int64_t> int_class_labels(const sdk::Node& node, const char* ints_name) {
-  if (node.has_attr("classlabels_strings"))
-    node.fail("string class labels (classlabels_strings) are not supported yet: they make a string label output, "
-              "which the plugin ABI cannot carry; convert the model with integer classes (" +
-              std::string(ints_name) + ")");
-  std::vector<int64_t> labels = node.attr_ints(ints_name);
-  if (labels.empty()) node.fail(std::string("attribute '") + ints_name + "' is missing or empty");
-  return labels;
+ClassLabels::ClassLabels(const sdk::Node& node, const char* ints_name) {
+  strings_ = node.attr_strings("classlabels_strings");
+  ints_ = node.attr_ints(ints_name);
+  if (!strings_.empty() && !ints_.empty())
+    node.fail(std::string("both classlabels_strings and ") + ints_name + " are set; the spec allows one");
+  if (strings_.empty() && ints_.empty()) node.fail(std::string("attribute '") + ints_name + "' (or classlabels_strings) is missing or empty");
+}
+
+void ClassLabels::emit(const sdk::Context& ctx, size_t out, const std::vector<int64_t>& picked) const {
+  const int64_t rows = int64_t(picked.size());
+  if (strings_.empty()) {
+    int64_t* y = ctx.output(out, {rows}, SINGA_ONNX_INT64).data<int64_t>();
+    std::copy(picked.begin(), picked.end(), y);
+    return;
+  }
+  ctx.output(out, {rows}, SINGA_ONNX_STRING);
+  for (int64_t r = 0; r < rows; ++r) ctx.set_string(out, r, strings_[size_t(picked[size_t(r)])]);
 }
 
 void check_len(const sdk::Node& node, const char* attr, size_t n, size_t want) {

@@ -30,11 +30,22 @@ Features read_features(const sdk::Tensor& x, const std::string& op);
 // or double tensor); giving both is an error. Absent: empty.
 std::vector<double> attr_reals(const sdk::Node& node, const std::string& name);
 
-// classlabels_int64s of a classifier (`ints_name` lets LinearClassifier and
-// SVMClassifier pass their `classlabels_ints`). String labels make a string
-// output, which this ABI version cannot carry: refused with a message naming
-// the op.
-std::vector<int64_t> int_class_labels(const sdk::Node& node, const char* ints_name);
+// A classifier's labels: integers (the `ints_name` attribute) or strings
+// (classlabels_strings). Kernels pick a label by index; operator[] gives the
+// integer label, or the index itself for string labels, which emit() then
+// turns into text when it writes the label output.
+class ClassLabels {
+ public:
+  ClassLabels(const sdk::Node& node, const char* ints_name);
+  size_t size() const { return strings_.empty() ? ints_.size() : strings_.size(); }
+  int64_t operator[](size_t i) const { return strings_.empty() ? ints_[i] : int64_t(i); }
+  // Writes output `out` (shape [rows]) from what operator[] gave for each row.
+  void emit(const sdk::Context& ctx, size_t out, const std::vector<int64_t>& picked) const;
+
+ private:
+  std::vector<int64_t> ints_;
+  std::vector<std::string> strings_;
+};
 
 // Throws unless `n` equals `want`, naming the attribute.
 void check_len(const sdk::Node& node, const char* attr, size_t n, size_t want);

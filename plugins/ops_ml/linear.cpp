@@ -76,7 +76,7 @@ class LinearRegressor {
 class LinearClassifier {
  public:
   explicit LinearClassifier(const sdk::Node& node)
-      : labels_(int_class_labels(node, "classlabels_ints")),
+      : labels_(node, "classlabels_ints"),
         affine_(node, int64_t(node.attr_floats("intercepts").size()) > 0 ? int64_t(node.attr_floats("intercepts").size())
                                                                          : int64_t(labels_.size())),
         post_(read_post_transform(node)) {
@@ -90,7 +90,8 @@ class LinearClassifier {
     const Features f = read_features(ctx.input(0), "LinearClassifier");
     affine_.check(f);
     const int64_t E = int64_t(labels_.size());
-    int64_t* y = ctx.output(0, {f.rows}, SINGA_ONNX_INT64).data<int64_t>();
+    std::vector<int64_t> picked(size_t(f.rows));
+    int64_t* y = picked.data();
     float* z = ctx.output(1, {f.rows, E}, SINGA_ONNX_FLOAT).data<float>();
     ctx.parallel_for(f.rows, kRowGrain, [&](int64_t b, int64_t e) {
       std::vector<double> s(static_cast<size_t>(E));
@@ -111,10 +112,11 @@ class LinearClassifier {
         for (int64_t k = 0; k < E; ++k) z[r * E + k] = float(s[size_t(k)]);
       }
     });
+    labels_.emit(ctx, 0, picked);
   }
 
  private:
-  std::vector<int64_t> labels_;
+  ClassLabels labels_;
   Affine affine_;
   PostTransform post_;
 };

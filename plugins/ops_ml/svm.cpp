@@ -129,7 +129,7 @@ void couple(const std::vector<double>& r, int64_t k, double* p) {
 class SvmClassifier {
  public:
   explicit SvmClassifier(const sdk::Node& node)
-      : labels_(int_class_labels(node, "classlabels_ints")),
+      : labels_(node, "classlabels_ints"),
         kernel_(node),
         post_(read_post_transform(node)),
         per_class_(node.attr_ints("vectors_per_class")),
@@ -177,7 +177,8 @@ class SvmClassifier {
     const bool proba = svc && !prob_a_.empty();
     // Without probabilities the scores are the raw decision values.
     const int64_t width = !svc ? E : proba ? E : E * (E - 1) / 2;
-    int64_t* y = ctx.output(0, {f.rows}, SINGA_ONNX_INT64).data<int64_t>();
+    std::vector<int64_t> picked(size_t(f.rows));
+    int64_t* y = picked.data();
     float* z = ctx.output(1, {f.rows, width}, SINGA_ONNX_FLOAT).data<float>();
     ctx.parallel_for(f.rows, kRowGrain, [&](int64_t b, int64_t e) {
       std::vector<double> k(static_cast<size_t>(sv_.n)), s(static_cast<size_t>(std::max(width, E * (E - 1) / 2)));
@@ -190,6 +191,7 @@ class SvmClassifier {
         for (int64_t j = 0; j < width; ++j) z[r * width + j] = float(out[size_t(j)]);
       }
     });
+    labels_.emit(ctx, 0, picked);
   }
 
  private:
@@ -244,7 +246,7 @@ class SvmClassifier {
     return labels_[size_t(std::max_element(votes.begin(), votes.end()) - votes.begin())];
   }
 
-  std::vector<int64_t> labels_;
+  ClassLabels labels_;
   SvmKernel kernel_;
   PostTransform post_;
   std::vector<int64_t> per_class_, starts_;

@@ -78,7 +78,7 @@ class TreeRegressor {
 class TreeClassifier {
  public:
   explicit TreeClassifier(const sdk::Node& node)
-      : labels_(int_class_labels(node, "classlabels_int64s")),
+      : labels_(node, "classlabels_int64s"),
         forest_(node, "class", int64_t(labels_.size())),
         base_(read_base_values(node, int64_t(labels_.size()), labels_.size() == 2)),
         post_(read_post_transform(node)),
@@ -88,7 +88,8 @@ class TreeClassifier {
     const Features f = read_features(ctx.input(0), "TreeEnsembleClassifier");
     check_features(forest_, f);
     const int64_t E = int64_t(labels_.size());
-    int64_t* y = ctx.output(0, {f.rows}, SINGA_ONNX_INT64).data<int64_t>();
+    std::vector<int64_t> picked(size_t(f.rows));
+    int64_t* y = picked.data();
     float* z = ctx.output(1, {f.rows, E}, SINGA_ONNX_FLOAT).data<float>();
     ctx.parallel_for(f.rows, kRowGrain, [&](int64_t b, int64_t e) {
       std::vector<double> scores(static_cast<size_t>(kRowGrain * E));
@@ -105,6 +106,7 @@ class TreeClassifier {
         }
       }
     });
+    labels_.emit(ctx, 0, picked);
   }
 
  private:
@@ -134,7 +136,7 @@ class TreeClassifier {
     return labels_[positive ? 1 : 0];
   }
 
-  std::vector<int64_t> labels_;
+  ClassLabels labels_;
   TreeEnsemble forest_;
   std::vector<double> base_;
   PostTransform post_;

@@ -14,6 +14,7 @@ expected outputs, in the ONNX backend-test layout:
 A few cases re-express a fitted tree with the other branch modes, aggregate
 functions or opset-3 tensor attributes; they must give the same numbers.
 """
+import copy
 import os
 import sys
 
@@ -61,8 +62,8 @@ def write_case(outdir, name, model, x, expected):
             f.write(numpy_helper.from_array(np.ascontiguousarray(value), out.name).SerializeToString())
 
 
-def classifier_outputs(n_classes):
-    return [helper.make_tensor_value_info('label', TensorProto.INT64, [None]),
+def classifier_outputs(n_classes, label_type=TensorProto.INT64):
+    return [helper.make_tensor_value_info('label', label_type, [None]),
             helper.make_tensor_value_info('probabilities', TensorProto.FLOAT, [None, n_classes])]
 
 
@@ -332,6 +333,17 @@ def build_cases():
                    lambda e: linear_classifier_node(e, one_row=True), xb, yb, tb)
     yield clf_case('logistic_regression_multiclass', LogisticRegression(max_iter=500), linear_classifier_node,
                    xc, yc, tc)
+    # Classes named by strings: skl2onnx then writes classlabels_strings and a string label output.
+    names = np.array(['cat', 'dog', 'emu'])
+    lr = LogisticRegression(max_iter=500).fit(xc, names[yc])
+    indexed = copy.copy(lr)
+    indexed.classes_ = np.arange(len(lr.classes_))
+    node = linear_classifier_node(indexed)
+    del node.attribute[[a.name for a in node.attribute].index('classlabels_ints')]
+    node.attribute.append(helper.make_attribute('classlabels_strings', [str(c) for c in lr.classes_]))
+    yield ('logistic_regression_string_labels',
+           model_of('logistic_regression_string_labels', [node], F, classifier_outputs(3, TensorProto.STRING)), tc,
+           [lr.predict(tc).astype(object), lr.predict_proba(tc).astype(np.float32)])
     yield reg_case('linear_regression', LinearRegression(), linear_regressor_node, tr)
     yield reg_case('ridge', Ridge(alpha=2.0), linear_regressor_node, tr)
 
