@@ -1,13 +1,38 @@
-"""Sums up a meson test log: each suite's own cases where it reports them
+"""Sums up meson test logs: each suite's own cases where it reports them
 (GoogleTest's counts, `singa conformance`'s closing line), else the suite as
-one case. Prints 'N passed, M failed' (plus skipped) as the last line."""
+one case. Prints 'N passed, M failed' (plus skipped) as the last line.
+
+    summarize_tests.py TESTLOG.json... [--conformance-log LOG]... [--failed-stage NAME]...
+
+--conformance-log adds a `singa conformance --expect` output (the sanitizer
+stage's subset); --failed-stage counts a stage that produced no log (a build
+that failed) as one failure."""
 import json
 import re
 import sys
 
 passed = failed = skipped = 0
-for line in open(sys.argv[1]):
-    t = json.loads(line)
+logs, records = [], []
+args = sys.argv[1:]
+while args:
+    a = args.pop(0)
+    if a == "--conformance-log":
+        path = args.pop(0)
+        try:
+            text = open(path, errors="replace").read()
+            done = re.search(r"^\d+ passed, \d+ failed, \d+ skipped$", text, re.M)
+            records.append({"name": path, "stdout": text, "result": "OK" if done else "FAIL"})
+        except OSError:
+            records.append({"name": path, "stdout": "", "result": "FAIL"})
+    elif a == "--failed-stage":
+        records.append({"name": args.pop(0), "stdout": "", "result": "FAIL"})
+    else:
+        logs.append(a)
+for path in logs:
+    for line in open(path):
+        records.append(json.loads(line))
+
+for t in records:
     out = t.get("stdout") or ""
     ok = t.get("result") in ("OK", "EXPECTEDFAIL")
     conf = re.findall(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", out, re.M)

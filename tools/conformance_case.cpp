@@ -77,10 +77,18 @@ std::string compare_values(const Value& expected, const Value& got, const Tolera
   if (expected.kind() != got.kind()) return "expected " + expected.describe() + ", got " + got.describe();
   if (expected.is_tensor()) return compare_tensors(expected.tensor(), got.tensor(), tol);
   if (expected.is_none()) return "";
-  if (expected.items().size() != got.items().size())
-    return "expected a sequence of " + std::to_string(expected.items().size()) + " tensors, got " + std::to_string(got.items().size());
-  for (size_t i = 0; i < expected.items().size(); ++i) {
-    std::string diff = compare_tensors(expected.items()[i], got.items()[i], tol);
+  if (expected.is_map()) {
+    std::string diff = compare_tensors(expected.map_keys(), got.map_keys(), tol);
+    if (!diff.empty()) return "map keys: " + diff;
+    diff = compare_tensors(expected.map_values(), got.map_values(), tol);
+    return diff.empty() ? "" : "map values: " + diff;
+  }
+  const auto& want = expected.elements();
+  const auto& have = got.elements();
+  if (want.size() != have.size())
+    return "expected a sequence of " + std::to_string(want.size()) + " values, got " + std::to_string(have.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::string diff = compare_values(want[i], have[i], tol);
     if (!diff.empty()) return "element " + std::to_string(i) + ": " + diff;
   }
   return "";

@@ -1,6 +1,6 @@
 // core_op.hpp - ops the core runs itself rather than through a plugin kernel:
-// control flow with subgraphs (If, Loop, Scan, SequenceMap) and the sequence
-// and optional ops. They move values around or run nested executors; no
+// control flow with subgraphs (If, Loop, Scan, SequenceMap), the sequence
+// and optional ops, and ai.onnx.ml's ZipMap (it makes maps). They move values around or run nested executors; no
 // device arithmetic, so no plugin has to know about sequences or subgraphs.
 #ifndef SINGA_CORE_CONTROL_CORE_OP_HPP
 #define SINGA_CORE_CONTROL_CORE_OP_HPP
@@ -51,6 +51,7 @@ std::unique_ptr<CoreOp> make_if(const graph::Graph& g, const graph::Node& node, 
 std::unique_ptr<CoreOp> make_loop(const graph::Graph& g, const graph::Node& node, const ExecConfig& config);
 std::unique_ptr<CoreOp> make_scan(const graph::Graph& g, const graph::Node& node, const ExecConfig& config);
 std::unique_ptr<CoreOp> make_sequence_map(const graph::Graph& g, const graph::Node& node, const ExecConfig& config);
+std::unique_ptr<CoreOp> make_zip_map(const graph::Graph& g, const graph::Node& node);
 
 // Host-side data movement shared by the ops above (any dtype but string).
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis, bool new_axis, const std::string& where);

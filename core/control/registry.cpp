@@ -7,6 +7,7 @@ namespace singa {
 
 std::unique_ptr<CoreOp> make_core_op(const graph::Graph& g, const graph::Node& node, const ExecConfig& config) {
   const auto& p = node.proto;
+  if (p.domain() == "ai.onnx.ml" && p.op_type() == "ZipMap") return control::make_zip_map(g, node);
   if (!p.domain().empty() && p.domain() != "ai.onnx") return nullptr;
   const std::string& op = p.op_type();
   if (op == "If") return control::make_if(g, node, config);

@@ -25,18 +25,18 @@ class SequenceMapOp : public CoreOp {
     size_t explicit_in = c.node.explicit_inputs;
     if (!c.inputs[0] || !c.inputs[0]->is_sequence())
       throw Error(SINGA_INVALID_ARGUMENT, where_ + ": input 0 must be a sequence");
-    size_t len = c.inputs[0]->items().size();
+    size_t len = c.inputs[0]->elements().size();
     for (size_t j = 1; j < explicit_in; ++j) {
       if (!c.inputs[j]) throw Error(SINGA_INVALID_ARGUMENT, where_ + ": input " + std::to_string(j) + " is missing");
-      if (c.inputs[j]->is_sequence() && c.inputs[j]->items().size() != len)
-        throw Error(SINGA_INVALID_ARGUMENT, where_ + ": input " + std::to_string(j) + " has " + std::to_string(c.inputs[j]->items().size()) +
+      if (c.inputs[j]->is_sequence() && c.inputs[j]->elements().size() != len)
+        throw Error(SINGA_INVALID_ARGUMENT, where_ + ": input " + std::to_string(j) + " has " + std::to_string(c.inputs[j]->elements().size()) +
                                                 " elements, input 0 has " + std::to_string(len));
     }
     std::vector<Value> implicit = implicit_values(c);
     std::vector<std::vector<Tensor>> outs(c.outputs.size());
     for (size_t i = 0; i < len; ++i) {
       std::vector<Value> ins;
-      for (size_t j = 0; j < explicit_in; ++j) ins.push_back(c.inputs[j]->is_sequence() ? Value(c.inputs[j]->items()[i]) : *c.inputs[j]);
+      for (size_t j = 0; j < explicit_in; ++j) ins.push_back(c.inputs[j]->is_sequence() ? c.inputs[j]->elements()[i] : *c.inputs[j]);
       std::vector<Value> got = body_.run(std::move(ins), implicit);
       for (size_t k = 0; k < outs.size(); ++k) outs[k].push_back(tensor_of(got[k], "body output " + std::to_string(k), where_));
     }

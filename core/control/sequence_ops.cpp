@@ -46,33 +46,35 @@ class ValueOp : public CoreOp {
     } else if (op_ == "SequenceEmpty") {
       out = Value::sequence({}, elem_dtype_);
     } else if (op_ == "SequenceLength") {
-      out = Tensor::from_vector<int64_t>({}, SINGA_ONNX_INT64, {int64_t(sequence(in(0)).items().size())});
+      out = Tensor::from_vector<int64_t>({}, SINGA_ONNX_INT64, {int64_t(sequence(in(0)).elements().size())});
     } else if (op_ == "SequenceAt") {
       const Value& s = sequence(in(0));
-      out = s.items()[size_t(position(in(1), s.items().size(), false))];
+      out = s.elements()[size_t(position(in(1), s.elements().size(), false))];
     } else if (op_ == "SequenceInsert") {
       const Value& s = sequence(in(0));
       Tensor t = tensor(in(1), "tensor");
       if (s.elem_dtype() != 0 && t.dtype() != s.elem_dtype())
         throw Error(SINGA_INVALID_ARGUMENT, where_ + ": cannot insert a tensor(" + dtype_name(t.dtype()) + ") into a sequence of tensor(" +
                                                 dtype_name(s.elem_dtype()) + ")");
-      std::vector<Tensor> items = s.items();
+      std::vector<Value> items = s.elements();
       size_t at = in(2) ? size_t(position(in(2), items.size(), true)) : items.size();
       items.insert(items.begin() + long(at), t);
-      out = Value::sequence(std::move(items), t.dtype());
+      out = Value::sequence_of(std::move(items), t.dtype());
     } else if (op_ == "SequenceErase") {
       const Value& s = sequence(in(0));
-      std::vector<Tensor> items = s.items();
+      std::vector<Value> items = s.elements();
       if (items.empty()) throw Error(SINGA_INVALID_ARGUMENT, where_ + ": cannot erase from an empty sequence");
       size_t at = in(1) ? size_t(position(in(1), items.size(), false)) : items.size() - 1;
       items.erase(items.begin() + long(at));
-      out = Value::sequence(std::move(items), s.elem_dtype());
+      out = Value::sequence_of(std::move(items), s.elem_dtype());
     } else if (op_ == "SplitToSequence") {
       out = split_to_sequence(tensor(in(0), "input"), in(1));
     } else if (op_ == "ConcatFromSequence") {
       const Value& s = sequence(in(0));
-      if (s.items().empty()) throw Error(SINGA_INVALID_ARGUMENT, where_ + ": the sequence is empty");
-      out = concat(s.items(), axis_, new_axis_, where_);
+      if (s.elements().empty()) throw Error(SINGA_INVALID_ARGUMENT, where_ + ": the sequence is empty");
+      std::vector<Tensor> parts;
+      for (const auto& e : s.elements()) parts.push_back(tensor(&e, "every element"));
+      out = concat(parts, axis_, new_axis_, where_);
     } else if (op_ == "Optional") {
       out = in(0) ? *in(0) : Value();
     } else if (op_ == "OptionalHasElement") {

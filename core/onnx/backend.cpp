@@ -235,9 +235,9 @@ NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& 
     if (val.is_tensor()) {
       out.emplace_back(name, val.tensor().to_host());
     } else if (val.is_sequence()) {
-      std::vector<Tensor> items;
-      for (const auto& t : val.items()) items.push_back(t.to_host());
-      out.emplace_back(name, Value::sequence(std::move(items), val.elem_dtype()));
+      std::vector<Value> items;
+      for (const auto& e : val.elements()) items.push_back(e.is_tensor() ? Value(e.tensor().to_host()) : e);
+      out.emplace_back(name, Value::sequence_of(std::move(items), val.elem_dtype()));
     } else if (g.values[size_t(v)].kind == graph::TypeKind::kOptional) {
       out.emplace_back(name, Value());  // an empty optional is a result too
     }

@@ -38,7 +38,7 @@ N_TEST = 24
 
 
 def model_of(name, nodes, n_features, outputs, in_type=TensorProto.FLOAT, ml_opset=1, initializers=(),
-             value_info=()):
+             value_info=(), full_check=True):
     """A checked ModelProto with input X [N, n_features] and the given outputs."""
     graph = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info('X', in_type, [None, n_features])],
@@ -47,7 +47,7 @@ def model_of(name, nodes, n_features, outputs, in_type=TensorProto.FLOAT, ml_ops
                               opset_imports=[helper.make_opsetid('', 13),
                                              helper.make_opsetid(ML, ml_opset)])
     model.ir_version = 8
-    checker.check_model(model, full_check=True)
+    checker.check_model(model, full_check=full_check)
     return model
 
 
@@ -59,7 +59,36 @@ def write_case(outdir, name, model, x, expected):
         f.write(numpy_helper.from_array(x, 'X').SerializeToString())
     for k, (out, value) in enumerate(zip(model.graph.output, expected)):
         with open(os.path.join(data, 'output_%d.pb' % k), 'wb') as f:
-            f.write(numpy_helper.from_array(np.ascontiguousarray(value), out.name).SerializeToString())
+            if isinstance(value, onnx.SequenceProto):
+                f.write(value.SerializeToString())
+            else:
+                f.write(numpy_helper.from_array(np.ascontiguousarray(value), out.name).SerializeToString())
+
+
+def zipmap_expected(labels, proba):
+    """What ZipMap gives: one {label: probability} map per row, as a SequenceProto of MapProtos
+    (onnx 1.12's numpy_helper.from_dict cannot build these)."""
+    seq = onnx.SequenceProto(elem_type=onnx.SequenceProto.MAP)
+    for row in proba:
+        m = seq.map_values.add()
+        if isinstance(labels[0], str):
+            m.key_type = TensorProto.STRING
+            m.string_keys.extend(l.encode() for l in labels)
+        else:
+            m.key_type = TensorProto.INT64
+            m.keys.extend(int(l) for l in labels)
+        m.values.elem_type = onnx.SequenceProto.TENSOR
+        m.values.tensor_values.extend(numpy_helper.from_array(np.array(v, dtype=np.float32)) for v in row)
+    return seq
+
+
+def zipmap_output(key_type):
+    """seq(map(key_type, float)), built by hand: onnx 1.12's helper has no map type maker."""
+    t = onnx.TypeProto()
+    m = t.sequence_type.elem_type.map_type
+    m.key_type = key_type
+    m.value_type.tensor_type.elem_type = TensorProto.FLOAT
+    return helper.make_value_info('output_probability', t)
 
 
 def classifier_outputs(n_classes, label_type=TensorProto.INT64):
@@ -344,6 +373,30 @@ def build_cases():
     yield ('logistic_regression_string_labels',
            model_of('logistic_regression_string_labels', [node], F, classifier_outputs(3, TensorProto.STRING)), tc,
            [lr.predict(tc).astype(object), lr.predict_proba(tc).astype(np.float32)])
+    # skl2onnx's default: the probabilities go through ZipMap into one map per row.
+    for key_type, est, names_of in [(TensorProto.INT64, LogisticRegression(max_iter=500).fit(xc, yc), None),
+                                    (TensorProto.STRING, lr, names)]:
+        indexed = copy.copy(est)
+        indexed.classes_ = np.arange(len(est.classes_))
+        node = linear_classifier_node(indexed)
+        node.output[1] = 'probability_tensor'
+        labels = list(est.classes_)
+        if key_type == TensorProto.STRING:
+            del node.attribute[[a.name for a in node.attribute].index('classlabels_ints')]
+            node.attribute.append(helper.make_attribute('classlabels_strings', [str(c) for c in labels]))
+            zipmap = helper.make_node('ZipMap', ['probability_tensor'], ['output_probability'], domain=ML,
+                                      classlabels_strings=[str(c) for c in labels])
+        else:
+            zipmap = helper.make_node('ZipMap', ['probability_tensor'], ['output_probability'], domain=ML,
+                                      classlabels_int64s=[int(c) for c in labels])
+        name = 'logistic_regression_zipmap_' + ('strings' if key_type == TensorProto.STRING else 'int64')
+        label_out = helper.make_tensor_value_info('label', key_type, [None])
+        predicted = est.predict(tc)
+        # full_check=False: onnx 1.12's strict shape inference cannot type ZipMap's map output.
+        yield (name, model_of(name, [node, zipmap], F, [label_out, zipmap_output(key_type)], full_check=False), tc,
+               [predicted.astype(object if key_type == TensorProto.STRING else np.int64),
+                zipmap_expected([str(c) for c in labels] if key_type == TensorProto.STRING else labels,
+                                est.predict_proba(tc))])
     yield reg_case('linear_regression', LinearRegression(), linear_regressor_node, tr)
     yield reg_case('ridge', Ridge(alpha=2.0), linear_regressor_node, tr)
 
