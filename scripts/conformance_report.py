@@ -12,6 +12,28 @@ DATA = Path("/usr/include/onnx/backend/test/data")
 ORT = {"node": "863/932", "simple": "21/23", "pytorch-converted": "59/82", "pytorch-operator": "24/35"}
 
 
+# Why the cases that still fail cannot pass (checked by hand; keyed by name prefix).
+WHY = {
+    "test_bernoulli": "random output compared with numpy's generator; the spec allows any implementation's "
+                      "stream, even with a seed (the op runs: ops_nn/random.cpp)",
+    "test_adam_multiple": "the expected data was made with epsilon=1e-2 but the model leaves epsilon at its "
+                          "default 1e-6; with 1e-2 our output matches",
+    "test_castlike_BFLOAT16_to_FLOAT": "test data: input 'like' is stored with shape [1] while the model "
+                                       "declares [3,4], so the input is refused before running",
+    "test_castlike_FLOAT_to_BFLOAT16": "test data: input 'like' is stored with shape [1] while the model "
+                                       "declares [3,4], so the input is refused before running",
+    "test_gradient_of_add": "ai.onnx.preview.training::Gradient (symbolic differentiation inside a graph) "
+                            "is not implemented",
+}
+
+
+def why(name: str) -> str:
+    for prefix, text in WHY.items():
+        if name.startswith(prefix):
+            return text
+    return ""
+
+
 def short(reason: str) -> str:
     reason = re.sub(r"/\S*/model\.onnx: ", "", reason)
     reason = reason.replace(" (see `singa plugins`)", "")
@@ -43,7 +65,7 @@ lines = [
 for group, items in failures.items():
     if not items:
         continue
-    lines += ["", f"### {group} ({len(items)})", "", "| case | reason |", "|---|---|"]
-    lines += [f"| {name} | {short(reason).replace('|', '/')} |" for name, reason in items]
+    lines += ["", f"### {group} ({len(items)})", "", "| case | why | runner's message |", "|---|---|---|"]
+    lines += [f"| {name} | {why(name)} | {short(reason).replace('|', '/')} |" for name, reason in items]
 (ROOT / "docs" / "conformance.md").write_text("\n".join(lines) + "\n")
 print("\n".join(rows))
