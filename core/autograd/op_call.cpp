@@ -1,0 +1,138 @@
+#include "op_call.hpp"
+
+#include "../host.hpp"
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace singa {
+namespace autograd {
+
+const char* const kGradDomain = "ai.singa.grad";
+
+namespace {
+
+// One created kernel instance. The node it was created from stays alive with
+// it because kernels may keep pointers into it.
+struct CachedKernel {
+  const KernelEntry* kernel = nullptr;
+  void* state = nullptr;
+  Device* device = nullptr;
+  ::onnx::NodeProto proto;
+  singa_node info;
+  std::string label;  // "op 'Conv' (opset 17)" for messages
+};
+
+singa_value_info info_of(const Tensor& t) {
+  singa_value_info v{};
+  v.struct_size = sizeof(v);
+  v.onnx_dtype = t.dtype();
+  // The rank is known but the dims are left open: one instance serves every
+  // batch size, as a model with a symbolic batch dim would.
+  v.ndim = int32_t(t.ndim());
+  for (int i = 0; i < t.ndim() && i < SINGA_MAX_DIMS; ++i) v.dims[i] = -1;
+  return v;
+}
+
+// The kernel-selection rule of the executor (version range, device, type
+// constraints), restricted to the CPU and to the dtypes of the inputs.
+// TODO(lead): share one selection function with core/executor.cpp.
+const KernelEntry* select(const std::string& domain, const std::string& op, int64_t opset,
+                          const std::vector<Tensor>& inputs, const std::string& label) {
+  const auto& all = Runtime::instance().kernels(domain, op);
+  if (all.empty())
+    throw Error(SINGA_NOT_FOUND, label + ": no loaded plugin implements this op (see `singa plugins`)");
+  std::string why = "no kernel for this opset on the cpu";
+  for (auto* k : all) {
+    if (k->device != "cpu" || opset < k->def.since_version || opset > k->def.end_version) continue;
+    bool ok = true;
+    for (const auto& c : k->constraints) {
+      if (c.index < 0 || size_t(c.index) >= inputs.size() || !inputs[size_t(c.index)].defined()) continue;
+      int32_t t = inputs[size_t(c.index)].dtype();
+      if (!(c.dtypes & SINGA_DTYPE_BIT(t))) {
+        ok = false;
+        why = std::string("no kernel for element type ") + c.name + "=" + dtype_name(t);
+        break;
+      }
+    }
+    if (ok) return k;
+  }
+  throw Error(SINGA_UNIMPLEMENTED, label + ": " + why);
+}
+
+class KernelCache {
+ public:
+  CachedKernel& get(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
+    std::string key = node.SerializeAsString();
+    key += '|' + std::to_string(opset);
+    for (const Tensor& t : inputs)
+      key += t.defined() ? "|" + std::to_string(t.dtype()) + ":" + std::to_string(t.ndim()) : std::string("|-");
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) return *it->second;
+    auto c = std::make_unique<CachedKernel>();
+    c->proto = node;
+    const std::string& dom = node.domain();
+    c->label = "op '" + node.op_type() + "'" + (dom.empty() ? "" : " of domain '" + dom + "'") + " (opset " +
+               std::to_string(opset) + ")";
+    c->kernel = select(dom, node.op_type(), opset, inputs, c->label);
+    c->device = Runtime::instance().device(c->kernel->device);
+    singa_node& info = c->info;
+    info.proto = &c->proto;
+    info.opset = opset;
+    for (const Tensor& t : inputs) {
+      info.input_present.push_back(t.defined());
+      info.inputs.push_back(t.defined() ? info_of(t) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
+      info.constants.push_back(nullptr);
+    }
+    for (const auto& name : node.output()) {
+      info.output_present.push_back(!name.empty());
+      info.outputs.push_back(singa_value_info{sizeof(singa_value_info), 0, -1, {}});
+    }
+    throw_status(c->kernel->def.create(c->kernel->def.user, &c->info, &c->state), c->label);
+    return *map_.emplace(std::move(key), std::move(c)).first->second;
+  }
+
+ private:
+  std::mutex mu_;
+  // Instances live as long as the process: the plugins that own their code
+  // may be unloaded before static destructors would run.
+  std::unordered_map<std::string, std::unique_ptr<CachedKernel>> map_;
+};
+
+KernelCache& cache() {
+  static KernelCache* c = new KernelCache();
+  return *c;
+}
+
+}  // namespace
+
+std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
+  Runtime& rt = Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  CachedKernel& c = cache().get(node, opset, inputs);
+  singa_kernel_context ctx;
+  KernelCall& call = ctx.call;
+  call.node_name = &c.proto.name();
+  call.device = c.device;
+  call.pool = c.device && c.device->has_parallel_for() ? c.device : nullptr;
+  call.max_tensor_bytes = size_t(16) << 30;
+  call.inputs.resize(inputs.size());
+  call.input_views.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    call.inputs[i] = inputs[i].on_host() ? inputs[i] : inputs[i].to_host();
+    call.input_views[i] = call.inputs[i].dl();
+  }
+  call.outputs.resize(size_t(node.output_size()));
+  call.output_views.resize(size_t(node.output_size()));
+  throw_status(c.kernel->def.compute(c.state, &ctx), c.label);
+  for (int k = 0; k < node.output_size(); ++k)
+    if (!node.output(k).empty() && !call.outputs[size_t(k)].defined())
+      throw Error(SINGA_INTERNAL, c.label + ": the kernel produced no output " + std::to_string(k));
+  return std::move(call.outputs);
+}
+
+}  // namespace autograd
+}  // namespace singa

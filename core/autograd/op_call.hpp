@@ -1,0 +1,33 @@
+// op_call.hpp - runs one registered kernel eagerly, outside any graph: the
+// path by which the autograd tape, the layers and the backward rules reach
+// the same plugin kernels that imported graphs run. Internal to libsinga_core.
+#ifndef SINGA_CORE_AUTOGRAD_OP_CALL_HPP
+#define SINGA_CORE_AUTOGRAD_OP_CALL_HPP
+
+#include <singa/tensor.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+namespace singa {
+namespace autograd {
+
+// Runs `node` (op_type, domain and attributes; its output list says how many
+// outputs are wanted, "" marking ones not wanted) at `opset` of its domain on
+// the CPU device. Absent optional inputs are undefined Tensors. Kernel
+// instances are created once per (op, opset, attributes, input types and
+// ranks, wanted outputs) and reused by later calls. Throws an Error naming
+// the op when no kernel fits or the kernel fails.
+std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs);
+
+// The opset eager ops of the default domain run at.
+constexpr int64_t kEagerOpset = 17;
+// The opset of the "ai.singa.grad" domain (the backward kernels).
+constexpr int64_t kGradOpset = 1;
+extern const char* const kGradDomain;
+
+}  // namespace autograd
+}  // namespace singa
+#endif

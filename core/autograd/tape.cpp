@@ -1,0 +1,405 @@
+#include "tape.hpp"
+
+#include <singa/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace singa {
+namespace autograd {
+
+// ---------------------------------------------------------------- Attrs
+Attrs& Attrs::set(const std::string& name, int64_t v) {
+  Item it{name, Kind::kInt};
+  it.i = v;
+  items_.push_back(std::move(it));
+  return *this;
+}
+Attrs& Attrs::set(const std::string& name, float v) {
+  Item it{name, Kind::kFloat};
+  it.f = v;
+  items_.push_back(std::move(it));
+  return *this;
+}
+Attrs& Attrs::set(const std::string& name, const std::string& v) {
+  Item it{name, Kind::kString};
+  it.s = v;
+  items_.push_back(std::move(it));
+  return *this;
+}
+Attrs& Attrs::set(const std::string& name, std::vector<int64_t> v) {
+  Item it{name, Kind::kInts};
+  it.ints = std::move(v);
+  items_.push_back(std::move(it));
+  return *this;
+}
+Attrs& Attrs::set(const std::string& name, std::vector<float> v) {
+  Item it{name, Kind::kFloats};
+  it.floats = std::move(v);
+  items_.push_back(std::move(it));
+  return *this;
+}
+
+void add_attrs(::onnx::NodeProto& node, const Attrs& attrs) {
+  using A = ::onnx::AttributeProto;
+  for (const auto& it : attrs.items()) {
+    A* a = nullptr;
+    for (auto& existing : *node.mutable_attribute())
+      if (existing.name() == it.name) a = &existing;
+    if (!a) a = node.add_attribute();
+    a->Clear();
+    a->set_name(it.name);
+    switch (it.kind) {
+      case Attrs::Kind::kInt: a->set_type(A::INT); a->set_i(it.i); break;
+      case Attrs::Kind::kFloat: a->set_type(A::FLOAT); a->set_f(it.f); break;
+      case Attrs::Kind::kString: a->set_type(A::STRING); a->set_s(it.s); break;
+      case Attrs::Kind::kInts:
+        a->set_type(A::INTS);
+        for (int64_t v : it.ints) a->add_ints(v);
+        break;
+      case Attrs::Kind::kFloats:
+        a->set_type(A::FLOATS);
+        for (float v : it.floats) a->add_floats(v);
+        break;
+    }
+  }
+}
+
+::onnx::NodeProto bare_node(const ::onnx::NodeProto& source) {
+  ::onnx::NodeProto n;
+  n.set_op_type(source.op_type());
+  if (!source.domain().empty() && source.domain() != "ai.onnx") n.set_domain(source.domain());
+  *n.mutable_attribute() = source.attribute();
+  for (int k = 0; k < source.output_size(); ++k) n.add_output(source.output(k).empty() ? "" : "y" + std::to_string(k));
+  return n;
+}
+
+// ---------------------------------------------------------------- Variable
+Variable::Variable(Tensor data, bool requires_grad, std::string name) : s_(std::make_shared<State>()) {
+  s_->data = std::move(data);
+  s_->requires_grad = requires_grad;
+  s_->name = std::move(name);
+}
+
+static Variable::State& state_of(const std::shared_ptr<Variable::State>& s) {
+  if (!s) throw Error(SINGA_INVALID_ARGUMENT, "use of an undefined Variable");
+  return *s;
+}
+
+const Tensor& Variable::data() const { return state_of(s_).data; }
+void Variable::set_data(Tensor t) { state_of(s_).data = std::move(t); }
+const Tensor& Variable::grad() const { return state_of(s_).grad; }
+void Variable::set_grad(Tensor g) { state_of(s_).grad = std::move(g); }
+void Variable::zero_grad() { state_of(s_).grad = Tensor(); }
+bool Variable::requires_grad() const { return s_ && s_->requires_grad; }
+void Variable::set_requires_grad(bool r) { state_of(s_).requires_grad = r; }
+const std::string& Variable::name() const { return state_of(s_).name; }
+void Variable::set_name(std::string n) { state_of(s_).name = std::move(n); }
+const std::shared_ptr<TapeNode>& Variable::creator() const { return state_of(s_).creator; }
+int Variable::output_index() const { return state_of(s_).index; }
+Variable Variable::detach() const { return Variable(data(), false, name()); }
+
+// ---------------------------------------------------------------- recording
+static thread_local bool g_no_grad = false;
+NoGradGuard::NoGradGuard() : prev_(g_no_grad) { g_no_grad = true; }
+NoGradGuard::~NoGradGuard() { g_no_grad = prev_; }
+bool recording() { return !g_no_grad; }
+
+static bool is_real(int32_t t) {
+  return t == SINGA_ONNX_FLOAT || t == SINGA_ONNX_DOUBLE || t == SINGA_ONNX_FLOAT16 || t == SINGA_ONNX_BFLOAT16;
+}
+
+std::vector<Variable> apply_node(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Variable>& inputs) {
+  std::vector<Tensor> in(inputs.size());
+  bool needs = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    in[i] = inputs[i].data();
+    needs = needs || inputs[i].requires_grad();
+  }
+  std::vector<Tensor> out = call_op(node, opset, in);
+  std::vector<Variable> result(out.size());
+  std::shared_ptr<TapeNode> tn;
+  if (recording()) {
+    tn = std::make_shared<TapeNode>();
+    tn->proto = node;
+    tn->opset = opset;
+    tn->inputs = inputs;
+    tn->needs_grad = needs;
+    tn->output_data = out;
+    tn->outputs.resize(out.size());
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (!out[k].defined()) continue;
+    auto s = std::make_shared<Variable::State>();
+    s->data = out[k];
+    if (tn) {
+      s->creator = tn;
+      s->index = int(k);
+      s->requires_grad = needs && is_real(out[k].dtype());
+      tn->outputs[k] = s;
+    }
+    result[k] = Variable(s);
+  }
+  return result;
+}
+
+std::vector<Variable> apply(const std::string& op_type, const std::vector<Variable>& inputs, const Attrs& attrs,
+                            size_t num_outputs, const std::string& domain, int64_t opset) {
+  ::onnx::NodeProto node;
+  node.set_op_type(op_type);
+  bool default_domain = domain.empty() || domain == "ai.onnx";
+  if (!default_domain) node.set_domain(domain);
+  add_attrs(node, attrs);
+  for (size_t k = 0; k < num_outputs; ++k) node.add_output("y" + std::to_string(k));
+  if (opset == 0) opset = default_domain ? kEagerOpset : domain == kGradDomain ? kGradOpset : 1;
+  return apply_node(node, opset, inputs);
+}
+
+Variable apply1(const std::string& op_type, const std::vector<Variable>& inputs, const Attrs& attrs) {
+  return apply(op_type, inputs, attrs, 1)[0];
+}
+
+// ---------------------------------------------------------------- rules
+namespace {
+struct RuleTable {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, GradRule> rules;
+};
+RuleTable& rule_table() {
+  static RuleTable* t = new RuleTable();
+  return *t;
+}
+std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+}  // namespace
+
+void register_rule(const std::string& domain, const std::string& op_type, GradRule rule) {
+  auto& t = rule_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.rules[{norm_domain(domain), op_type}] = std::move(rule);
+}
+
+void register_builtin_rules();  // rules_*.cpp, through rules.cpp
+
+const GradRule* find_rule(const std::string& domain, const std::string& op_type) {
+  static std::once_flag once;
+  std::call_once(once, register_builtin_rules);
+  auto& t = rule_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.rules.find({norm_domain(domain), op_type});
+  return it == t.rules.end() ? nullptr : &it->second;
+}
+
+bool has_gradient(const std::string& op_type, const std::string& domain) { return find_rule(domain, op_type) != nullptr; }
+
+const ::onnx::AttributeProto* GradContext::attr(const std::string& name) const {
+  for (const auto& a : node.proto.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+int64_t GradContext::attr_int(const std::string& name, int64_t def) const {
+  auto* a = attr(name);
+  return a ? a->i() : def;
+}
+float GradContext::attr_float(const std::string& name, float def) const {
+  auto* a = attr(name);
+  return a ? a->f() : def;
+}
+std::vector<int64_t> GradContext::attr_ints(const std::string& name) const {
+  auto* a = attr(name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+}
+
+// ---------------------------------------------------------------- helpers
+std::vector<Tensor> run(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs, size_t outputs,
+                        const std::string& domain) {
+  ::onnx::NodeProto node;
+  node.set_op_type(op);
+  if (!domain.empty()) node.set_domain(domain);
+  add_attrs(node, attrs);
+  for (size_t k = 0; k < outputs; ++k) node.add_output("y" + std::to_string(k));
+  return call_op(node, domain.empty() ? kEagerOpset : kGradOpset, in);
+}
+
+Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs, const std::string& domain) {
+  return run(op, in, attrs, 1, domain)[0];
+}
+
+std::vector<Tensor> run_grad(const std::string& op, const ::onnx::NodeProto& forward, const std::vector<Tensor>& in,
+                             const std::vector<bool>& want, const Attrs& extra) {
+  ::onnx::NodeProto node;
+  node.set_op_type(op);
+  node.set_domain(kGradDomain);
+  *node.mutable_attribute() = forward.attribute();
+  add_attrs(node, extra);
+  for (size_t k = 0; k < want.size(); ++k) node.add_output(want[k] ? "y" + std::to_string(k) : "");
+  return call_op(node, kGradOpset, in);
+}
+
+Tensor reduce_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const Shape& gs = g.shape();
+  const size_t lead = gs.size() - shape.size();
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < gs.size(); ++i) {
+    int64_t want = i < lead ? 1 : shape[i - lead];
+    if (i < lead || (want == 1 && gs[i] != 1)) axes.push_back(int64_t(i));
+  }
+  Tensor r = axes.empty() ? g : run1("ReduceSum", {g, int64s(axes)}, Attrs().set("keepdims", int64_t(1)));
+  return r.reshaped(shape);
+}
+
+Tensor scalar(double v, int32_t dtype) {
+  Tensor t(Shape{}, dtype);
+  switch (dtype) {
+    case SINGA_ONNX_FLOAT: *t.data<float>() = float(v); break;
+    case SINGA_ONNX_DOUBLE: *t.data<double>() = v; break;
+    case SINGA_ONNX_INT64: *t.data<int64_t>() = int64_t(v); break;
+    case SINGA_ONNX_INT32: *t.data<int32_t>() = int32_t(v); break;
+    default: throw Error(SINGA_INVALID_ARGUMENT, std::string("scalar(): unsupported element type ") + dtype_name(dtype));
+  }
+  return t;
+}
+
+Tensor int64s(const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>(Shape{int64_t(v.size())}, SINGA_ONNX_INT64, v); }
+
+// ---------------------------------------------------------------- backward
+static Tensor ones_like(const Tensor& t) {
+  Tensor o(t.shape(), t.dtype());
+  if (t.dtype() == SINGA_ONNX_FLOAT) std::fill(o.data<float>(), o.data<float>() + o.numel(), 1.0f);
+  else if (t.dtype() == SINGA_ONNX_DOUBLE) std::fill(o.data<double>(), o.data<double>() + o.numel(), 1.0);
+  else throw Error(SINGA_INVALID_ARGUMENT, std::string("backward: loss of element type ") + dtype_name(t.dtype()));
+  return o;
+}
+
+static Tensor accumulate(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  return run1("Add", {a, b});
+}
+
+void backward(const Variable& loss, const Tensor& seed) {
+  if (!loss.defined()) throw Error(SINGA_INVALID_ARGUMENT, "backward: the loss is an undefined Variable");
+  Tensor g0 = seed;
+  if (!g0.defined()) {
+    if (loss.data().numel() != 1)
+      throw Error(SINGA_INVALID_ARGUMENT, "backward: the loss has shape " + shape_to_string(loss.shape()) +
+                                              "; give the gradient of a non-scalar loss as `seed`");
+    g0 = ones_like(loss.data());
+  } else if (g0.shape() != loss.shape()) {
+    throw Error(SINGA_INVALID_ARGUMENT, "backward: seed of shape " + shape_to_string(g0.shape()) +
+                                            " for a loss of shape " + shape_to_string(loss.shape()));
+  }
+  if (!loss.requires_grad()) throw Error(SINGA_INVALID_ARGUMENT, "backward: the loss does not depend on any Variable that requires a gradient");
+  if (!loss.creator()) {
+    Variable l = loss;
+    l.set_grad(accumulate(l.grad(), g0));
+    return;
+  }
+  // Nodes in topological order (inputs first), over the part that needs gradients.
+  std::vector<TapeNode*> order;
+  std::unordered_set<TapeNode*> seen;
+  std::vector<std::pair<TapeNode*, size_t>> stack{{loss.creator().get(), 0}};
+  seen.insert(loss.creator().get());
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (i < n->inputs.size()) {
+      const Variable& in = n->inputs[i++];
+      if (!in.defined() || !in.requires_grad()) continue;
+      TapeNode* c = in.creator().get();
+      if (c && c->needs_grad && seen.insert(c).second) stack.push_back({c, 0});
+      continue;
+    }
+    order.push_back(n);
+    stack.pop_back();
+  }
+  std::unordered_map<Variable::State*, Tensor> grads;
+  grads[loss.state().get()] = g0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    TapeNode& n = **it;
+    std::vector<Tensor> gy(n.outputs.size());
+    bool any = false;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      auto s = n.outputs[k].lock();
+      if (!s) continue;
+      auto g = grads.find(s.get());
+      if (g == grads.end()) continue;
+      gy[k] = std::move(g->second);
+      grads.erase(g);
+      any = true;
+    }
+    if (!any) continue;
+    const GradRule* rule = find_rule(n.proto.domain(), n.proto.op_type());
+    if (!rule)
+      throw Error(SINGA_UNIMPLEMENTED, "backward: no gradient rule for op '" + n.proto.op_type() + "'" +
+                                           (n.proto.domain().empty() ? "" : " of domain '" + n.proto.domain() + "'"));
+    std::vector<Tensor> x(n.inputs.size()), gx(n.inputs.size());
+    std::vector<bool> need(n.inputs.size(), false);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!n.inputs[i].defined()) continue;
+      x[i] = n.inputs[i].data();
+      need[i] = n.inputs[i].requires_grad();
+    }
+    for (size_t k = 0; k < gy.size(); ++k)
+      if (!gy[k].defined() && n.output_data[k].defined() && is_real(n.output_data[k].dtype()) && k == 0)
+        gy[k] = Tensor::zeros(n.output_data[k].shape(), n.output_data[k].dtype());
+    GradContext ctx{n, x, n.output_data, gy, need, gx};
+    try {
+      (*rule)(ctx);
+    } catch (const Error& e) {
+      throw Error(e.code(), "backward of op '" + n.proto.op_type() + "': " + e.what());
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!need[i] || !gx[i].defined()) continue;
+      auto& st = *n.inputs[i].state();
+      if (gx[i].shape() != st.data.shape())
+        throw Error(SINGA_INTERNAL, "backward of op '" + n.proto.op_type() + "': gradient of input " + std::to_string(i) +
+                                        " has shape " + shape_to_string(gx[i].shape()) + ", the input " +
+                                        shape_to_string(st.data.shape()));
+      if (st.creator && st.creator->needs_grad) {
+        Tensor& slot = grads[&st];
+        slot = accumulate(slot, gx[i]);
+      } else {
+        st.grad = accumulate(st.grad, gx[i]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- ops
+Variable add(const Variable& a, const Variable& b) { return apply1("Add", {a, b}); }
+Variable sub(const Variable& a, const Variable& b) { return apply1("Sub", {a, b}); }
+Variable mul(const Variable& a, const Variable& b) { return apply1("Mul", {a, b}); }
+Variable div(const Variable& a, const Variable& b) { return apply1("Div", {a, b}); }
+Variable matmul(const Variable& a, const Variable& b) { return apply1("MatMul", {a, b}); }
+Variable relu(const Variable& x) { return apply1("Relu", {x}); }
+Variable sigmoid(const Variable& x) { return apply1("Sigmoid", {x}); }
+Variable tanh(const Variable& x) { return apply1("Tanh", {x}); }
+Variable softmax(const Variable& x, int64_t axis) { return apply1("Softmax", {x}, Attrs().set("axis", axis)); }
+Variable log_softmax(const Variable& x, int64_t axis) { return apply1("LogSoftmax", {x}, Attrs().set("axis", axis)); }
+Variable reshape(const Variable& x, const std::vector<int64_t>& shape) {
+  return apply1("Reshape", {x, Variable(int64s(shape))});
+}
+Variable flatten(const Variable& x, int64_t axis) { return apply1("Flatten", {x}, Attrs().set("axis", axis)); }
+Variable transpose(const Variable& x, const std::vector<int64_t>& perm) {
+  return apply1("Transpose", {x}, Attrs().set("perm", perm));
+}
+// Empty `axes` reduce everything: no axes input / attribute at all.
+Variable reduce_sum(const Variable& x, const std::vector<int64_t>& axes, bool keepdims) {
+  std::vector<Variable> in{x};
+  if (!axes.empty()) in.emplace_back(int64s(axes));
+  return apply1("ReduceSum", in, Attrs().set("keepdims", int64_t(keepdims)));
+}
+Variable reduce_mean(const Variable& x, const std::vector<int64_t>& axes, bool keepdims) {
+  Attrs a;
+  a.set("keepdims", int64_t(keepdims));
+  if (!axes.empty()) a.set("axes", axes);
+  return apply1("ReduceMean", {x}, a);
+}
+Variable concat(const std::vector<Variable>& xs, int64_t axis) { return apply1("Concat", xs, Attrs().set("axis", axis)); }
+
+}  // namespace autograd
+}  // namespace singa

@@ -1,0 +1,190 @@
+// layer.hpp - trainable building blocks over the autograd tape (SINGA's
+// `layer` module): each forward() is a few recorded ops, so a model built
+// from layers trains with autograd::backward() and exports with to_onnx().
+#ifndef SINGA_LAYER_HPP
+#define SINGA_LAYER_HPP
+
+#include <singa/autograd.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace singa {
+namespace onnx {
+class Rep;
+}
+namespace layer {
+
+using autograd::Variable;
+using NamedVariables = std::vector<std::pair<std::string, Variable>>;
+
+// Seeds the generator that initialises new layers' weights.
+void manual_seed(uint64_t seed);
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual Variable forward(const Variable& x) = 0;
+  Variable operator()(const Variable& x) { return forward(x); }
+  // Trainable parameters, named "<prefix><layer-local name>".
+  NamedVariables parameters(const std::string& prefix = "") const;
+  // Non-trainable state that a checkpoint must keep (running statistics).
+  NamedVariables buffers(const std::string& prefix = "") const;
+  // Training mode (batch statistics, dropout) or evaluation mode.
+  virtual void train(bool on = true) { training_ = on; }
+  void eval() { train(false); }
+  bool training() const { return training_; }
+
+ protected:
+  virtual void collect(const std::string& prefix, NamedVariables& params, NamedVariables& buffers) const {}
+  friend class Sequential;
+  bool training_ = true;
+};
+
+// y = x W^T + b, W of shape [out, in] (one Gemm).
+class Linear : public Layer {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Variable forward(const Variable& x) override;
+  Variable weight, bias;
+
+ protected:
+  void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
+};
+
+// 2-D convolution, W of shape [out, in / groups, kh, kw].
+class Conv2d : public Layer {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1, int64_t padding = 0,
+         int64_t dilation = 1, int64_t groups = 1, bool bias = true);
+  Variable forward(const Variable& x) override;
+  Variable weight, bias;
+
+ protected:
+  void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
+
+ private:
+  int64_t kernel_, stride_, padding_, dilation_, groups_;
+};
+
+class MaxPool2d : public Layer {
+ public:
+  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0);  // stride 0: the kernel size
+  Variable forward(const Variable& x) override;
+
+ private:
+  int64_t kernel_, stride_, padding_;
+};
+
+class AvgPool2d : public Layer {
+ public:
+  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0);
+  Variable forward(const Variable& x) override;
+
+ private:
+  int64_t kernel_, stride_, padding_;
+};
+
+// Batch normalisation over [N, C, ...]. In training mode it normalises with
+// the batch's statistics and updates the running ones:
+// running = running * momentum + batch * (1 - momentum) (ONNX's convention).
+class BatchNorm2d : public Layer {
+ public:
+  explicit BatchNorm2d(int64_t channels, float momentum = 0.9f, float epsilon = 1e-5f);
+  Variable forward(const Variable& x) override;
+  Variable scale, bias, running_mean, running_var;
+
+ protected:
+  void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
+
+ private:
+  float momentum_, epsilon_;
+};
+
+// Zeroes each element with probability `ratio` in training mode (scaling the
+// rest by 1 / (1 - ratio)); the identity in evaluation mode. A `seed` makes
+// the sequence of masks reproducible.
+class Dropout : public Layer {
+ public:
+  explicit Dropout(float ratio = 0.5f, int64_t seed = -1);
+  Variable forward(const Variable& x) override;
+
+ private:
+  float ratio_;
+  int64_t seed_;
+};
+
+// An op without parameters applied to its input (ReLU and friends, Flatten).
+class Activation : public Layer {
+ public:
+  explicit Activation(std::string op, autograd::Attrs attrs = {}) : op_(std::move(op)), attrs_(std::move(attrs)) {}
+  Variable forward(const Variable& x) override;
+
+ private:
+  std::string op_;
+  autograd::Attrs attrs_;
+};
+struct ReLU : Activation { ReLU() : Activation("Relu") {} };
+struct Sigmoid : Activation { Sigmoid() : Activation("Sigmoid") {} };
+struct Tanh : Activation { Tanh() : Activation("Tanh") {} };
+struct LeakyReLU : Activation {
+  explicit LeakyReLU(float alpha = 0.01f) : Activation("LeakyRelu", autograd::Attrs().set("alpha", alpha)) {}
+};
+struct ELU : Activation { explicit ELU(float alpha = 1.0f) : Activation("Elu", autograd::Attrs().set("alpha", alpha)) {} };
+struct Softplus : Activation { Softplus() : Activation("Softplus") {} };
+struct Flatten : Activation { explicit Flatten(int64_t axis = 1) : Activation("Flatten", autograd::Attrs().set("axis", axis)) {} };
+
+// Layers applied in order; parameters are named "<index>.<name>".
+class Sequential : public Layer {
+ public:
+  Sequential() = default;
+  Sequential(std::vector<std::shared_ptr<Layer>> layers) : layers_(std::move(layers)) {}  // NOLINT
+  Sequential& add(std::shared_ptr<Layer> l);
+  template <class L, class... Args>
+  Sequential& emplace(Args&&... args) { return add(std::make_shared<L>(std::forward<Args>(args)...)); }
+  Variable forward(const Variable& x) override;
+  void train(bool on = true) override;
+  const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
+
+ protected:
+  void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
+
+ private:
+  std::vector<std::shared_ptr<Layer>> layers_;
+};
+
+// An imported ONNX model (a prepared Rep) as a layer: its nodes run eagerly
+// on the tape, its floating-point initializers become trainable parameters
+// (named as in the model), and `last_layers = -k` stops k nodes before the
+// end, so that layers appended after it can replace its head (transfer
+// learning, as sonnx's SingaRep does). The Rep must be prepared without
+// graph optimisation (fused nodes have no gradients): use
+// prepare_for_training(), or PrepareOptions::optimize = false.
+class ImportedModel : public Layer {
+ public:
+  explicit ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers = 0);
+  static std::shared_ptr<onnx::Rep> prepare_for_training(const std::string& path);
+  Variable forward(const Variable& x) override;
+  // All graph inputs by position; returns the graph outputs (or the outputs
+  // of the last node run when last_layers < 0).
+  std::vector<Variable> forward_all(const std::vector<Variable>& inputs);
+  void set_last_layers(int k) { last_layers_ = k; }
+  // Freezes (or unfreezes) every imported parameter.
+  void set_trainable(bool on);
+
+ protected:
+  void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
+
+ private:
+  std::shared_ptr<onnx::Rep> rep_;
+  int last_layers_;
+  std::vector<Variable> values_;  // per graph value: initializers as Variables
+  NamedVariables params_;
+};
+
+}  // namespace layer
+}  // namespace singa
+#endif

@@ -1,0 +1,140 @@
+// An imported graph run node by node on the autograd tape.
+#include "../autograd/tape.hpp"
+#include "../onnx/rep_impl.hpp"
+
+#include <singa/layer.hpp>
+
+#include <onnx/defs/schema.h>
+
+namespace singa {
+namespace layer {
+
+namespace {
+
+bool is_float(int32_t t) {
+  return t == SINGA_ONNX_FLOAT || t == SINGA_ONNX_DOUBLE || t == SINGA_ONNX_FLOAT16 || t == SINGA_ONNX_BFLOAT16;
+}
+
+const graph::Graph& graph_of(const onnx::Rep& rep) { return rep.impl().exec->graph(); }
+
+}  // namespace
+
+std::shared_ptr<onnx::Rep> ImportedModel::prepare_for_training(const std::string& path) {
+  onnx::PrepareOptions o;
+  o.optimize = false;
+  return onnx::prepare(path, o);
+}
+
+ImportedModel::ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers) : rep_(std::move(rep)), last_layers_(last_layers) {
+  if (!rep_) throw Error(SINGA_INVALID_ARGUMENT, "ImportedModel: null Rep");
+  const graph::Graph& g = graph_of(*rep_);
+  for (const graph::Node& n : g.nodes) {
+    if (!n.subgraphs.empty())
+      throw Error(SINGA_UNIMPLEMENTED, g.source + ": " + n.label + ": control flow cannot be run on the autograd tape");
+    // Graph passes may fuse nodes into forms no ONNX schema describes (and
+    // no backward rule knows); training needs the graph as written.
+    if (n.proto.domain().empty() || n.proto.domain() == "ai.onnx") {
+      const auto* schema = ::onnx::OpSchemaRegistry::Schema(n.proto.op_type(), int(n.opset), "");
+      try {
+        if (schema) schema->Verify(n.proto);
+      } catch (const std::exception& e) {
+        throw Error(SINGA_INVALID_ARGUMENT, g.source + ": " + n.label +
+                                                " was rewritten by graph optimisation; prepare the model with "
+                                                "PrepareOptions::optimize = false to train it");
+      }
+    }
+  }
+  values_.resize(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const graph::Value& val = g.values[v];
+    if (!val.is_initializer) continue;
+    // A copy: training must not change what the Rep itself runs.
+    bool trainable = is_float(val.constant.dtype());
+    values_[v] = autograd::Variable(val.constant.clone(), trainable, val.name);
+    if (trainable) params_.emplace_back(val.name, values_[v]);
+  }
+}
+
+void ImportedModel::set_trainable(bool on) {
+  for (auto& p : params_) p.second.set_requires_grad(on);
+}
+
+void ImportedModel::collect(const std::string& p, NamedVariables& out, NamedVariables&) const {
+  for (const auto& kv : params_) out.emplace_back(p + kv.first, kv.second);
+}
+
+Variable ImportedModel::forward(const Variable& x) {
+  auto out = forward_all({x});
+  if (out.empty()) throw Error(SINGA_INVALID_ARGUMENT, "ImportedModel: the model produced no output");
+  return out[0];
+}
+
+std::vector<Variable> ImportedModel::forward_all(const std::vector<Variable>& inputs) {
+  const graph::Graph& g = graph_of(*rep_);
+  if (inputs.size() != g.inputs.size())
+    throw Error(SINGA_INVALID_ARGUMENT, g.source + ": the model takes " + std::to_string(g.inputs.size()) +
+                                            " inputs, got " + std::to_string(inputs.size()));
+  std::vector<Variable> env = values_;
+  for (size_t i = 0; i < inputs.size(); ++i) env[size_t(g.inputs[i])] = inputs[i];
+  const size_t count = g.nodes.size();
+  if (last_layers_ < 0 && size_t(-last_layers_) >= count)
+    throw Error(SINGA_INVALID_ARGUMENT, g.source + ": last_layers " + std::to_string(last_layers_) + " leaves no node of " +
+                                            std::to_string(count) + " to run");
+  const size_t stop = last_layers_ < 0 ? count - size_t(-last_layers_) : count;
+  for (size_t i = 0; i < stop; ++i) {
+    const graph::Node& n = g.nodes[i];
+    std::vector<Variable> in(n.inputs.size());
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      int v = n.inputs[j];
+      if (v < 0) continue;
+      in[j] = env[size_t(v)];
+      if (!in[j].defined())
+        throw Error(SINGA_INTERNAL, g.source + ": " + n.label + ": input '" + g.values[size_t(v)].name + "' is not available");
+    }
+    ::onnx::NodeProto node = autograd::bare_node(n.proto);
+    int64_t opset = n.opset;
+    bool bn_training = training_ && n.proto.op_type() == "BatchNormalization" && n.proto.domain().empty() &&
+                       n.outputs.size() == 1 && n.inputs.size() == 5 && g.values[size_t(n.inputs[3])].is_initializer &&
+                       g.values[size_t(n.inputs[4])].is_initializer;
+    if (bn_training) {
+      // Batch statistics while training; the running ones are updated in place.
+      ::onnx::NodeProto t;
+      t.set_op_type("BatchNormalization");
+      for (const auto& a : n.proto.attribute())
+        if (a.name() == "epsilon" || a.name() == "momentum") *t.add_attribute() = a;
+      autograd::add_attrs(t, autograd::Attrs().set("training_mode", int64_t(1)));
+      t.add_output("y0");
+      t.add_output("y1");
+      t.add_output("y2");
+      node = t;
+      opset = 15;
+    }
+    std::vector<Variable> out;
+    try {
+      out = autograd::apply_node(node, opset, in);
+    } catch (const Error& e) {
+      throw Error(e.code(), g.source + ": " + n.label + ": " + e.what());
+    }
+    if (bn_training) {
+      env[size_t(n.inputs[3])].set_data(out[1].data());
+      env[size_t(n.inputs[4])].set_data(out[2].data());
+      out.resize(1);
+    }
+    for (size_t k = 0; k < n.outputs.size() && k < out.size(); ++k)
+      if (n.outputs[k] >= 0) {
+        if (out[k].defined()) out[k].set_name(g.values[size_t(n.outputs[k])].name);
+        env[size_t(n.outputs[k])] = out[k];
+      }
+  }
+  std::vector<Variable> result;
+  if (stop < count) {
+    for (int v : g.nodes[stop - 1].outputs)
+      if (v >= 0 && env[size_t(v)].defined()) result.push_back(env[size_t(v)]);
+  } else {
+    for (int v : g.outputs) result.push_back(env[size_t(v)]);
+  }
+  return result;
+}
+
+}  // namespace layer
+}  // namespace singa

@@ -1,0 +1,220 @@
+// to_onnx: models built with layers, and imported ones after re-training,
+// written back as ONNX and run again through prepare() and ONNX Runtime.
+#include "model_builder.hpp"
+
+#include <singa/frontend.hpp>
+#include <singa/layer.hpp>
+#include <singa/loss.hpp>
+#include <singa/onnx.hpp>
+#include <singa/optim.hpp>
+#include <singa/runtime.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+using singa::Shape;
+using singa::Tensor;
+using singa::autograd::Variable;
+using namespace singa::layer;
+namespace fs = std::filesystem;
+
+namespace {
+
+void ensure_loaded() {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+}
+
+Tensor randn(const Shape& s, unsigned seed = 1) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0, 1);
+  Tensor t(s, SINGA_ONNX_FLOAT);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
+  return t;
+}
+
+void expect_close(const Tensor& a, const Tensor& b, double tol) {
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], tol * std::max(1.0f, std::abs(b.data<float>()[i]))) << "element " << i;
+}
+
+std::shared_ptr<Sequential> cnn() {
+  auto m = std::make_shared<Sequential>();
+  m->emplace<Conv2d>(1, 4, 3, 1, 1).emplace<BatchNorm2d>(4).emplace<ReLU>().emplace<MaxPool2d>(2)
+      .emplace<Conv2d>(4, 6, 3).emplace<Sigmoid>().emplace<AvgPool2d>(2).emplace<Flatten>()
+      .emplace<Dropout>(0.3f, 5).emplace<Linear>(6, 5).emplace<Tanh>().emplace<Linear>(5, 3);
+  return m;
+}
+
+// Runs the model eval-mode on `x`, exports the trace.
+::onnx::ModelProto export_eval(Layer& m, const Tensor& x, int64_t opset) {
+  m.eval();
+  Variable in(x, false, "image");
+  Variable out = m(in);
+  singa::onnx::ExportOptions o;
+  o.opset = opset;
+  o.initializer_names = m.parameters();
+  for (const auto& b : m.buffers()) o.initializer_names.push_back(b);
+  return singa::onnx::to_onnx({in}, {out}, o);
+}
+
+class FrontendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ensure_loaded();
+    manual_seed(9);
+  }
+};
+
+}  // namespace
+
+TEST_F(FrontendTest, LayerModelRoundTripsWithADynamicBatch) {
+  auto m = cnn();
+  // A few training steps so that BatchNorm's running statistics are not trivial.
+  singa::optim::SGD opt(m->parameters(), 0.01, 0.9);
+  Tensor labels = Tensor::from_vector<int64_t>({4}, SINGA_ONNX_INT64, {0, 1, 2, 1});
+  for (int i = 0; i < 3; ++i) {
+    singa::autograd::backward(singa::loss::softmax_cross_entropy((*m)(Variable(randn({4, 1, 8, 8}, 40 + i))), Variable(labels)));
+    opt.step();
+    opt.zero_grad();
+  }
+  for (int64_t opset : {13, 15, 17}) {
+    SCOPED_TRACE(opset);
+    ::onnx::ModelProto model = export_eval(*m, randn({2, 1, 8, 8}), opset);
+    EXPECT_EQ(model.opset_import(0).version(), opset);
+    EXPECT_EQ(model.graph().input(0).name(), "image");
+    EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+    for (const auto& n : model.graph().node()) {
+      EXPECT_NE(n.op_type(), "Dropout") << "eval mode records no Dropout";
+      for (const auto& a : n.attribute()) EXPECT_NE(a.name(), "training_mode");
+    }
+    ASSERT_EQ(model.graph().initializer_size(), 12);  // 4 Linear/Conv x 2 + BN x 4
+    EXPECT_EQ(model.graph().initializer(0).name(), "0.weight");
+    EXPECT_EQ(model.graph().initializer(5).name(), "1.running_var");
+    Tensor x5 = randn({5, 1, 8, 8}, 77);  // another batch size than the trace's
+    singa::autograd::NoGradGuard ng;
+    Tensor eager = (*m)(Variable(x5)).data();
+    for (bool optimize : {false, true}) {
+      SCOPED_TRACE(optimize ? "optimized" : "as written");
+      singa::onnx::PrepareOptions po;
+      po.optimize = optimize;
+      auto rep = singa::onnx::prepare(model, po);
+      expect_close(rep->run(std::vector<Tensor>{x5})[0].second, eager, 1e-5);
+    }
+  }
+}
+
+TEST_F(FrontendTest, TrainingModeTraceIsWrittenInInferenceForm) {
+  auto m = cnn();
+  m->train();
+  Variable in(randn({2, 1, 8, 8}), false, "x");
+  Variable out = (*m)(in);
+  ::onnx::ModelProto model = singa::onnx::to_onnx({in}, {out}, 17);
+  for (const auto& n : model.graph().node()) {
+    if (n.op_type() == "BatchNormalization") {
+      EXPECT_EQ(n.output_size(), 1);
+    }
+    if (n.op_type() == "Dropout") {
+      EXPECT_EQ(n.input_size(), 2);
+      EXPECT_EQ(n.output_size(), 1);
+    }
+    if (n.op_type() == "MaxPool") {
+      EXPECT_EQ(n.output_size(), 1);
+    }
+  }
+  EXPECT_NO_THROW(singa::onnx::prepare(model));
+}
+
+TEST_F(FrontendTest, ImportedAndRetrainedModelExportsWithItsInitializerNames) {
+  testing_util::ModelBuilder mb(13);
+  mb.input("x", SINGA_ONNX_FLOAT, {-1, 4}, {"N"}).output("y", SINGA_ONNX_FLOAT, {-1, 5}, {"N", ""});
+  mb.initializer("W1", randn({4, 5}, 11)).initializer("b1", randn({5}, 12));
+  mb.node("Gemm", {"x", "W1", "b1"}, {"h"}).node("Relu", {"h"}, {"y"});
+  singa::onnx::PrepareOptions po;
+  po.optimize = false;
+  auto rep = singa::onnx::prepare(mb.model, po);
+  auto imported = std::make_shared<ImportedModel>(rep);
+  Sequential m;
+  m.add(imported).emplace<Linear>(5, 2);
+  singa::optim::SGD opt(m.parameters(), 0.1);
+  Tensor x = randn({8, 4}, 3);
+  Tensor labels = Tensor::from_vector<int64_t>({8}, SINGA_ONNX_INT64, {0, 1, 0, 1, 1, 0, 0, 1});
+  singa::autograd::backward(singa::loss::softmax_cross_entropy(m(Variable(x)), Variable(labels)));
+  opt.step();
+
+  Variable in(x, false, "x");
+  Variable out = m(in);
+  ::onnx::ModelProto model = singa::onnx::to_onnx({in}, {out}, 17);
+  std::vector<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.push_back(t.name());
+  EXPECT_EQ(inits[0], "W1");
+  EXPECT_EQ(inits[1], "b1");
+  auto back = singa::onnx::prepare(model, po);
+  expect_close(back->run(std::vector<Tensor>{x})[0].second, out.data(), 1e-6);
+}
+
+TEST_F(FrontendTest, ClearErrors) {
+  Variable in(randn({2, 3}), false, "x");
+  Variable out = singa::autograd::relu(in);
+  EXPECT_THROW(singa::onnx::to_onnx({in}, {out}, 12), singa::Error);
+  EXPECT_THROW(singa::onnx::to_onnx({in}, {}, 17), singa::Error);
+  // An op of another domain cannot be written.
+  Variable g = singa::autograd::apply("ReluGrad", {out, out}, {}, 1, "ai.singa.grad")[0];
+  try {
+    singa::onnx::to_onnx({in}, {g}, 17);
+    FAIL() << "an ai.singa.grad op was exported";
+  } catch (const singa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ReluGrad"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(FrontendTest, ExportedModelMatchesOnnxRuntime) {
+  const std::string ort = std::string(SINGA_TEST_SOURCE_ROOT) + "/bench/node_modules/onnxruntime-node";
+  if (std::system("node --version > /dev/null 2>&1") != 0 || !fs::exists(ort + "/package.json"))
+    GTEST_SKIP() << "node or onnxruntime-node is not installed";
+  auto m = cnn();
+  Tensor x = randn({3, 1, 8, 8}, 5);
+  ::onnx::ModelProto model = export_eval(*m, x, 17);
+  fs::path dir = fs::temp_directory_path() / ("singa_frontend_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  singa::onnx::save_model(model, (dir / "model.onnx").string());
+  {
+    std::ofstream f(dir / "x.bin", std::ios::binary);
+    f.write(static_cast<const char*>(x.raw_data()), std::streamsize(x.nbytes()));
+  }
+  {
+    std::ofstream js(dir / "run.js");
+    js << "const ort = require(process.argv[2]); const fs = require('fs');\n"
+          "(async () => {\n"
+          "  const s = await ort.InferenceSession.create(process.argv[3]);\n"
+          "  const b = fs.readFileSync(process.argv[4]);\n"
+          "  const x = new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));\n"
+          "  const out = await s.run({[s.inputNames[0]]: new ort.Tensor('float32', x, JSON.parse(process.argv[5]))});\n"
+          "  const y = out[s.outputNames[0]].data;\n"
+          "  fs.writeFileSync(process.argv[6], Buffer.from(y.buffer, y.byteOffset, y.byteLength));\n"
+          "})().catch(e => { console.error(e); process.exit(1); });\n";
+  }
+  std::string cmd = "node " + (dir / "run.js").string() + " " + ort + " " + (dir / "model.onnx").string() + " " +
+                    (dir / "x.bin").string() + " '[3,1,8,8]' " + (dir / "y.bin").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  Tensor ours;
+  {
+    singa::autograd::NoGradGuard ng;
+    ours = (*m)(Variable(x)).data();
+  }
+  Tensor theirs(ours.shape(), SINGA_ONNX_FLOAT);
+  std::ifstream f(dir / "y.bin", std::ios::binary);
+  f.read(static_cast<char*>(theirs.raw_data()), std::streamsize(theirs.nbytes()));
+  ASSERT_EQ(f.gcount(), std::streamsize(theirs.nbytes()));
+  expect_close(ours, theirs, 1e-5);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,455 @@
+// `singa train`: SINGA's sonnx MNIST workflow on Fashion-MNIST, in stages.
+//   train     the seed CNN from scratch, then test accuracy
+//   export    the trained CNN to ONNX (to_onnx)
+//   import    the exported file back through prepare(), test accuracy
+//   retrain   the imported model trained further on the autograd tape
+//   transfer  the imported model cut before its last layer (last_layers=-1),
+//             with Linear 500->128->32->10 appended, trained
+// Each stage prints its accuracy (one JSON line with --json). A checkpoint
+// written after every epoch lets --resume continue where a run stopped.
+#include "cli.hpp"
+#include "json.hpp"
+
+#include <singa/autograd.hpp>
+#include <singa/checkpoint.hpp>
+#include <singa/dataset.hpp>
+#include <singa/frontend.hpp>
+#include <singa/layer.hpp>
+#include <singa/loss.hpp>
+#include <singa/onnx.hpp>
+#include <singa/optim.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
+
+namespace singa {
+namespace cli {
+
+namespace {
+
+using autograd::Variable;
+using Clock = std::chrono::steady_clock;
+
+const char* const kStages[] = {"train", "export", "import", "retrain", "transfer"};
+constexpr float kMean = 0.2860f, kStd = 0.3530f;  // of Fashion-MNIST's training images
+
+struct Config {
+  std::string data_dir, model_path, checkpoint;
+  std::vector<std::string> stages;
+  int64_t epochs = 3, batch = 64, limit_train = 0, limit_test = 0, opset = 17;
+  double lr = 0.02, momentum = 0.9, weight_decay = 0;
+  std::string optimizer = "sgd", schedule = "cosine";
+  uint64_t seed = 1;
+  bool json = false, progress = false, resume = false, optimize = true;
+};
+
+// Stage-by-stage progress on stderr.
+class ProgressBar {
+ public:
+  ProgressBar(bool on, std::string label, int64_t total) : on_(on), label_(std::move(label)), total_(total), start_(Clock::now()) {}
+  void update(int64_t done, double loss, int64_t images) {
+    if (!on_) return;
+    const int width = 30;
+    const int filled = total_ ? int(width * done / total_) : width;
+    double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    std::fprintf(stderr, "\r%s [%s%s] %3d%% loss %.4f %6.0f img/s", label_.c_str(), std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), '.').c_str(), int(total_ ? 100 * done / total_ : 100), loss,
+                 s > 0 ? double(images) / s : 0.0);
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (on_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool on_;
+  std::string label_;
+  int64_t total_;
+  Clock::time_point start_;
+};
+
+// The seed CNN of SINGA's MNIST example.
+std::shared_ptr<layer::Sequential> seed_cnn() {
+  auto m = std::make_shared<layer::Sequential>();
+  m->emplace<layer::Conv2d>(1, 20, 5)
+      .emplace<layer::ReLU>()
+      .emplace<layer::MaxPool2d>(2)
+      .emplace<layer::Conv2d>(20, 50, 5)
+      .emplace<layer::ReLU>()
+      .emplace<layer::MaxPool2d>(2)
+      .emplace<layer::Flatten>()
+      .emplace<layer::Linear>(800, 500)
+      .emplace<layer::ReLU>()
+      .emplace<layer::Linear>(500, 10);
+  return m;
+}
+
+// The imported model cut before its last node, with a new head.
+std::shared_ptr<layer::Sequential> transfer_model(std::shared_ptr<onnx::Rep> rep) {
+  auto m = std::make_shared<layer::Sequential>();
+  m->add(std::make_shared<layer::ImportedModel>(rep, -1));
+  m->emplace<layer::Linear>(500, 128)
+      .emplace<layer::ReLU>()
+      .emplace<layer::Linear>(128, 32)
+      .emplace<layer::ReLU>()
+      .emplace<layer::Linear>(32, 10);
+  return m;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Config& c, const layer::NamedVariables& params) {
+  if (c.optimizer == "sgd") return std::make_unique<optim::SGD>(params, c.lr, c.momentum, c.weight_decay);
+  if (c.optimizer == "adam") return std::make_unique<optim::Adam>(params, c.lr, 0.9, 0.999, 1e-8, c.weight_decay);
+  if (c.optimizer == "adamw") return std::make_unique<optim::AdamW>(params, c.lr, 0.9, 0.999, 1e-8, c.weight_decay);
+  throw UsageError("--optimizer must be sgd, adam or adamw, got '" + c.optimizer + "'");
+}
+
+double accuracy(layer::Layer& model, const data::Split& test) {
+  autograd::NoGradGuard ng;
+  model.eval();
+  int64_t correct = 0;
+  std::mt19937_64 unused;
+  auto order = data::permutation(test.size(), unused, false);
+  for (int64_t b = 0; b < test.size(); b += 500) {
+    data::Split batch = data::batch(test, order, b, std::min(test.size(), b + 500));
+    correct += loss::count_correct(model(Variable(batch.images)).data(), batch.labels);
+  }
+  model.train();
+  return test.size() ? double(correct) / double(test.size()) : 0.0;
+}
+
+double accuracy(const onnx::Rep& rep, const data::Split& test) {
+  int64_t correct = 0;
+  std::mt19937_64 unused;
+  auto order = data::permutation(test.size(), unused, false);
+  for (int64_t b = 0; b < test.size(); b += 500) {
+    data::Split batch = data::batch(test, order, b, std::min(test.size(), b + 500));
+    correct += loss::count_correct(rep.run(std::vector<Tensor>{batch.images})[0].second, batch.labels);
+  }
+  return test.size() ? double(correct) / double(test.size()) : 0.0;
+}
+
+void save_state(const Config& c, const std::string& stage, int64_t epochs_done, const layer::Layer& model,
+                const optim::Optimizer& opt, uint64_t rng_epoch_seed) {
+  if (c.checkpoint.empty()) return;
+  Checkpoint ck;
+  ck.meta["stage"] = stage;
+  ck.meta["epochs_done"] = std::to_string(epochs_done);
+  ck.meta["model"] = c.model_path;
+  ck.meta["seed"] = std::to_string(rng_epoch_seed);
+  for (const auto& [n, v] : model.parameters()) ck.tensors["param/" + n] = v.data();
+  for (const auto& [n, v] : model.buffers()) ck.tensors["buffer/" + n] = v.data();
+  for (const auto& [n, t] : opt.state()) ck.tensors["opt/" + n] = t;
+  save_checkpoint(ck, c.checkpoint);
+}
+
+void load_params(const Checkpoint& ck, const layer::Layer& model, const std::string& file) {
+  auto assign = [&](const layer::NamedVariables& vars, const std::string& kind) {
+    for (auto [n, v] : vars) {
+      auto it = ck.tensors.find(kind + "/" + n);
+      if (it == ck.tensors.end()) throw Error(SINGA_INVALID_ARGUMENT, "checkpoint '" + file + "' has no " + kind + " '" + n + "'");
+      if (it->second.shape() != v.shape() || it->second.dtype() != v.dtype())
+        throw Error(SINGA_INVALID_ARGUMENT, "checkpoint '" + file + "': " + kind + " '" + n + "' is " +
+                                                shape_to_string(it->second.shape()) + ", the model's is " + shape_to_string(v.shape()));
+      v.set_data(it->second.clone());
+    }
+  };
+  assign(model.parameters(), "param");
+  assign(model.buffers(), "buffer");
+}
+
+std::map<std::string, Tensor> opt_state(const Checkpoint& ck) {
+  std::map<std::string, Tensor> s;
+  for (const auto& [n, t] : ck.tensors)
+    if (n.rfind("opt/", 0) == 0) s[n.substr(4)] = t;
+  return s;
+}
+
+struct StageResult {
+  std::string stage;
+  double accuracy = -1, loss = -1, images_per_second = 0, seconds = 0;
+  int64_t epochs = 0;
+  std::string note;
+};
+
+void report(const Config& c, const StageResult& r) {
+  if (c.json) {
+    std::ostringstream o;
+    o << "{\"stage\":" << json_quote(r.stage);
+    if (r.accuracy >= 0) o << ",\"test_accuracy\":" << json_number(r.accuracy);
+    if (r.epochs) o << ",\"epochs\":" << r.epochs << ",\"train_loss\":" << json_number(r.loss)
+                    << ",\"images_per_second\":" << json_number(r.images_per_second);
+    o << ",\"seconds\":" << json_number(r.seconds);
+    if (!r.note.empty()) o << ",\"note\":" << json_quote(r.note);
+    o << "}";
+    std::cout << o.str() << std::endl;
+    return;
+  }
+  std::printf("%-9s", r.stage.c_str());
+  if (r.accuracy >= 0) std::printf("  test accuracy %.2f%%", 100 * r.accuracy);
+  if (r.epochs) std::printf("  (%lld epochs, last loss %.4f, %.0f img/s)", (long long)r.epochs, r.loss, r.images_per_second);
+  std::printf("  %.1f s", r.seconds);
+  if (!r.note.empty()) std::printf("  %s", r.note.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+// Trains `model` from epoch `first` on, checkpointing after every epoch.
+StageResult fit(const Config& c, const std::string& stage, layer::Layer& model, optim::Optimizer& opt,
+                const data::Split& train, const data::Split& test, int64_t first) {
+  StageResult r{stage};
+  auto t0 = Clock::now();
+  double train_seconds = 0;
+  int64_t images = 0;
+  model.train();
+  std::unique_ptr<optim::Schedule> sched;
+  if (c.schedule == "cosine") sched = std::make_unique<optim::CosineLR>(c.lr, c.epochs, c.lr * 0.01);
+  if (c.schedule == "step") sched = std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(1, c.epochs / 3), 0.1);
+  for (int64_t e = first; e < c.epochs; ++e) {
+    if (sched) opt.set_lr(sched->at(e));
+    std::mt19937_64 rng(c.seed * 1000003 + uint64_t(e) + std::hash<std::string>()(stage));
+    auto order = data::permutation(train.size(), rng);
+    const int64_t steps = (train.size() + c.batch - 1) / c.batch;
+    ProgressBar bar(c.progress, stage + " epoch " + std::to_string(e + 1) + "/" + std::to_string(c.epochs), steps);
+    auto e0 = Clock::now();
+    double running = 0;
+    int64_t seen = 0;
+    for (int64_t s = 0; s < steps; ++s) {
+      data::Split b = data::batch(train, order, s * c.batch, std::min(train.size(), (s + 1) * c.batch));
+      Variable logits = model(Variable(b.images));
+      Variable l = loss::softmax_cross_entropy(logits, Variable(b.labels));
+      autograd::backward(l);
+      opt.step();
+      opt.zero_grad();
+      const double lv = double(*l.data().data<float>());
+      running = s == 0 ? lv : 0.95 * running + 0.05 * lv;
+      seen += b.size();
+      if (s % 20 == 0 || s + 1 == steps) bar.update(s + 1, running, seen);
+    }
+    bar.finish();
+    train_seconds += std::chrono::duration<double>(Clock::now() - e0).count();
+    images += seen;
+    r.loss = running;
+    save_state(c, stage, e + 1, model, opt, c.seed);
+  }
+  r.epochs = c.epochs - first;
+  r.images_per_second = train_seconds > 0 ? double(images) / train_seconds : 0;
+  r.accuracy = accuracy(model, test);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+void export_model(const Config& c, layer::Layer& model, const data::Split& test) {
+  model.eval();
+  std::mt19937_64 unused;
+  auto order = data::permutation(test.size(), unused, false);
+  data::Split sample = data::batch(test, order, 0, std::min<int64_t>(2, test.size()));
+  Variable x(sample.images, false, "input");
+  Variable y = model(x);
+  onnx::ExportOptions o;
+  o.opset = c.opset;
+  o.input_names = {"input"};
+  o.output_names = {"output"};
+  o.initializer_names = model.parameters();
+  for (const auto& b : model.buffers()) o.initializer_names.push_back(b);
+  onnx::save_model(onnx::to_onnx({x}, {y}, o), c.model_path);
+  model.train();
+}
+
+int run_train(const Config& c) {
+  std::optional<Checkpoint> ck;
+  std::string resume_stage;
+  int64_t resume_epochs = 0;
+  if (c.resume) {
+    if (c.checkpoint.empty()) throw UsageError("--resume needs --checkpoint FILE");
+    ck = load_checkpoint(c.checkpoint);
+    resume_stage = ck->meta["stage"];
+    resume_epochs = std::stoll(ck->meta.count("epochs_done") ? ck->meta["epochs_done"] : "0");
+  }
+  data::Split train = data::load_mnist(c.data_dir, "train", c.limit_train);
+  data::Split test = data::load_mnist(c.data_dir, "t10k", c.limit_test);
+  data::normalize(train.images, kMean, kStd);
+  data::normalize(test.images, kMean, kStd);
+  auto wanted = [&](const std::string& s) { return std::find(c.stages.begin(), c.stages.end(), s) != c.stages.end(); };
+  // Stages before the checkpoint's are done; the checkpoint's own resumes.
+  auto skip = [&](const std::string& s) {
+    if (resume_stage.empty()) return false;
+    int a = 0, b = 0;
+    for (int i = 0; i < 5; ++i) {
+      if (s == kStages[i]) a = i;
+      if (resume_stage == kStages[i]) b = i;
+    }
+    return a < b;
+  };
+  layer::manual_seed(c.seed);
+
+  std::shared_ptr<layer::Sequential> cnn;
+  if (wanted("train") || wanted("export")) {
+    cnn = seed_cnn();
+    if (wanted("train") && !skip("train")) {
+      auto opt = make_optimizer(c, cnn->parameters());
+      int64_t first = 0;
+      if (ck && resume_stage == "train") {
+        load_params(*ck, *cnn, c.checkpoint);
+        opt->load_state(opt_state(*ck));
+        first = resume_epochs;
+      }
+      report(c, fit(c, "train", *cnn, *opt, train, test, first));
+    } else if (ck && (resume_stage == "train" || skip("train"))) {
+      if (resume_stage == "train") load_params(*ck, *cnn, c.checkpoint);
+    }
+  }
+  if (wanted("export") && !skip("export")) {
+    auto t0 = Clock::now();
+    if (!wanted("train") && !(ck && resume_stage == "train"))
+      throw UsageError("the export stage needs the train stage (or --resume from a train checkpoint)");
+    export_model(c, *cnn, test);
+    StageResult r{"export"};
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.note = "wrote " + c.model_path + " (opset " + std::to_string(c.opset) + ")";
+    report(c, r);
+  }
+  std::shared_ptr<onnx::Rep> rep;
+  auto imported = [&]() {
+    if (!rep) rep = layer::ImportedModel::prepare_for_training(c.model_path);
+    return rep;
+  };
+  if (wanted("import") && !skip("import")) {
+    auto t0 = Clock::now();
+    StageResult r{"import"};
+    onnx::PrepareOptions po;
+    po.optimize = c.optimize;  // the inference path, with graph passes by default
+    r.accuracy = accuracy(*onnx::prepare(c.model_path, po), test);
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.note = "prepare(" + c.model_path + ")";
+    report(c, r);
+  }
+  auto staged_fit = [&](const std::string& stage, std::shared_ptr<layer::Layer> model) {
+    auto opt = make_optimizer(c, model->parameters());
+    int64_t first = 0;
+    if (ck && resume_stage == stage) {
+      load_params(*ck, *model, c.checkpoint);
+      opt->load_state(opt_state(*ck));
+      first = resume_epochs;
+    }
+    report(c, fit(c, stage, *model, *opt, train, test, first));
+  };
+  if (wanted("retrain") && !skip("retrain")) staged_fit("retrain", std::make_shared<layer::ImportedModel>(imported()));
+  if (wanted("transfer") && !skip("transfer")) staged_fit("transfer", transfer_model(imported()));
+  return kExitOk;
+}
+
+int cmd_train(const std::vector<std::string>& args) {
+  CommandSpec spec{"train", "[options]",
+                   "Runs SINGA's sonnx MNIST workflow on Fashion-MNIST (IDX files, gzipped or not): trains the seed CNN\n"
+                   "(conv 1->20 5x5, relu, maxpool 2, conv 20->50 5x5, relu, maxpool 2, flatten, linear 800->500, relu,\n"
+                   "linear 500->10), exports it to ONNX, imports it back with prepare(), re-trains the imported model and\n"
+                   "transfer-learns (the imported model without its last layer plus Linear 500->128->32->10), printing\n"
+                   "the test accuracy after each stage. A progress bar is shown on a terminal (or with --progress).\n"
+                   "With --checkpoint FILE the state is saved after every epoch; --resume continues from it."};
+  po::options_description own("Options");
+  own.add_options()
+      ("data", po::value<std::string>()->value_name("DIR")->default_value("/usr/share/datasets/fashion-mnist"), "folder of the IDX files")
+      ("stages", po::value<std::string>()->value_name("LIST")->default_value("train,export,import,retrain,transfer"), "comma-separated stages to run")
+      ("epochs", po::value<int64_t>()->value_name("N")->default_value(3), "epochs per training stage")
+      ("batch", po::value<int64_t>()->value_name("N")->default_value(64), "batch size")
+      ("lr", po::value<double>()->value_name("X")->default_value(0.02), "learning rate (of the first epoch)")
+      ("momentum", po::value<double>()->value_name("X")->default_value(0.9), "SGD momentum")
+      ("weight-decay", po::value<double>()->value_name("X")->default_value(0.0), "weight decay")
+      ("optimizer", po::value<std::string>()->value_name("NAME")->default_value("sgd"), "sgd, adam or adamw")
+      ("schedule", po::value<std::string>()->value_name("NAME")->default_value("cosine"),
+       "learning rate per epoch: none, step (x0.1 every third of the epochs) or cosine")
+      ("model,o", po::value<std::string>()->value_name("FILE")->default_value("fashion_mnist.onnx"), "the exported model (read back by the later stages)")
+      ("opset", po::value<int64_t>()->value_name("N")->default_value(17), "opset of the exported model (13-17)")
+      ("limit-train", po::value<int64_t>()->value_name("N")->default_value(0), "use only the first N training images")
+      ("limit-test", po::value<int64_t>()->value_name("N")->default_value(0), "use only the first N test images")
+      ("seed", po::value<uint64_t>()->value_name("S")->default_value(1), "seed of initialisation and shuffling")
+      ("checkpoint", po::value<std::string>()->value_name("FILE"), "save the training state here after every epoch")
+      ("resume", "continue from --checkpoint")
+      ("no-optimize", "prepare the import stage's model without graph passes")
+      ("progress", "show the progress bar even when stderr is not a terminal")
+      ("json", "print one JSON line per stage");
+  Parsed p = parse_command(spec, args, own, "");
+  if (p.help) {
+    print_command_help(spec, own);
+    return kExitOk;
+  }
+  Config c;
+  c.data_dir = p.vm["data"].as<std::string>();
+  c.model_path = p.vm["model"].as<std::string>();
+  c.epochs = p.vm["epochs"].as<int64_t>();
+  c.batch = p.vm["batch"].as<int64_t>();
+  c.lr = p.vm["lr"].as<double>();
+  c.momentum = p.vm["momentum"].as<double>();
+  c.weight_decay = p.vm["weight-decay"].as<double>();
+  c.optimizer = p.vm["optimizer"].as<std::string>();
+  c.schedule = p.vm["schedule"].as<std::string>();
+  if (c.schedule != "none" && c.schedule != "step" && c.schedule != "cosine")
+    throw UsageError("--schedule must be none, step or cosine, got '" + c.schedule + "'");
+  c.opset = p.vm["opset"].as<int64_t>();
+  c.limit_train = p.vm["limit-train"].as<int64_t>();
+  c.limit_test = p.vm["limit-test"].as<int64_t>();
+  c.seed = p.vm["seed"].as<uint64_t>();
+  if (p.vm.count("checkpoint")) c.checkpoint = p.vm["checkpoint"].as<std::string>();
+  c.resume = p.vm.count("resume") > 0;
+  c.json = p.vm.count("json") > 0;
+  c.optimize = p.vm.count("no-optimize") == 0;
+  c.progress = p.vm.count("progress") > 0 || ::isatty(2);
+  std::stringstream ss(p.vm["stages"].as<std::string>());
+  for (std::string s; std::getline(ss, s, ',');) {
+    if (std::find(std::begin(kStages), std::end(kStages), s) == std::end(kStages))
+      throw UsageError("--stages: unknown stage '" + s + "' (stages: train, export, import, retrain, transfer)");
+    c.stages.push_back(s);
+  }
+  if (c.epochs < 1 || c.batch < 1) throw UsageError("--epochs and --batch must be positive");
+  if (c.opset < 13 || c.opset > 17) throw UsageError("--opset must be 13 to 17");
+  if (c.limit_train < 0 || c.limit_test < 0) throw UsageError("--limit-train and --limit-test must be >= 0");
+  // The backward kernels call BLAS from every worker of the thread pool; a
+  // BLAS with threads of its own would oversubscribe the cores.
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  load_runtime(p.global);
+  if (p.global.threads > 0)
+    if (Device* cpu = Runtime::instance().cpu()) cpu->set_num_threads(p.global.threads);
+  return run_train(c);
+}
+
+}  // namespace
+
+// Used by `singa export` (cmd_export.cpp): the architectures live here.
+std::string export_checkpoint(const std::string& checkpoint, const std::string& out, int64_t opset) {
+  Checkpoint ck = load_checkpoint(checkpoint);
+  const std::string stage = ck.meta["stage"];
+  std::shared_ptr<layer::Layer> model;
+  if (stage == "train") {
+    model = seed_cnn();
+  } else if (stage == "retrain" || stage == "transfer") {
+    auto rep = layer::ImportedModel::prepare_for_training(ck.meta["model"]);
+    model = stage == "retrain" ? std::shared_ptr<layer::Layer>(std::make_shared<layer::ImportedModel>(rep)) : transfer_model(rep);
+  } else {
+    throw Error(SINGA_INVALID_ARGUMENT, "'" + checkpoint + "' is not a checkpoint of `singa train` (stage '" + stage + "')");
+  }
+  load_params(ck, *model, checkpoint);
+  model->eval();
+  Variable x(Tensor::zeros({1, 1, 28, 28}, SINGA_ONNX_FLOAT), false, "input");
+  Variable y = (*model)(x);
+  onnx::ExportOptions o;
+  o.opset = opset;
+  o.input_names = {"input"};
+  o.output_names = {"output"};
+  o.initializer_names = model->parameters();
+  for (const auto& b : model->buffers()) o.initializer_names.push_back(b);
+  onnx::save_model(onnx::to_onnx({x}, {y}, o), out);
+  return stage + " after " + ck.meta["epochs_done"] + " epochs";
+}
+
+const CommandRegistrar kTrain("train", cmd_train, "train, export, re-import and transfer-learn a CNN on Fashion-MNIST");
+
+}  // namespace cli
+}  // namespace singa
