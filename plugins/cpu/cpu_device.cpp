@@ -26,10 +26,12 @@ int default_threads() {
   return hw ? int(hw) : 1;
 }
 
-ThreadPool& pool() {
-  static ThreadPool* p = new ThreadPool(default_threads());  // lives as long as the process
-  return *p;
-}
+// The pool and the block cache live from plugin init to shutdown (not in
+// function statics): the host may unload the plugin, and what stays behind then
+// is threads running unmapped code and memory nobody can reach.
+ThreadPool* g_pool = nullptr;
+
+ThreadPool& pool() { return *g_pool; }
 
 singa_status* device_count(void*, int32_t* count) {
   *count = 1;
@@ -71,6 +73,10 @@ class BlockCache {
     return p;
   }
 
+  ~BlockCache() {
+    for (auto& b : idle_) std::free(b.second);
+  }
+
   void put(void* p) {
     if (!p) return;
     {
@@ -95,9 +101,15 @@ class BlockCache {
   std::multimap<size_t, void*> idle_;        // kept blocks by size
 };
 
-BlockCache& cache() {
-  static BlockCache* c = new BlockCache();  // lives as long as the process, like the pool
-  return *c;
+BlockCache* g_cache = nullptr;
+
+BlockCache& cache() { return *g_cache; }
+
+void cpu_shutdown() {
+  delete g_pool;
+  g_pool = nullptr;
+  delete g_cache;  // frees the idle blocks; blocks still in use belong to tensors that outlive the plugin
+  g_cache = nullptr;
 }
 
 singa_status* cpu_alloc(void*, int32_t, size_t bytes, size_t alignment, void** out) {
@@ -157,4 +169,7 @@ SINGA_PLUGIN("cpu", "0.1.0", "CPU device: aligned host memory and an intra-op th
   d.num_threads = cpu_num_threads;
   d.set_num_threads = cpu_set_num_threads;
   reg.device(d);
+  if (!g_pool) g_pool = new ThreadPool(default_threads());
+  if (!g_cache) g_cache = new BlockCache();
+  reg.on_shutdown(cpu_shutdown);
 }

@@ -191,20 +191,9 @@ TEST_F(FrontendTest, ExportedModelMatchesOnnxRuntime) {
     std::ofstream f(dir / "x.bin", std::ios::binary);
     f.write(static_cast<const char*>(x.raw_data()), std::streamsize(x.nbytes()));
   }
-  {
-    std::ofstream js(dir / "run.js");
-    js << "const ort = require(process.argv[2]); const fs = require('fs');\n"
-          "(async () => {\n"
-          "  const s = await ort.InferenceSession.create(process.argv[3]);\n"
-          "  const b = fs.readFileSync(process.argv[4]);\n"
-          "  const x = new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));\n"
-          "  const out = await s.run({[s.inputNames[0]]: new ort.Tensor('float32', x, JSON.parse(process.argv[5]))});\n"
-          "  const y = out[s.outputNames[0]].data;\n"
-          "  fs.writeFileSync(process.argv[6], Buffer.from(y.buffer, y.byteOffset, y.byteLength));\n"
-          "})().catch(e => { console.error(e); process.exit(1); });\n";
-  }
-  std::string cmd = "node " + (dir / "run.js").string() + " " + ort + " " + (dir / "model.onnx").string() + " " +
-                    (dir / "x.bin").string() + " '[3,1,8,8]' " + (dir / "y.bin").string();
+  std::string cmd = "node " + std::string(SINGA_TEST_SOURCE_ROOT) + "/tests/ort_run.js " + ort + " " +
+                    (dir / "model.onnx").string() + " " + (dir / "x.bin").string() + " '[3,1,8,8]' " +
+                    (dir / "y.bin").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   Tensor ours;
   {

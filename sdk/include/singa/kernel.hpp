@@ -464,7 +464,8 @@ struct KernelTrampolines {
 
 class Registrar {
  public:
-  Registrar(const singa_host_api* h, singa_plugin_handle* p) : host_(h), plugin_(p) {}
+  Registrar(const singa_host_api* h, singa_plugin_handle* p, singa_plugin* info = nullptr)
+      : host_(h), plugin_(p), info_(info) {}
 
   // Registers kernel class K for an op over opsets [since, end] on `device`.
   template <typename K>
@@ -491,10 +492,16 @@ class Registrar {
   // Registers a raw C definition (for infer/gradient hooks).
   void kernel_def(const singa_kernel_def& def) { throw_if(host_->register_kernel(plugin_, &def)); }
   void device(const singa_device_def& def) { throw_if(host_->register_device(plugin_, &def)); }
+  // Called by the host before it unloads the plugin: the place to join threads and free
+  // process-lifetime state, which would otherwise outlive the code that owns it.
+  void on_shutdown(void (*fn)(void)) {
+    if (info_ && SINGA_HAS_FIELD(info_, singa_plugin, shutdown)) info_->shutdown = fn;
+  }
 
  private:
   const singa_host_api* host_;
   singa_plugin_handle* plugin_;
+  singa_plugin* info_;
 };
 
 inline singa_status* plugin_preamble(const singa_host_api* h, singa_plugin* p, const char* name, const char* version,
@@ -531,7 +538,7 @@ inline singa_status* plugin_preamble(const singa_host_api* h, singa_plugin* p, c
   extern "C" SINGA_EXPORT singa_status* singa_plugin_init(const singa_host_api* host, singa_plugin* plugin) { \
     if (singa_status* st = ::singa::sdk::plugin_preamble(host, plugin, NAME, VERSION, DESCRIPTION)) return st; \
     SINGA_TRY_BEGIN                                                                                        \
-    ::singa::sdk::Registrar reg(host, plugin->handle);                                                     \
+    ::singa::sdk::Registrar reg(host, plugin->handle, plugin);                                                  \
     singa_plugin_register_(reg);                                                                           \
     SINGA_TRY_END                                                                                          \
   }                                                                                                        \
