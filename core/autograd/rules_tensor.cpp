@@ -106,11 +106,13 @@ void register_tensor_rules() {
 
 void register_math_rules();
 void register_nn_rules();
+void register_elementwise_rules();
 
 void register_builtin_rules() {
   register_math_rules();
   register_nn_rules();
   register_tensor_rules();
+  register_elementwise_rules();
 }
 
 }  // namespace autograd

@@ -1,5 +1,7 @@
 #include <singa/layer.hpp>
 
+#include "init.hpp"
+
 #include <singa/error.hpp>
 
 #include <cmath>
@@ -12,6 +14,7 @@ namespace layer {
 using autograd::apply;
 using autograd::apply1;
 using autograd::Attrs;
+using detail::uniform;
 
 namespace {
 
@@ -21,9 +24,16 @@ std::mt19937_64& rng() {
   return r;
 }
 
-// U(-bound, bound), PyTorch's default initialisation for Linear and Conv
-// (kaiming_uniform with a = sqrt(5) gives bound = 1 / sqrt(fan_in)).
-Variable uniform(const Shape& shape, double bound, const std::string& name) {
+Variable filled(const Shape& shape, float v, bool trainable, const std::string& name) {
+  Tensor t(shape, SINGA_ONNX_FLOAT);
+  std::fill(t.data<float>(), t.data<float>() + t.numel(), v);
+  return Variable(t, trainable, name);
+}
+
+}  // namespace
+
+// kaiming_uniform with a = sqrt(5), PyTorch's default, gives bound = 1 / sqrt(fan_in).
+Variable detail::uniform(const Shape& shape, double bound, const std::string& name) {
   Tensor t(shape, SINGA_ONNX_FLOAT);
   std::lock_guard<std::mutex> lock(g_rng_mu);
   std::uniform_real_distribution<float> d(float(-bound), float(bound));
@@ -32,14 +42,6 @@ Variable uniform(const Shape& shape, double bound, const std::string& name) {
   for (int64_t i = 0; i < n; ++i) p[i] = d(rng());
   return Variable(t, true, name);
 }
-
-Variable filled(const Shape& shape, float v, bool trainable, const std::string& name) {
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  std::fill(t.data<float>(), t.data<float>() + t.numel(), v);
-  return Variable(t, trainable, name);
-}
-
-}  // namespace
 
 void manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(g_rng_mu);

@@ -285,11 +285,100 @@ TEST(AutogradTest, ClearErrors) {
   Variable c(random({3}));
   EXPECT_THROW(backward(reduce_sum(c, {})), singa::Error);  // nothing requires a gradient
   // An op without a rule fails at backward time, naming it.
-  Variable f = reduce_sum(apply1("Floor", {x}), {});
+  Variable f = reduce_sum(apply1("HardSwish", {x}), {});
   try {
     backward(f);
     FAIL();
   } catch (const singa::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("Floor"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("HardSwish"), std::string::npos) << e.what();
   }
+}
+
+TEST(AutogradTest, TrigonometricAndHyperbolic) {
+  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh"}) {
+    SCOPED_TRACE(op);
+    check_grad(unary(op), {random({6}, -0.8, 0.8)});
+  }
+  check_grad(unary("Acosh"), {random({6}, 1.2, 3.0)});
+}
+
+TEST(AutogradTest, MoreActivations) {
+  check_grad(unary("Reciprocal"), {random({5}, 0.5, 2.0)});
+  check_grad(unary("Softsign"), {random({6})});
+  check_grad(unary("Erf"), {random({6})});
+  check_grad(unary("Selu", Attrs().set("alpha", 1.5f).set("gamma", 1.2f)), {away_from_zero({8})});
+  check_grad(unary("Selu"), {away_from_zero({8})});
+  // 0.2x + 0.5 leaves [0, 1] at |x| > 2.5: values on both sides of the kinks.
+  check_grad(unary("HardSigmoid"), {random({10}, -4, 4)});
+  check_grad(unary("HardSigmoid", Attrs().set("alpha", 0.5f).set("beta", 0.1f)), {random({10}, -3, 3, 4)});
+  // Per-channel slope [C,1,1] broadcast onto [N,C,H,W], and a scalar slope.
+  check_grad(binary("PRelu"), {away_from_zero({2, 3, 2, 2}), random({3, 1, 1}, 0.1, 0.5, 5)});
+  check_grad(binary("PRelu"), {away_from_zero({4}), random({1}, 0.1, 0.5, 5)});
+}
+
+TEST(AutogradTest, FlatOpsGiveZeroGradients) {
+  for (const char* op : {"Sign", "Ceil", "Floor", "Round"}) {
+    SCOPED_TRACE(op);
+    // Values away from the steps, where the derivative is 0.
+    Tensor x = random({5}, 0.1, 0.4);
+    check_grad(unary(op), {x});
+  }
+}
+
+TEST(AutogradTest, ClipWithBoundsAsInputsAndAttributes) {
+  // Opset 13: min and max are inputs, and collect the gradient of what was clipped.
+  Fn clip13 = [](const std::vector<Variable>& v) { return apply1("Clip", {v[0], v[1], v[2]}); };
+  Tensor lo = Tensor::from_vector<double>({}, SINGA_ONNX_DOUBLE, {-0.45});
+  Tensor hi = Tensor::from_vector<double>({}, SINGA_ONNX_DOUBLE, {0.35});
+  check_grad(clip13, {random({12}), lo, hi});
+  // Only a max; values straddle it.
+  Fn clip_max = [](const std::vector<Variable>& v) { return apply1("Clip", {v[0], Variable(), v[1]}); };
+  check_grad(clip_max, {random({12}, -1, 1, 3), hi});
+  // Opset 6: attributes.
+  Fn clip6 = [](const std::vector<Variable>& v) {
+    return apply("Clip", {v[0]}, Attrs().set("min", -0.3f).set("max", 0.6f), 1, "", 6)[0];
+  };
+  check_grad(clip6, {random({12}, -1, 1, 4)});
+}
+
+TEST(AutogradTest, VariadicSumMeanMaxMinWithBroadcast) {
+  for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
+    SCOPED_TRACE(op);
+    Fn f = [op](const std::vector<Variable>& v) { return apply1(op, {v[0], v[1], v[2]}); };
+    check_grad(f, {random({2, 3}, -1, 1, 1), random({3}, -1, 1, 2), random({2, 1}, -1, 1, 3)});
+    Fn one = [op](const std::vector<Variable>& v) { return apply1(op, {v[0]}); };
+    check_grad(one, {random({4})});
+  }
+}
+
+TEST(AutogradTest, MaxSharesTies) {
+  ensure_loaded();
+  Variable a(Tensor::from_vector<double>({2}, SINGA_ONNX_DOUBLE, {1.0, 2.0}), true);
+  Variable b(Tensor::from_vector<double>({2}, SINGA_ONNX_DOUBLE, {1.0, 3.0}), true);
+  backward(reduce_sum(apply1("Max", {a, b}), {}));
+  EXPECT_DOUBLE_EQ(a.grad().data<double>()[0], 0.5);
+  EXPECT_DOUBLE_EQ(b.grad().data<double>()[0], 0.5);
+  EXPECT_DOUBLE_EQ(a.grad().data<double>()[1], 0.0);
+  EXPECT_DOUBLE_EQ(b.grad().data<double>()[1], 1.0);
+}
+
+TEST(AutogradTest, WhereAndTile) {
+  Tensor cond = Tensor::from_vector<uint8_t>({2, 3}, SINGA_ONNX_BOOL, {1, 0, 1, 0, 0, 1});
+  Fn where = [cond](const std::vector<Variable>& v) { return apply1("Where", {Variable(cond), v[0], v[1]}); };
+  check_grad(where, {random({2, 3}), random({3}, -1, 1, 2)});
+  Tensor reps = Tensor::from_vector<int64_t>({3}, SINGA_ONNX_INT64, {2, 1, 3});
+  Fn tile = [reps](const std::vector<Variable>& v) { return apply1("Tile", {v[0], Variable(reps)}); };
+  check_grad(tile, {random({2, 3, 2})});
+}
+
+TEST(AutogradTest, OtherReductions) {
+  // Distinct values, so that max/min are unique.
+  Tensor x = random({3, 4}, -1, 1, 11);
+  for (const char* op : {"ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    check_grad(unary(op, Attrs().set("axes", std::vector<int64_t>{1}).set("keepdims", int64_t(0))), {x});
+    check_grad(unary(op, Attrs().set("axes", std::vector<int64_t>{0}).set("keepdims", int64_t(1))), {x});
+    check_grad(unary(op, Attrs().set("keepdims", int64_t(0))), {x});
+  }
+  check_grad(unary("ReduceL1", Attrs().set("axes", std::vector<int64_t>{-1})), {away_from_zero({3, 4})});
 }

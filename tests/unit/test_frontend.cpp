@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <unistd.h>
 
 using singa::Shape;
@@ -111,6 +112,21 @@ TEST_F(FrontendTest, LayerModelRoundTripsWithADynamicBatch) {
       expect_close(rep->run(std::vector<Tensor>{x5})[0].second, eager, 1e-5);
     }
   }
+}
+
+TEST_F(FrontendTest, LstmClassifierExportsWithAFreeBatch) {
+  Sequential m;
+  m.emplace<LSTM>(3, 5, 2, true, false).emplace<Linear>(5, 4);
+  ::onnx::ModelProto model = export_eval(m, randn({2, 6, 3}), 17);
+  EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+  std::set<std::string> names;
+  for (const auto& i : model.graph().initializer()) names.insert(i.name());
+  for (const auto& [n, v] : m.parameters()) EXPECT_TRUE(names.count(n)) << n << " is not an initializer";
+  Tensor x = randn({4, 6, 3}, 8);
+  singa::autograd::NoGradGuard ng;
+  Tensor eager = m(Variable(x)).data();
+  auto rep = singa::onnx::prepare(model);
+  expect_close(rep->run(std::vector<Tensor>{x})[0].second, eager, 1e-5);
 }
 
 TEST_F(FrontendTest, TrainingModeTraceIsWrittenInInferenceForm) {

@@ -228,6 +228,123 @@ TEST_F(LayersTest, ImportedParametersTrainAndAppendedLayersReceiveGradients) {
 #include <cstdio>
 #include <fstream>
 
+namespace {
+
+// A float tensor as float64 (for numerical gradient checks).
+Tensor to_double(const Tensor& t) {
+  Tensor d(t.shape(), SINGA_ONNX_DOUBLE);
+  for (int64_t i = 0; i < t.numel(); ++i) d.data<double>()[i] = t.data<float>()[i];
+  return d;
+}
+
+// PyTorch's gate blocks (i, f, g, o) of a [4H, K] or [4H] tensor in ONNX's order (i, o, f, c).
+Tensor onnx_gate_order(const Tensor& t, int64_t hidden) {
+  Tensor out(t.shape(), SINGA_ONNX_FLOAT);
+  const int64_t block = t.numel() / 4;
+  const int64_t from[4] = {0, 3, 1, 2};
+  for (int64_t b = 0; b < 4; ++b)
+    std::copy(t.data<float>() + from[b] * block, t.data<float>() + (from[b] + 1) * block, out.data<float>() + b * block);
+  (void)hidden;
+  return out;
+}
+
+}  // namespace
+
+TEST_F(LayersTest, LstmMatchesTheOnnxLstmOperator) {
+  // The unrolled layer against ops_rnn's LSTM kernel on the same weights.
+  const int64_t N = 3, T = 5, I = 4, H = 6;
+  LSTM lstm(I, H, 1, /*batch_first=*/false);
+  Tensor x = randn({T, N, I}, 4);
+  Tensor ours = lstm(Variable(x)).data();
+  ASSERT_EQ(ours.shape(), (Shape{T, N, H}));
+  const LSTM::Weights& w = lstm.weights[0];
+  Tensor W = onnx_gate_order(w.w_ih.data(), H).reshaped({1, 4 * H, I});
+  Tensor R = onnx_gate_order(w.w_hh.data(), H).reshaped({1, 4 * H, H});
+  Tensor B({1, 8 * H}, SINGA_ONNX_FLOAT);
+  Tensor bi = onnx_gate_order(w.b_ih.data(), H), bh = onnx_gate_order(w.b_hh.data(), H);
+  std::copy(bi.data<float>(), bi.data<float>() + 4 * H, B.data<float>());
+  std::copy(bh.data<float>(), bh.data<float>() + 4 * H, B.data<float>() + 4 * H);
+  singa::autograd::NoGradGuard ng;
+  Tensor ref = singa::autograd::apply("LSTM", {Variable(x), Variable(W), Variable(R), Variable(B)},
+                                      singa::autograd::Attrs().set("hidden_size", H), 1)[0].data();
+  ASSERT_EQ(ref.shape(), (Shape{T, 1, N, H}));
+  for (int64_t i = 0; i < ours.numel(); ++i) EXPECT_NEAR(ours.data<float>()[i], ref.data<float>()[i], 1e-5) << i;
+}
+
+TEST_F(LayersTest, LstmShapesNamesAndClearErrors) {
+  LSTM lstm(3, 4, 2, /*batch_first=*/true, /*return_sequences=*/false);
+  std::vector<std::string> names;
+  for (auto& [n, v] : lstm.parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l1",
+                                             "weight_hh_l1", "bias_ih_l1", "bias_hh_l1"}));
+  EXPECT_EQ(lstm.weights[1].w_ih.shape(), (Shape{16, 4}));
+  EXPECT_EQ(lstm(Variable(randn({2, 7, 3}))).shape(), (Shape{2, 4}));
+  LSTM seq(3, 4, 1, true, true);
+  EXPECT_EQ(seq(Variable(randn({2, 7, 3}))).shape(), (Shape{2, 7, 4}));
+  EXPECT_THROW(lstm(Variable(randn({2, 7, 5}))), singa::Error);  // wrong feature count
+  EXPECT_THROW(lstm(Variable(randn({2, 3}))), singa::Error);      // not a sequence
+  EXPECT_THROW(LSTM(0, 4), singa::Error);
+}
+
+TEST_F(LayersTest, LstmGradientsMatchCentralDifferences) {
+  // Two layers, batch first, float64 throughout.
+  LSTM lstm(2, 3, 2, true, true);
+  for (auto& w : lstm.weights)
+    for (Variable* v : {&w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh}) v->set_data(to_double(v->data()));
+  Variable x(to_double(randn({2, 4, 2}, 5)), true);
+  Tensor r = to_double(randn({2, 4, 3}, 6));
+  auto loss = [&]() {
+    Variable y = lstm(x);
+    Variable prod = singa::autograd::mul(y, Variable(r));
+    return singa::autograd::reduce_sum(prod, {});
+  };
+  singa::autograd::backward(loss());
+  const double eps = 1e-6;
+  for (Variable* v : {&x, &lstm.weights[0].w_hh, &lstm.weights[1].w_ih, &lstm.weights[0].b_ih}) {
+    ASSERT_TRUE(v->grad().defined());
+    double* p = v->data().data<double>();
+    for (int64_t j = 0; j < v->data().numel(); ++j) {
+      singa::autograd::NoGradGuard ng;
+      const double keep = p[j];
+      p[j] = keep + eps;
+      const double up = loss().data().data<double>()[0];
+      p[j] = keep - eps;
+      const double down = loss().data().data<double>()[0];
+      p[j] = keep;
+      const double numeric = (up - down) / (2 * eps);
+      ASSERT_NEAR(v->grad().data<double>()[j], numeric, 1e-6 * std::max(1.0, std::abs(numeric))) << v->name() << " " << j;
+    }
+  }
+}
+
+TEST_F(LayersTest, LstmClassifierLearnsTheSignOfASum) {
+  // Sequences of +-1 steps; the class is whether their sum is positive.
+  std::mt19937 g(11);
+  const int64_t N = 64, T = 6;
+  Tensor x({N, T, 1}, SINGA_ONNX_FLOAT);
+  Tensor y({N}, SINGA_ONNX_INT64);
+  for (int64_t n = 0; n < N; ++n) {
+    float sum = 0;
+    for (int64_t t = 0; t < T; ++t) sum += x.data<float>()[n * T + t] = (g() & 1) ? 1.0f : -1.0f;
+    if (sum == 0) x.data<float>()[n * T] = -x.data<float>()[n * T], sum = 2 * x.data<float>()[n * T];
+    y.data<int64_t>()[n] = sum > 0;
+  }
+  Sequential m;
+  m.emplace<LSTM>(1, 8, 1, true, false).emplace<Linear>(8, 2);
+  singa::optim::Adam opt(m.parameters(), 0.05);
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    Variable l = singa::loss::softmax_cross_entropy(m(Variable(x)), Variable(y));
+    singa::autograd::backward(l);
+    opt.step();
+    opt.zero_grad();
+    (step == 0 ? first : last) = double(l.data().data<float>()[0]);
+  }
+  EXPECT_LT(last, 0.3 * first) << "loss " << first << " -> " << last;
+  singa::autograd::NoGradGuard ng;
+  EXPECT_GE(singa::loss::count_correct(m(Variable(x)).data(), y), N * 9 / 10);
+}
+
 TEST(DatasetTest, ReadsBigEndianIdxAndRejectsTruncatedFiles) {
   const std::string path = ::testing::TempDir() + "/singa_test.idx";
   {

@@ -137,6 +137,33 @@ struct ELU : Activation { explicit ELU(float alpha = 1.0f) : Activation("Elu", a
 struct Softplus : Activation { Softplus() : Activation("Softplus") {} };
 struct Flatten : Activation { explicit Flatten(int64_t axis = 1) : Activation("Flatten", autograd::Attrs().set("axis", axis)) {} };
 
+// A multi-layer LSTM (PyTorch's gate order i, f, g, o and parameter layout:
+// per layer l, "weight_ih_l<l>" [4H, in], "weight_hh_l<l>" [4H, H],
+// "bias_ih_l<l>" and "bias_hh_l<l>" [4H]). The input is [N, T, in] when
+// `batch_first`, else [T, N, in]; the state starts at zero. The output is every
+// step's hidden state of the last layer, shaped like the input with H features,
+// or only the last step's [N, H] when `return_sequences` is false (a
+// classifier's usual input). The steps are unrolled on the tape into MatMul,
+// Gemm, Sigmoid, Tanh and Mul nodes, so the layer trains with backward() and
+// exports as plain ONNX ops (any batch size; the step count of the trace).
+class LSTM : public Layer {
+ public:
+  LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1, bool batch_first = true,
+       bool return_sequences = true);
+  Variable forward(const Variable& x) override;
+  struct Weights {
+    Variable w_ih, w_hh, b_ih, b_hh;
+  };
+  std::vector<Weights> weights;  // one per layer
+
+ protected:
+  void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
+
+ private:
+  int64_t input_size_, hidden_;
+  bool batch_first_, return_sequences_;
+};
+
 // Layers applied in order; parameters are named "<index>.<name>".
 class Sequential : public Layer {
  public:
