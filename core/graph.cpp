@@ -101,9 +101,12 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
   }
 
  private:
+  // The input that must have X's rank, for ops whose inference in ONNX 1.12
+  // indexes one input's dims by the other's rank without checking (SEGV).
   static int weight_input(const std::string& op, const std::string& domain) {
     if (!domain.empty() && domain != "ai.onnx") return -1;
     if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") return 1;
+    if (op == "MaxUnpool") return 1;  // I, the indices, has X's shape
     if (op == "QLinearConv") return 3;
     return -1;
   }
@@ -116,8 +119,8 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
       return;
     int xr = x->tensor_type().shape().dim_size(), kr = k->tensor_type().shape().dim_size();
     if (xr != kr)
-      throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but the weight has rank " +
-                                   std::to_string(kr) + "; they must be equal");
+      throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but input " +
+                                   std::to_string(w) + " has rank " + std::to_string(kr) + "; they must be equal");
   }
   mutable std::mutex mu_;
   mutable std::map<const ::onnx::OpSchema*, std::unique_ptr<::onnx::OpSchema>> guarded_;

@@ -75,7 +75,9 @@ typedef enum singa_onnx_dtype {
   SINGA_ONNX_COMPLEX128 = 15, SINGA_ONNX_BFLOAT16 = 16
 } singa_onnx_dtype;
 
-#define SINGA_DTYPE_BIT(onnx_dtype) (UINT64_C(1) << (onnx_dtype))
+/* 0 for codes outside 0..63 (an unknown element type matches no mask). */
+#define SINGA_DTYPE_BIT(onnx_dtype) \
+  ((onnx_dtype) >= 0 && (onnx_dtype) < 64 ? UINT64_C(1) << (onnx_dtype) : UINT64_C(0))
 #define SINGA_MAX_DIMS 16
 
 /* Shape and element type of a value as known at prepare time.
