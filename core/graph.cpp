@@ -75,25 +75,29 @@ void bind_dims(::onnx::ModelProto& model, const std::map<std::string, int64_t>& 
 }
 
 
-// ONNX 1.12's shape inference for the convolutions takes the kernel's spatial
-// sizes from W's shape and then indexes per-axis vectors sized by X's rank: a
-// W whose rank differs from X's reads past their end and crashes the process
-// (found by fuzz/fuzz_model). Inference therefore goes through this registry,
-// which hands out copies of those schemas whose inference checks the ranks
-// first; a mismatch becomes an ordinary inference error.
+// ONNX 1.12's shape inference for convolutions and pooling trusts its
+// inputs: it takes the kernel's spatial sizes from W's shape and then indexes
+// per-axis vectors sized by X's rank (a W of another rank reads past their
+// end), and it divides by `strides` (a zero stride is SIGFPE). Both crash
+// the process (found by fuzz/fuzz_model). Inference therefore goes through
+// this registry, which hands out copies of those schemas whose inference
+// checks these first; a bad model becomes an ordinary inference error.
 class GuardedSchemas : public ::onnx::ISchemaRegistry {
  public:
   const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_version, const std::string& domain) const override {
     const ::onnx::OpSchema* s = ::onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_version, domain);
-    int w = weight_input(key, domain);
-    if (!s || w < 0 || !s->has_type_and_shape_inference_function()) return s;
+    if (!s || !s->has_type_and_shape_inference_function() || (!domain.empty() && domain != "ai.onnx")) return s;
+    const int w = same_rank_input(key);
+    const bool window = has_window(key);
+    if (w < 0 && !window) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto& guarded = guarded_[s];
     if (!guarded) {
       guarded = std::make_unique<::onnx::OpSchema>(*s);
       auto inner = s->GetTypeAndShapeInferenceFunction();
-      guarded->TypeAndShapeInferenceFunction([inner, w](::onnx::InferenceContext& ctx) {
-        check_ranks(ctx, w);
+      guarded->TypeAndShapeInferenceFunction([inner, w, window](::onnx::InferenceContext& ctx) {
+        if (w >= 0) check_ranks(ctx, w);
+        if (window) check_window(ctx);
         inner(ctx);
       });
     }
@@ -101,14 +105,18 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
   }
 
  private:
-  // The input that must have X's rank, for ops whose inference in ONNX 1.12
-  // indexes one input's dims by the other's rank without checking (SEGV).
-  static int weight_input(const std::string& op, const std::string& domain) {
-    if (!domain.empty() && domain != "ai.onnx") return -1;
+  // The input that must have X's rank.
+  static int same_rank_input(const std::string& op) {
     if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") return 1;
     if (op == "MaxUnpool") return 1;  // I, the indices, has X's shape
     if (op == "QLinearConv") return 3;
     return -1;
+  }
+  // Ops whose inference walks a sliding window (kernel_shape, strides, dilations).
+  static bool has_window(const std::string& op) {
+    static const std::set<std::string> ops{"Conv", "ConvInteger", "ConvTranspose", "QLinearConv", "AveragePool",
+                                           "MaxPool", "LpPool", "MaxUnpool"};
+    return ops.count(op) > 0;
   }
   static void check_ranks(::onnx::InferenceContext& ctx, int w) {
     if (ctx.getNumInputs() <= size_t(w)) return;
@@ -121,6 +129,16 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (xr != kr)
       throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but input " +
                                    std::to_string(w) + " has rank " + std::to_string(kr) + "; they must be equal");
+  }
+  static void check_window(::onnx::InferenceContext& ctx) {
+    for (const char* name : {"kernel_shape", "strides", "dilations"}) {
+      const ::onnx::AttributeProto* a = ctx.getAttribute(name);
+      if (!a) continue;
+      for (int64_t v : a->ints())
+        if (v < 1)
+          throw ::onnx::InferenceError("[ShapeInferenceError] attribute '" + std::string(name) + "' holds " +
+                                       std::to_string(v) + "; every entry must be at least 1");
+    }
   }
   mutable std::mutex mu_;
   mutable std::map<const ::onnx::OpSchema*, std::unique_ptr<::onnx::OpSchema>> guarded_;
