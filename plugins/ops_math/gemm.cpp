@@ -47,12 +47,6 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, 
               blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));
 }
 
-void use_blas_threads(const sdk::Context& ctx) {
-  static std::atomic<int> current{0};
-  const int n = std::max(1, ctx.num_threads());
-  if (current.exchange(n) != n) openblas_set_num_threads(n);
-}
-
 MatMulPlan plan_matmul(const Shape& a_in, const Shape& b_in) {
   sdk::check(!a_in.empty() && !b_in.empty(),
              "inputs must have rank >= 1, got A " + shape_str(a_in) + " and B " + shape_str(b_in));

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "blas_threads.hpp"
 #include "fused_activation.hpp"
 #include "math_common.hpp"
 
@@ -20,10 +21,6 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
                float beta, float* Y);
 void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                const double* B, double beta, double* Y);
-
-// OpenBLAS ignores the runtime's pool: this hands it the context's intra-op
-// thread count (the --threads value) before a product.
-void use_blas_threads(const sdk::Context& ctx);
 
 // The activation a graph pass fused into a Gemm (core/passes/fuse_activation.cpp):
 // attribute `activation` "Relu" | "LeakyRelu" | "Clip" with `activation_alpha`

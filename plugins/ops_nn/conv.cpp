@@ -3,6 +3,7 @@
 // float32 2-D convolutions whose input shape is known at create time run
 // through oneDNN (conv_dnnl.hpp); the rest, and any run whose input shape
 // differs from the planned one, through im2col + OpenBLAS or the direct loop.
+#include "blas_threads.hpp"
 #include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
 #include "conv_impl.hpp"
@@ -43,10 +44,10 @@ class Conv : public NodeKernel {
     sdk::Tensor x = required(ctx, 0, "X");
     if (dnnl_ && x.dtype() == SINGA_ONNX_FLOAT && x.shape() == dnnl_->input_shape()) {
       sdk::Tensor y = ctx.output(0, dnnl_->output_shape(), x.dl_dtype());
-      dnnl_->run(ctx, x.data<float>(), y.data<float>());
+      dnnl_->run(ctx, x.data<float>(), required(ctx, 1, "W").data<float>(), y.data<float>());
       return;
     }
-    use_context_threads(ctx);
+    ops::use_blas_threads(ctx);
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor b = ctx.input(2);
     check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
