@@ -1,6 +1,8 @@
 // recurrent.cpp - shared attribute parsing, input checks and BLAS products.
 #include "recurrent.hpp"
 
+#include "blas_threads.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -67,6 +69,7 @@ void check_state_input(const sdk::Tensor& t, const sdk::Shape& want, const char*
 
 template <typename T>
 Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64_t gates) {
+  ops::use_blas_threads(ctx);
   Problem<T> p;
   p.gates = gates;
   p.layout = attrs.layout;
@@ -139,6 +142,18 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, cons
 
 namespace {
 
+constexpr int64_t kGemvRows = 2;
+
+// y[M] += A[M,K] * x, row-major A.
+void gemv(int64_t M, int64_t K, const float* A, int64_t lda, const float* x, float* y) {
+  if (M == 0 || K == 0) return;
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, blas_dim(M), blas_dim(K), 1.f, A, blas_dim(lda), x, 1, 1.f, y, 1);
+}
+void gemv(int64_t M, int64_t K, const double* A, int64_t lda, const double* x, double* y) {
+  if (M == 0 || K == 0) return;
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, blas_dim(M), blas_dim(K), 1.0, A, blas_dim(lda), x, 1, 1.0, y, 1);
+}
+
 // Fills rows x cols of C with a bias row (zeros when there is none).
 template <typename T>
 void fill_rows(T* C, int64_t rows, int64_t cols, const T* bias) {
@@ -174,7 +189,14 @@ void recurrent_product(const Problem<T>& p, int64_t d, const T* H, T* hr, int64_
     else
       std::fill(row, row + used, T(0));
   }
-  gemm_nt(p.batch, used, p.hidden, H, p.hidden, p.R + d * cols * p.hidden, p.hidden, T(1), hr, cols);
+  const T* R = p.R + d * cols * p.hidden;
+  // A product with one or two rows is a matrix-vector product per row:
+  // sgemm would repack all of R on every step (most of an LSTM's time).
+  if (p.batch <= kGemvRows) {
+    for (int64_t b = 0; b < p.batch; ++b) gemv(used, p.hidden, R, p.hidden, H + b * p.hidden, hr + b * cols);
+    return;
+  }
+  gemm_nt(p.batch, used, p.hidden, H, p.hidden, R, p.hidden, T(1), hr, cols);
 }
 
 template std::vector<float> input_projection<float>(const Problem<float>&, int64_t);
