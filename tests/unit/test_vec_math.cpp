@@ -42,3 +42,13 @@ TEST(VecMath, SigmoidAndTanhMatchLibm) {
     EXPECT_TRUE(std::isfinite(s[i]) && std::isfinite(t[i])) << "x = " << x[i];
   }
 }
+
+TEST(VecMath, ErfMatchesLibm) {
+  const std::vector<float> x = sweep();
+  std::vector<float> e = x;
+  singa::vec::erf_inplace(e.data(), int64_t(e.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::erf(double(x[i]));
+    EXPECT_NEAR(e[i], want, 2.5e-7 + 2e-7 * std::fabs(want)) << "x = " << x[i];
+  }
+}
