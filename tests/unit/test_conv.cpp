@@ -97,3 +97,29 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
   }
   rt.cpu()->set_num_threads(saved);
 }
+
+// An input shape unknown at prepare (symbolic H and W here; in Tiny-YOLO a Pad
+// whose pads were folded after shape inference) is planned on the first run;
+// a later run with another shape takes the im2col path.
+TEST(ConvDnnl, ShapeUnknownAtPrepareIsPlannedOnTheFirstRun) {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {1, 8, -1, -1}, {"", "", "H", "W"})
+      .initializer("W", random_floats({16, 8, 3, 3}, 4))
+      .initializer("B", random_floats({16}, 5))
+      .node("Conv", {"x", "W", "B"}, {"y"}, "conv");
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
+  m.output("y", SINGA_ONNX_FLOAT, {1, 16, -1, -1}, {"", "", "H", "W"});
+  auto ref = prepare(m, false), fast = prepare(m, true);
+  for (int64_t h : {9, 9, 6}) {
+    SCOPED_TRACE("H = W = " + std::to_string(h));
+    const Tensor x = random_floats({1, 8, h, h}, unsigned(h));
+    auto want = ref->run({x}), got = fast->run({x});
+    ASSERT_EQ(got[0].second.shape(), want[0].second.shape());
+    double worst = 0;
+    for (int64_t i = 0; i < got[0].second.numel(); ++i)
+      worst = std::max(worst, double(std::fabs(got[0].second.data<float>()[i] - want[0].second.data<float>()[i])));
+    EXPECT_LE(worst, 1e-4);
+  }
+}
