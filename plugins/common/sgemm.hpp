@@ -39,7 +39,9 @@ inline void sgemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t 
   const int64_t parts = std::min<int64_t>(threads, M * N * K / (int64_t(1) << 18));
   if (parts >= 2 && N >= 32 * parts) {
     ctx.parallel_for(parts, 1, [&](int64_t pb, int64_t pe) {
-      for (int64_t p = pb; p < pe; ++p) one(0, M, N * p / parts / 16 * 16, p + 1 == parts ? N : N * (p + 1) / parts / 16 * 16);
+      // Column blocks start on multiples of 16 (whole vectors); the last takes the rest.
+      for (int64_t p = pb; p < pe; ++p)
+        one(0, M, N * p / parts / 16 * 16, p + 1 == parts ? N : N * (p + 1) / parts / 16 * 16);
     });
   } else if (parts >= 2 && M >= 8 * parts) {
     ctx.parallel_for(parts, 1, [&](int64_t pb, int64_t pe) {

@@ -6,7 +6,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <limits>
 #include <string>
@@ -41,8 +40,8 @@ void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, 
   sgemm(ctx, ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, Y, N);
 }
 
-void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, const double* B,
-               double beta, double* Y) {
+void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+               const double* A, const double* B, double beta, double* Y) {
   if (degenerate(M, N, K, beta, Y)) return;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_dim(M), blas_dim(N),
               blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));

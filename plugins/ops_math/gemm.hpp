@@ -18,10 +18,10 @@ namespace math {
 // where op(A) is M x K (A stored K x M when trans_a). Y is not read when
 // beta == 0. float through oneDNN split over the context's pool
 // (plugins/common/sgemm.hpp), double through cblas_dgemm.
-void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
-               float beta, float* Y);
-void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-               const double* B, double beta, double* Y);
+void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, const float* B, float beta, float* Y);
+void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+               const double* A, const double* B, double beta, double* Y);
 
 // The activation a graph pass fused into a Gemm (core/passes/fuse_activation.cpp):
 // attribute `activation` "Relu" | "LeakyRelu" | "Clip" with `activation_alpha`
