@@ -206,7 +206,9 @@ template <typename W>
 void batched_product(const sdk::Context& ctx, int64_t nb, int64_t M, int64_t K, int64_t N, const W* A, const W* B,
                      W* Y) {
   if constexpr (std::is_same<W, float>::value || std::is_same<W, double>::value) {
-    auto one = [&](int64_t b) { blas_gemm(false, false, M, N, K, W(1), A + b * M * K, B + b * K * N, W(0), Y + b * M * N); };
+    auto one = [&](int64_t b) {
+      blas_gemm(ctx, false, false, M, N, K, W(1), A + b * M * K, B + b * K * N, W(0), Y + b * M * N);
+    };
     if (nb > 1 && M * N * K < kSmallProduct) {
       ctx.parallel_for(nb, 1, [&](int64_t bb, int64_t be) {
         for (int64_t b = bb; b < be; ++b) one(b);

@@ -1,10 +1,11 @@
-// gemm.cpp - the OpenBLAS calls and numpy's matmul shape rules.
+// gemm.cpp - the BLAS calls and numpy's matmul shape rules.
 #include "gemm.hpp"
+
+#include "sgemm.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <limits>
 #include <string>
@@ -33,24 +34,17 @@ bool degenerate(int64_t M, int64_t N, int64_t K, T beta, T* Y) {
 
 }  // namespace
 
-void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
-               float beta, float* Y) {
+void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+               const float* B, float beta, float* Y) {
   if (degenerate(M, N, K, beta, Y)) return;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_dim(M), blas_dim(N),
-              blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));
+  sgemm(ctx, ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, Y, N);
 }
 
-void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, const double* B,
-               double beta, double* Y) {
+void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+               const double* A, const double* B, double beta, double* Y) {
   if (degenerate(M, N, K, beta, Y)) return;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_dim(M), blas_dim(N),
               blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));
-}
-
-void use_blas_threads(const sdk::Context& ctx) {
-  static std::atomic<int> current{0};
-  const int n = std::max(1, ctx.num_threads());
-  if (current.exchange(n) != n) openblas_set_num_threads(n);
 }
 
 MatMulPlan plan_matmul(const Shape& a_in, const Shape& b_in) {

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "blas_threads.hpp"
 #include "fused_activation.hpp"
 #include "math_common.hpp"
 
@@ -15,15 +16,12 @@ namespace math {
 
 // Y (M x N, row-major, leading dimension N) = alpha * op(A) op(B) + beta * Y,
 // where op(A) is M x K (A stored K x M when trans_a). Y is not read when
-// beta == 0. Through cblas_sgemm / cblas_dgemm.
-void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
-               float beta, float* Y);
-void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-               const double* B, double beta, double* Y);
-
-// OpenBLAS ignores the runtime's pool: this hands it the context's intra-op
-// thread count (the --threads value) before a product.
-void use_blas_threads(const sdk::Context& ctx);
+// beta == 0. float through oneDNN split over the context's pool
+// (plugins/common/sgemm.hpp), double through cblas_dgemm.
+void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, const float* B, float beta, float* Y);
+void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+               const double* A, const double* B, double beta, double* Y);
 
 // The activation a graph pass fused into a Gemm (core/passes/fuse_activation.cpp):
 // attribute `activation` "Relu" | "LeakyRelu" | "Clip" with `activation_alpha`
@@ -105,12 +103,12 @@ void matmul_generic(const sdk::Context& ctx, const MatMulPlan& p, const T* A, co
 template <typename T>
 void matmul_blas(const sdk::Context& ctx, const MatMulPlan& p, const T* A, const T* B, T* Y) {
   if (p.fold) {
-    blas_gemm(false, false, p.batch * p.M, p.N, p.K, T(1), A, B, T(0), Y);
+    blas_gemm(ctx, false, false, p.batch * p.M, p.N, p.K, T(1), A, B, T(0), Y);
     return;
   }
   int64_t mn = p.M * p.N;
   auto one = [&](int64_t b) {
-    blas_gemm(false, false, p.M, p.N, p.K, T(1), A + p.a_off[size_t(b)], B + p.b_off[size_t(b)], T(0), Y + b * mn);
+    blas_gemm(ctx, false, false, p.M, p.N, p.K, T(1), A + p.a_off[size_t(b)], B + p.b_off[size_t(b)], T(0), Y + b * mn);
   };
   if (p.batch > 1 && mn * p.K < kSmallProduct) {
     ctx.parallel_for(p.batch, 1, [&](int64_t bb, int64_t be) {

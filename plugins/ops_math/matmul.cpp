@@ -92,7 +92,7 @@ class GemmKernel {
           using T = decltype(tag);
           if constexpr (in_mask<T>(kBlasTypes)) {
             if (use_c) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);
-            blas_gemm(trans_a_, trans_b_, M, N, K, T(alpha_), a.data<T>(), b.data<T>(), use_c ? T(beta_) : T(0),
+            blas_gemm(ctx, trans_a_, trans_b_, M, N, K, T(alpha_), a.data<T>(), b.data<T>(), use_c ? T(beta_) : T(0),
                       y.data<T>());
             act_.apply(ctx, y.data<T>(), M * N);
           } else if constexpr (in_mask<T>(kHalfTypes)) {
@@ -102,7 +102,7 @@ class GemmKernel {
             convert_n(ctx, a.data<T>(), af, a.numel());
             convert_n(ctx, b.data<T>(), bf, b.numel());
             if (use_c) broadcast_copy<T, float>(ctx, c, yf, out_shape);
-            blas_gemm(trans_a_, trans_b_, M, N, K, alpha_, af, bf, use_c ? beta_ : 0.0f, yf);
+            blas_gemm(ctx, trans_a_, trans_b_, M, N, K, alpha_, af, bf, use_c ? beta_ : 0.0f, yf);
             convert_n(ctx, yf, y.data<T>(), M * N);
           } else if constexpr (in_mask<T>(kMatMulTypes)) {
             if (use_c) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);

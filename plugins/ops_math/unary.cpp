@@ -2,6 +2,7 @@
 // trigonometry, sign/abs/neg and the IsNaN/IsInf predicates.
 #include "math_common.hpp"
 #include "registry.hpp"
+#include "vec_math.hpp"
 
 namespace singa {
 namespace ops {
@@ -118,7 +119,15 @@ class UnaryKernel {
         x.dtype(),
         [&](auto tag) {
           using T = decltype(tag);
-          if constexpr (in_mask<T>(Fn::kTypes)) {
+          if constexpr (std::is_same<Fn, ErfFn>::value && std::is_same<T, float>::value) {
+            // GELU's Erf: libm's erff was a sixth of a BERT encoder's run.
+            const float* in = x.data<float>();
+            float* out = y.data<float>();
+            ctx.parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e) {
+              std::copy(in + b, in + e, out + b);
+              vec::erf_inplace(out + b, e - b);
+            });
+          } else if constexpr (in_mask<T>(Fn::kTypes)) {
             unary_map<T, T>(ctx, x, y, Fn::kGrain, [](T v) { return convert<T>(Fn{}(compute_t<T>(v))); });
           }
         },

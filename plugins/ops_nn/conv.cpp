@@ -3,6 +3,7 @@
 // float32 2-D convolutions whose input shape is known at create time run
 // through oneDNN (conv_dnnl.hpp); the rest, and any run whose input shape
 // differs from the planned one, through im2col + OpenBLAS or the direct loop.
+#include "blas_threads.hpp"
 #include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
 #include "conv_impl.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <type_traits>
 
 namespace singa {
@@ -41,12 +43,13 @@ class Conv : public NodeKernel {
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
-    if (dnnl_ && x.dtype() == SINGA_ONNX_FLOAT && x.shape() == dnnl_->input_shape()) {
-      sdk::Tensor y = ctx.output(0, dnnl_->output_shape(), x.dl_dtype());
-      dnnl_->run(ctx, x.data<float>(), y.data<float>());
+    const DnnlConv* dnnl = dnnl_for(ctx, x);
+    if (dnnl && x.dtype() == SINGA_ONNX_FLOAT && x.shape() == dnnl->input_shape()) {
+      sdk::Tensor y = ctx.output(0, dnnl->output_shape(), x.dl_dtype());
+      dnnl->run(ctx, x.data<float>(), required(ctx, 1, "W").data<float>(), y.data<float>());
       return;
     }
-    use_context_threads(ctx);
+    ops::use_blas_threads(ctx);
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor b = ctx.input(2);
     check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
@@ -110,34 +113,59 @@ class Conv : public NodeKernel {
       conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, Cg, group_);
   }
 
-  // oneDNN needs constant weights and the input shape from shape inference.
+  // oneDNN needs constant weights (and bias) and a known input shape.
   void plan_dnnl(const sdk::Node& node) {
     const char* off = std::getenv("SINGA_NO_DNNL");  // to compare against the im2col path
     if (off && *off && *off != '0') return;
     singa_value_info xi = node.input_info(0);
     sdk::Tensor w = node.constant(1);
     if (xi.ndim != 4 || xi.onnx_dtype != SINGA_ONNX_FLOAT || !w.present() || w.ndim() != 4) return;
-    Shape xs(xi.dims, xi.dims + 4);
-    for (int64_t d : xs)
-      if (d <= 0) return;
     sdk::Tensor b = node.has_input(2) ? node.constant(2) : sdk::Tensor();
     if (node.has_input(2) && !b.present()) return;
+    Shape xs(xi.dims, xi.dims + 4);
+    for (int64_t d : xs)
+      if (d <= 0) {
+        // Shape inference ran before the passes folded what it needed (a Pad
+        // whose pads were computed, in Tiny-YOLO): plan on the first run.
+        late_ = std::make_unique<Late>();
+        return;
+      }
+    dnnl_ = make_dnnl(xs, w, b);
+  }
+
+  std::unique_ptr<DnnlConv> make_dnnl(const Shape& xs, const sdk::Tensor& w, const sdk::Tensor& b) const {
     const Shape ws = w.shape();
     std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return;  // compute() reports it
+    if (xs.size() != 4 || (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)) return nullptr;
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
-      dnnl_ = DnnlConv::plan(xs, w, b, g, group_, act_);
+      return DnnlConv::plan(xs, w, b, g, group_, act_);
     } catch (const std::exception&) {
-      // Bad window attributes: compute() reports them with the shapes involved.
+      return nullptr;  // bad window attributes: compute() reports them with the shapes involved
     }
   }
+
+  // The plan for this run's input: made at create time, or on the first run
+  // (for the shape seen then; other shapes take the im2col path).
+  const DnnlConv* dnnl_for(const sdk::Context& ctx, const sdk::Tensor& x) const {
+    if (dnnl_ || !late_) return dnnl_.get();
+    std::call_once(late_->once, [&] {
+      if (x.dtype() == SINGA_ONNX_FLOAT) late_->plan = make_dnnl(x.shape(), required(ctx, 1, "W"), ctx.input(2));
+    });
+    return late_->plan.get();
+  }
+
+  struct Late {
+    std::once_flag once;
+    std::unique_ptr<DnnlConv> plan;
+  };
 
   WindowAttrs attrs_;
   int64_t group_;
   FusedActivation act_;
   std::vector<float> wide_weights_;
   std::unique_ptr<DnnlConv> dnnl_;
+  std::unique_ptr<Late> late_;
 };
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "conv_dnnl.hpp"
 
-#include <cblas.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -8,8 +7,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
+#include <map>
+#include <mutex>
+#include <string>
 
 namespace singa {
 namespace nn {
@@ -28,33 +28,177 @@ void single_omp_thread() {
 #endif
 }
 
+size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
 }  // namespace
 
-// One slice of the output channels (of the groups for grouped convs).
+// One part of a convolution: a band of output rows (all channels) or a slice
+// of output channels (groups, for grouped convs; all rows), with the input it
+// reads. A band's edge rows see the real padding, its inner edges none.
 struct DnnlConvPart {
   dnnl::convolution_forward conv;
   dnnl::convolution_forward::primitive_desc pd;
   memory::desc user_src, user_dst;  // strided views into the NCHW tensors
   int64_t src_offset = 0, dst_offset = 0;  // elements
-  memory weights, bias;
+  memory weights, bias;  // the plan's shared copy, or this slice's own
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_in, dst_out;
   size_t src_bytes = 0, dst_bytes = 0, scratch_bytes = 0, ws_offset = 0;
 };
 
-struct DnnlConv::State {
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+// The parts for one thread count.
+struct DnnlConvPlan {
   std::vector<DnnlConvPart> parts;
   size_t ws_bytes = 0;
 };
 
+struct DnnlConv::State {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  int64_t N = 0, C = 0, H = 0, W = 0, M = 0, Cg = 0, KH = 0, KW = 0, OH = 0, OW = 0, group = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pb = 0, pl = 0, pr = 0;
+  dnnl::primitive_attr attr;
+  std::vector<float> bias;
+  // Built on first use for each thread count: a Rep usually runs at one count,
+  // so only that plan pays oneDNN's code generation and holds weights.
+  mutable std::mutex mu;
+  mutable std::map<int, std::unique_ptr<DnnlConvPlan>> plans;
+};
+
 DnnlConv::~DnnlConv() = default;
 
-void use_context_threads(const sdk::Context& ctx) {
-  static std::atomic<int> current{0};
-  const int n = std::max(1, ctx.num_threads());
-  if (current.exchange(n) != n) openblas_set_num_threads(n);
+namespace {
+
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// The part writing output rows [r0, r1) and channels [m0, m1) (for grouped
+// convs a whole number of groups). Weights are `any` (oneDNN picks) unless
+// `weights_md` is given. Throws dnnl::error when oneDNN refuses the shape.
+DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t m0, int64_t m1,
+                       const memory::desc* weights_md) {
+  const int64_t ext = (s.KH - 1) * s.dh + 1;
+  const int64_t i0 = r0 * s.sh - s.pt, i1 = (r1 - 1) * s.sh - s.pt + ext;  // input rows the band reads
+  const int64_t lo = std::clamp<int64_t>(i0, 0, s.H), hi = std::clamp<int64_t>(i1, 0, s.H);
+  if (hi <= lo) throw dnnl::error(dnnl_invalid_arguments, "a band of padding only");
+  const int64_t Mg = s.M / s.group, pm = m1 - m0;
+  const int64_t groups = s.group == 1 ? 1 : pm / Mg;
+  const int64_t c0 = s.group == 1 ? 0 : m0 / Mg * s.Cg, pc = s.group == 1 ? s.C : groups * s.Cg;
+  DnnlConvPart part;
+  const memory::dims src_dims{s.N, pc, hi - lo, s.W}, dst_dims{s.N, pm, r1 - r0, s.OW};
+  part.user_src = memory::desc(src_dims, dt::f32, memory::dims{s.C * s.H * s.W, s.H * s.W, s.W, 1});
+  part.user_dst = memory::desc(dst_dims, dt::f32, memory::dims{s.M * s.OH * s.OW, s.OH * s.OW, s.OW, 1});
+  part.src_offset = c0 * s.H * s.W + lo * s.W;
+  part.dst_offset = m0 * s.OH * s.OW + r0 * s.OW;
+  const memory::dims w_dims =
+      s.group == 1 ? memory::dims{pm, s.Cg, s.KH, s.KW} : memory::dims{groups, Mg, s.Cg, s.KH, s.KW};
+  memory::desc bias_md({pm}, dt::f32, tag::x);
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                    memory::desc(src_dims, dt::f32, tag::any),
+                                    weights_md ? *weights_md : memory::desc(w_dims, dt::f32, tag::any), bias_md,
+                                    memory::desc(dst_dims, dt::f32, tag::any), {s.sh, s.sw}, {s.dh - 1, s.dw - 1},
+                                    {lo - i0, s.pl}, {i1 - hi, s.pr});
+  part.pd = dnnl::convolution_forward::primitive_desc(d, s.attr, s.eng);
+  // oneDNN's reference code is slower than the im2col path by far (a 1x1
+  // band forced into another band's weight layout ran 50x slower).
+  if (std::string(part.pd.impl_info_str()).rfind("ref", 0) == 0)
+    throw dnnl::error(dnnl_unimplemented, "only the reference implementation");
+  part.reorder_src = part.pd.src_desc() != part.user_src;
+  part.reorder_dst = part.pd.dst_desc() != part.user_dst;
+  part.src_bytes = part.reorder_src ? align64(part.pd.src_desc().get_size()) : 0;
+  part.dst_bytes = part.reorder_dst ? align64(part.pd.dst_desc().get_size()) : 0;
+  part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
+  return part;
 }
+
+// Generates the part's code and gives it weights: `shared` when the plan has
+// one copy, else channels [m0, m0 + pm) of the OIHW (GOIHW) weights w.
+void finish_part(const DnnlConv::State& s, DnnlConvPart& part, const memory* shared, const float* w, int64_t m0) {
+  part.conv = dnnl::convolution_forward(part.pd);
+  if (part.reorder_src)
+    part.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.user_src, s.eng, part.pd.src_desc()));
+  if (part.reorder_dst)
+    part.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.pd.dst_desc(), s.eng, part.user_dst));
+  const int64_t pm = part.pd.dst_desc().dims()[1];
+  part.bias = memory(memory::desc({pm}, dt::f32, tag::x), s.eng);
+  std::copy(s.bias.begin() + m0, s.bias.begin() + m0 + pm, static_cast<float*>(part.bias.get_data_handle()));
+  if (shared) {
+    part.weights = *shared;
+    return;
+  }
+  const memory::desc& wd = part.pd.weights_desc();
+  memory::dims w_dims = wd.dims();
+  memory::desc user_w(w_dims, dt::f32, w_dims.size() == 4 ? tag::oihw : tag::goihw);
+  memory wsrc(user_w, s.eng, const_cast<float*>(w) + m0 * s.Cg * s.KH * s.KW);
+  part.weights = memory(wd, s.eng);
+  dnnl::stream st(s.eng);
+  dnnl::reorder(wsrc, part.weights).execute(st, wsrc, part.weights);
+  st.wait();
+}
+
+void add_part(DnnlConvPlan& plan, DnnlConvPart part) {
+  part.ws_offset = plan.ws_bytes;
+  plan.ws_bytes += part.src_bytes + part.dst_bytes + part.scratch_bytes;
+  plan.parts.push_back(std::move(part));
+}
+
+DnnlConvPlan whole(const DnnlConv::State& s, const float* w) {
+  DnnlConvPlan plan;
+  DnnlConvPart part = make_part(s, 0, s.OH, 0, s.M, nullptr);
+  finish_part(s, part, nullptr, w, 0);
+  add_part(plan, std::move(part));
+  return plan;
+}
+
+// Bands of rows keep every part as wide as the whole convolution (half-width
+// parts ran about 1.5x slower per flop) and share one copy of the weights;
+// but every part then streams all the weights, so convolutions whose weights
+// outweigh their activations (the deep, small-image layers) split their
+// output channels instead, each part reading only its own weights.
+bool split_rows(const DnnlConv::State& s, int64_t n) {
+  const int64_t weights = s.M * s.Cg * s.KH * s.KW, acts = s.N * (s.C * s.H * s.W + s.M * s.OH * s.OW);
+  const int64_t units = s.group == 1 ? s.M / 16 : s.group;  // channel slices keep oneDNN's 16-wide blocks
+  return s.OH >= n && (weights <= acts || units < n);
+}
+
+// Null when oneDNN refuses some band in the first band's weight layout.
+std::unique_ptr<DnnlConvPlan> split_by_rows(const DnnlConv::State& s, int64_t n, const float* w) {
+  std::vector<DnnlConvPart> parts;
+  try {
+    parts.push_back(make_part(s, 0, s.OH / n, 0, s.M, nullptr));
+    const memory::desc wd = parts[0].pd.weights_desc();
+    for (int64_t p = 1; p < n; ++p) parts.push_back(make_part(s, s.OH * p / n, s.OH * (p + 1) / n, 0, s.M, &wd));
+    for (auto& part : parts)
+      if (part.pd.weights_desc() != wd) return nullptr;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  auto plan = std::make_unique<DnnlConvPlan>();
+  finish_part(s, parts[0], nullptr, w, 0);
+  const memory shared = parts[0].weights;
+  for (size_t p = 1; p < parts.size(); ++p) finish_part(s, parts[p], &shared, w, 0);
+  for (auto& part : parts) add_part(*plan, std::move(part));
+  return plan;
+}
+
+std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, const float* w) {
+  if (split_rows(s, threads))
+    if (auto plan = split_by_rows(s, threads, w)) return plan;
+  auto plan = std::make_unique<DnnlConvPlan>();
+  const int64_t Mg = s.M / s.group;
+  const int64_t units = s.group == 1 ? std::max<int64_t>(1, s.M / 16) : s.group;
+  const int64_t n = std::min<int64_t>(threads, units);
+  if (n < 2) return nullptr;
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t u0 = units * p / n, u1 = units * (p + 1) / n;
+    const int64_t m0 = s.group == 1 ? s.M * u0 / units : u0 * Mg, m1 = s.group == 1 ? s.M * u1 / units : u1 * Mg;
+    DnnlConvPart part = make_part(s, 0, s.OH, m0, m1, nullptr);
+    finish_part(s, part, nullptr, w, m0);
+    add_part(*plan, std::move(part));
+  }
+  return plan;
+}
+
+}  // namespace
 
 std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
                                          int64_t group, const FusedActivation& act) {
@@ -62,27 +206,19 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
   if (b.present() && (b.dtype() != SINGA_ONNX_FLOAT || b.numel() != w.dim(0))) return nullptr;
   for (int64_t d : x)
     if (d <= 0) return nullptr;
-  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], M = w.dim(0), Cg = w.dim(1), KH = w.dim(2), KW = w.dim(3);
-  const int64_t OH = g.out[1], OW = g.out[2];
-  if (Cg * group != C || M % group != 0 || OH <= 0 || OW <= 0) return nullptr;
-  const int64_t Mg = M / group;
+  std::unique_ptr<DnnlConv> c(new DnnlConv());
+  c->s_ = std::make_unique<State>();
+  State& s = *c->s_;
+  s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.M = w.dim(0), s.Cg = w.dim(1), s.KH = w.dim(2), s.KW = w.dim(3);
+  s.OH = g.out[1], s.OW = g.out[2], s.group = group;
+  s.sh = g.s[1], s.sw = g.s[2], s.dh = g.d[1], s.dw = g.d[2];
+  s.pt = g.pb[1], s.pl = g.pb[2], s.pb = g.pe[1], s.pr = g.pe[2];
+  if (s.Cg * group != s.C || s.M % group != 0 || s.OH <= 0 || s.OW <= 0) return nullptr;
   single_omp_thread();
   try {
-    std::unique_ptr<DnnlConv> c(new DnnlConv());
-    c->s_ = std::make_unique<State>();
-    State& s = *c->s_;
     c->x_ = x;
-    c->y_ = Shape{N, M, OH, OW};
-    // Slices: output channels for plain convs (blocks of 16 keep oneDNN's
-    // vector layout whole), groups for grouped ones.
-    const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-    const int64_t units = group == 1 ? std::max<int64_t>(1, M / 16) : group;
-    const int64_t nparts = std::max<int64_t>(1, std::min(hw, units));
-    const memory::dims strides{g.s[1], g.s[2]}, dil{g.d[1] - 1, g.d[2] - 1}, pl{g.pb[1], g.pb[2]}, pr{g.pe[1], g.pe[2]};
-    using tag = memory::format_tag;
-    using dt = memory::data_type;
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    c->y_ = Shape{s.N, s.M, s.OH, s.OW};
+    s.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::post_ops po;
     switch (act.kind) {
       case FusedActivation::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
@@ -90,75 +226,48 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
       case FusedActivation::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, act.lo, act.hi); break;
       default: break;
     }
-    attr.set_post_ops(po);
-    dnnl::stream st(s.eng);
-    const memory::dims src_strides{C * H * W, H * W, W, 1}, dst_strides{M * OH * OW, OH * OW, OW, 1};
-    auto align = [](size_t n) { return (n + 63) & ~size_t(63); };
-    for (int64_t p = 0; p < nparts; ++p) {
-      const int64_t u0 = units * p / nparts, u1 = units * (p + 1) / nparts;
-      if (u1 <= u0) continue;
-      // Channels this part reads and writes, and its group count.
-      int64_t m0, m1, c0, c1, groups;
-      if (group == 1) {
-        m0 = M * u0 / units;
-        m1 = M * u1 / units;
-        c0 = 0, c1 = C, groups = 1;
-      } else {
-        m0 = u0 * Mg, m1 = u1 * Mg, c0 = u0 * Cg, c1 = u1 * Cg, groups = u1 - u0;
-      }
-      const int64_t pm = m1 - m0, pc = c1 - c0;
-      DnnlConvPart part;
-      const memory::dims src_dims{N, pc, H, W}, dst_dims{N, pm, OH, OW};
-      const memory::dims w_dims = groups == 1 && group == 1 ? memory::dims{pm, Cg, KH, KW}
-                                                            : memory::dims{groups, Mg, Cg, KH, KW};
-      part.user_src = memory::desc(src_dims, dt::f32, src_strides);
-      part.user_dst = memory::desc(dst_dims, dt::f32, dst_strides);
-      part.src_offset = c0 * H * W;
-      part.dst_offset = m0 * OH * OW;
-      memory::desc bias_md({pm}, dt::f32, tag::x);
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                        memory::desc(src_dims, dt::f32, tag::any), memory::desc(w_dims, dt::f32, tag::any),
-                                        bias_md, memory::desc(dst_dims, dt::f32, tag::any), strides, dil, pl, pr);
-      part.pd = dnnl::convolution_forward::primitive_desc(d, attr, s.eng);
-      part.conv = dnnl::convolution_forward(part.pd);
-      // Weights: this part's rows of OIHW (GOIHW for groups) -> oneDNN's layout, once.
-      memory::desc user_w(w_dims, dt::f32, w_dims.size() == 4 ? tag::oihw : tag::goihw);
-      memory wsrc(user_w, s.eng, const_cast<float*>(w.data<float>()) + m0 * Cg * KH * KW);
-      part.weights = memory(part.pd.weights_desc(), s.eng);
-      dnnl::reorder(wsrc, part.weights).execute(st, wsrc, part.weights);
-      part.bias = memory(bias_md, s.eng);
-      float* bp = static_cast<float*>(part.bias.get_data_handle());
-      for (int64_t m = 0; m < pm; ++m) bp[m] = b.present() ? b.data<float>()[m0 + m] : 0.f;
-      part.reorder_src = part.pd.src_desc() != part.user_src;
-      part.reorder_dst = part.pd.dst_desc() != part.user_dst;
-      if (part.reorder_src)
-        part.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.user_src, s.eng, part.pd.src_desc()));
-      if (part.reorder_dst)
-        part.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.pd.dst_desc(), s.eng, part.user_dst));
-      part.src_bytes = part.reorder_src ? align(part.pd.src_desc().get_size()) : 0;
-      part.dst_bytes = part.reorder_dst ? align(part.pd.dst_desc().get_size()) : 0;
-      part.scratch_bytes = align(part.pd.scratchpad_desc().get_size());
-      part.ws_offset = s.ws_bytes;
-      s.ws_bytes += part.src_bytes + part.dst_bytes + part.scratch_bytes;
-      s.parts.push_back(std::move(part));
-    }
-    st.wait();
+    s.attr.set_post_ops(po);
+    s.bias.assign(size_t(s.M), 0.f);
+    if (b.present()) std::copy(b.data<float>(), b.data<float>() + s.M, s.bias.begin());
+    make_part(s, 0, s.OH, 0, s.M, nullptr);  // oneDNN takes the whole convolution, or the im2col path does
     return c;
   } catch (const dnnl::error&) {
-    return nullptr;  // the im2col path takes it
+    return nullptr;
   }
 }
 
-void DnnlConv::run(const sdk::Context& ctx, const float* x, float* y) const {
+const DnnlConvPlan& DnnlConv::plan_for(int threads, const float* w) const {
   const State& s = *s_;
+  threads = std::max(1, threads);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.plans.find(threads);
+  if (it == s.plans.end()) {
+    single_omp_thread();
+    std::unique_ptr<DnnlConvPlan> plan;
+    if (threads > 1) {
+      try {
+        plan = make_split(s, threads, w);
+      } catch (const dnnl::error&) {
+        plan.reset();  // the whole convolution, on one thread
+      }
+    }
+    if (!plan) plan = std::make_unique<DnnlConvPlan>(whole(s, w));
+    it = s.plans.emplace(threads, std::move(plan)).first;
+  }
+  return *it->second;
+}
+
+void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, float* y) const {
+  const State& s = *s_;
+  const DnnlConvPlan& plan = plan_for(ctx.num_threads(), w);
   // Per-call buffers from the context keep concurrent runs apart.
-  char* ws = static_cast<char*>(ctx.workspace(s.ws_bytes + 64));
+  char* ws = static_cast<char*>(ctx.workspace(plan.ws_bytes + 64));
   ws = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t(63));
-  ctx.parallel_for(int64_t(s.parts.size()), 1, [&](int64_t pb, int64_t pe) {
+  ctx.parallel_for(int64_t(plan.parts.size()), 1, [&](int64_t pb, int64_t pe) {
     single_omp_thread();
     dnnl::stream st(s.eng);
     for (int64_t i = pb; i < pe; ++i) {
-      const DnnlConvPart& p = s.parts[size_t(i)];
+      const DnnlConvPart& p = plan.parts[size_t(i)];
       char* base = ws + p.ws_offset;
       memory usrc(p.user_src, s.eng, const_cast<float*>(x) + p.src_offset), udst(p.user_dst, s.eng, y + p.dst_offset);
       memory src = usrc, dst = udst;

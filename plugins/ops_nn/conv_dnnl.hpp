@@ -1,11 +1,13 @@
 // conv_dnnl.hpp - float32 2-D Conv through oneDNN, planned once at create
-// time for the input shape shape inference gave: oneDNN picks its blocked
-// weight layout and the weights are reordered into it once; bias and the
-// fused activation ride in the primitive. Activations stay NCHW between ops,
+// time for the input shape shape inference gave; bias and the fused
+// activation ride in the primitive. The primitives, and the weights reordered
+// into the layout oneDNN picks, are made on the first run at each thread
+// count (the count is only known then). Activations stay NCHW between ops,
 // so each run reorders the input in and the output out when oneDNN prefers a
-// blocked layout for them (cheap next to the convolution itself). The output
-// channels (groups, for grouped convs) are split into one part per core, run
-// on the runtime's pool with oneDNN itself single-threaded.
+// blocked layout for them (cheap next to the convolution itself). At N
+// threads the convolution is split into N parts (bands of output rows, or
+// slices of output channels for weight-heavy layers) run on the runtime's
+// pool, with oneDNN itself single-threaded; one thread runs it whole.
 #ifndef SINGA_OPS_NN_CONV_DNNL_HPP
 #define SINGA_OPS_NN_CONV_DNNL_HPP
 
@@ -19,6 +21,8 @@ namespace nn {
 
 using ops::FusedActivation;
 
+struct DnnlConvPlan;
+
 class DnnlConv {
  public:
   // Null when oneDNN cannot take the node (not 2-D, not float, shape unknown, ...).
@@ -27,18 +31,18 @@ class DnnlConv {
   ~DnnlConv();
   const Shape& input_shape() const { return x_; }
   const Shape& output_shape() const { return y_; }
-  // x and y are NCHW of input_shape()/output_shape().
-  void run(const sdk::Context& ctx, const float* x, float* y) const;
+  // x and y are NCHW of input_shape()/output_shape(); w is the OIHW weights
+  // the plan was made for (read only on the first run at a thread count).
+  void run(const sdk::Context& ctx, const float* x, const float* w, float* y) const;
+
+  struct State;  // opaque outside conv_dnnl.cpp
 
  private:
   DnnlConv() = default;
-  struct State;
+  const DnnlConvPlan& plan_for(int threads, const float* w) const;
   std::unique_ptr<State> s_;
   Shape x_, y_;
 };
-
-// Hands OpenBLAS the context's intra-op thread count (the --threads value).
-void use_context_threads(const sdk::Context& ctx);
 
 }  // namespace nn
 }  // namespace singa

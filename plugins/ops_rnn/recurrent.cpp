@@ -1,6 +1,9 @@
 // recurrent.cpp - shared attribute parsing, input checks and BLAS products.
 #include "recurrent.hpp"
 
+#include "blas_threads.hpp"
+#include "sgemm.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -67,7 +70,9 @@ void check_state_input(const sdk::Tensor& t, const sdk::Shape& want, const char*
 
 template <typename T>
 Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64_t gates) {
+  ops::use_blas_threads(ctx);
   Problem<T> p;
+  p.ctx = &ctx;
   p.gates = gates;
   p.layout = attrs.layout;
   p.dirs = attrs.num_directions;
@@ -151,6 +156,18 @@ void fill_rows(T* C, int64_t rows, int64_t cols, const T* bias) {
   }
 }
 
+// C[M,N] = A[M,K] * B[N,K]^T + C: float through oneDNN (plugins/common/sgemm.hpp),
+// whose one-row products are several times faster than OpenBLAS's.
+void product_nt(const Problem<float>& p, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                int64_t ldb, float* C, int64_t ldc) {
+  if (M == 0 || N == 0 || K == 0) return;
+  ops::sgemm(*p.ctx, false, true, M, N, K, 1.f, A, lda, B, ldb, 1.f, C, ldc);
+}
+void product_nt(const Problem<double>& p, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
+                const double* B, int64_t ldb, double* C, int64_t ldc) {
+  gemm_nt(M, N, K, A, lda, B, ldb, 1.0, C, ldc);
+}
+
 }  // namespace
 
 template <typename T>
@@ -158,7 +175,7 @@ std::vector<T> input_projection(const Problem<T>& p, int64_t d) {
   const int64_t rows = p.seq * p.batch, cols = p.gates * p.hidden;
   std::vector<T> proj(size_t(rows * cols));
   fill_rows(proj.data(), rows, cols, p.B ? p.B + d * 2 * cols : nullptr);
-  gemm_nt(rows, cols, p.input, p.X, p.input, p.W + d * cols * p.input, p.input, T(1), proj.data(), cols);
+  product_nt(p, rows, cols, p.input, p.X, p.input, p.W + d * cols * p.input, p.input, proj.data(), cols);
   return proj;
 }
 
@@ -174,7 +191,7 @@ void recurrent_product(const Problem<T>& p, int64_t d, const T* H, T* hr, int64_
     else
       std::fill(row, row + used, T(0));
   }
-  gemm_nt(p.batch, used, p.hidden, H, p.hidden, p.R + d * cols * p.hidden, p.hidden, T(1), hr, cols);
+  product_nt(p, p.batch, used, p.hidden, H, p.hidden, p.R + d * cols * p.hidden, p.hidden, hr, cols);
 }
 
 template std::vector<float> input_projection<float>(const Problem<float>&, int64_t);

@@ -43,6 +43,7 @@ struct Problem {
   const T* B = nullptr;  // [dirs, 2*gates*hidden] or null
   const T* init_h = nullptr;
   std::vector<int64_t> lens;  // per batch entry, all == seq when absent
+  const sdk::Context* ctx = nullptr;  // the call's, for the float products' threads
 
   // Row of X (and of the input projection) holding time t of batch b.
   int64_t x_row(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq + t; }
