@@ -1,4 +1,5 @@
 // Gradients of the autograd rules against central differences, in float64.
+#include "test_util.hpp"
 #include <singa/autograd.hpp>
 #include <singa/runtime.hpp>
 
@@ -16,10 +17,7 @@ namespace {
 
 using Fn = std::function<Variable(const std::vector<Variable>&)>;
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
 
 Tensor random(const Shape& s, double lo = -1, double hi = 1, unsigned seed = 1) {
   std::mt19937 g(seed);

@@ -1,5 +1,6 @@
 // Backend and executor: prepare/run, last_layers, all_outputs, symbolic
 // dims, bad models and bad inputs, concurrent runs.
+#include "test_util.hpp"
 #include "model_builder.hpp"
 
 #include <singa/onnx.hpp>
@@ -16,10 +17,7 @@ using testing_util::ModelBuilder;
 
 namespace {
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
 
 Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
 

@@ -1,6 +1,7 @@
 // Control flow and non-tensor values: If/Loop/Scan subgraphs that read the
 // enclosing scope, sequence and optional values through Rep::run_values,
 // string tensors written by kernels, and the errors for malformed uses.
+#include "test_util.hpp"
 #include "model_builder.hpp"
 
 #include <singa/onnx.hpp>
@@ -16,10 +17,7 @@ using testing_util::ModelBuilder;
 
 namespace {
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
 
 Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
 Tensor i64(const singa::Shape& shape, std::vector<int64_t> v) { return Tensor::from_vector(shape, SINGA_ONNX_INT64, v); }

@@ -1,5 +1,6 @@
 // to_onnx: models built with layers, and imported ones after re-training,
 // written back as ONNX and run again through prepare() and ONNX Runtime.
+#include "test_util.hpp"
 #include "model_builder.hpp"
 
 #include <singa/frontend.hpp>
@@ -29,18 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
+using testing_util::randn;
 
-Tensor randn(const Shape& s, unsigned seed = 1) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0, 1);
-  Tensor t(s, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
-  return t;
-}
 
 void expect_close(const Tensor& a, const Tensor& b, double tol) {
   ASSERT_EQ(a.shape(), b.shape());

@@ -1,4 +1,5 @@
 // Layers, losses and imported models on the autograd tape.
+#include "test_util.hpp"
 #include "model_builder.hpp"
 
 #include <singa/layer.hpp>
@@ -19,18 +20,9 @@ using namespace singa::layer;
 
 namespace {
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
+using testing_util::randn;
 
-Tensor randn(const Shape& s, unsigned seed = 1) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0, 1);
-  Tensor t(s, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
-  return t;
-}
 
 class LayersTest : public ::testing::Test {
  protected:

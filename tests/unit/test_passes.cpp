@@ -1,5 +1,6 @@
 // Graph passes (core/passes/): each pass fires on a small model and the
 // optimised graph computes what the unoptimised one does.
+#include "test_util.hpp"
 #include "model_builder.hpp"
 
 #include "../../core/passes/passes.hpp"
@@ -19,10 +20,7 @@ using testing_util::ModelBuilder;
 
 namespace {
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
 
 Tensor random_floats(const singa::Shape& shape, unsigned seed, float lo = -1.f, float hi = 1.f) {
   std::mt19937 rng(seed);
