@@ -19,6 +19,10 @@ void register_binary(sdk::Registrar& reg);
 void register_cast(sdk::Registrar& reg);
 void register_reduce(sdk::Registrar& reg);
 void register_movement(sdk::Registrar& reg);
+void register_lrn_dropout(sdk::Registrar& reg);
+void register_conv_transpose(sdk::Registrar& reg);
+void register_conv_grad(sdk::Registrar& reg);
+void register_grad(sdk::Registrar& reg);
 
 // Plugin shutdown: cached device memory and idle library handles go back.
 void release_device_memory();
