@@ -40,38 +40,50 @@ std::vector<int64_t> aligned_strides(const sdk::Shape& in, size_t r) {
 
 }  // namespace
 
-BroadcastPlan make_plan(const sdk::Shape& a, const sdk::Shape& b, const sdk::Shape& out, const std::string& who) {
+BroadcastPlan make_plan(const std::vector<sdk::Shape>& inputs, const sdk::Shape& out, const std::string& who) {
+  const size_t k = inputs.size();
+  if (k < 1 || k > size_t(kMaxBroadcastInputs))
+    sdk::fail(who + ": a broadcast plan takes 1 to " + std::to_string(kMaxBroadcastInputs) + " inputs", SINGA_INTERNAL);
   BroadcastPlan p;
   p.n = sdk::numel(out);
   const size_t r = out.size();
-  std::vector<int64_t> sa = aligned_strides(a, r), sb = aligned_strides(b, r);
-  std::vector<int64_t> dims, ga, gb;
+  std::vector<std::vector<int64_t>> s(k), g(k);
+  for (size_t j = 0; j < k; ++j) s[j] = aligned_strides(inputs[j], r);
+  std::vector<int64_t> dims;
   for (size_t i = 0; i < r; ++i) {
     if (out[i] == 1) continue;  // contributes nothing to any offset
-    // Merge with the previous group when both inputs step through the pair
-    // as through one dimension (contiguous, or broadcast in both).
-    if (!dims.empty() && ga.back() == sa[i] * out[i] && gb.back() == sb[i] * out[i]) {
+    // Merge with the previous group when every input steps through the pair
+    // as through one dimension (contiguous, or broadcast in all).
+    bool merge = !dims.empty();
+    for (size_t j = 0; merge && j < k; ++j) merge = g[j].back() == s[j][i] * out[i];
+    if (merge) {
       dims.back() *= out[i];
-      ga.back() = sa[i];
-      gb.back() = sb[i];
+      for (size_t j = 0; j < k; ++j) g[j].back() = s[j][i];
       continue;
     }
     dims.push_back(out[i]);
-    ga.push_back(sa[i]);
-    gb.push_back(sb[i]);
+    for (size_t j = 0; j < k; ++j) g[j].push_back(s[j][i]);
   }
-  if (dims.size() > size_t(kMaxBroadcastDims))
-    sdk::fail(who + ": broadcasting " + shape_str(a) + " with " + shape_str(b) + " needs " + std::to_string(dims.size()) +
+  if (dims.size() > size_t(kMaxBroadcastDims)) {
+    std::string shapes;
+    for (size_t j = 0; j < k; ++j) shapes += (j ? " with " : "") + shape_str(inputs[j]);
+    sdk::fail(who + ": broadcasting " + shapes + " needs " + std::to_string(dims.size()) +
                   " separate dimensions; the CUDA kernel handles " + std::to_string(kMaxBroadcastDims),
               SINGA_UNIMPLEMENTED);
+  }
   p.rank = int(dims.size());
+  p.same_shape = true;
   for (size_t i = 0; i < dims.size(); ++i) {
     p.dims[i] = dims[i];
-    p.strides[0][i] = ga[i];
-    p.strides[1][i] = gb[i];
+    for (size_t j = 0; j < k; ++j) p.strides[j][i] = g[j][i];
   }
-  p.same_shape = p.rank == 0 || (p.rank == 1 && ga[0] == 1 && gb[0] == 1);
+  if (p.rank > 1) p.same_shape = false;
+  for (size_t j = 0; p.rank == 1 && j < k; ++j) p.same_shape = p.same_shape && g[j][0] == 1;
   return p;
+}
+
+BroadcastPlan make_plan(const sdk::Shape& a, const sdk::Shape& b, const sdk::Shape& out, const std::string& who) {
+  return make_plan(std::vector<sdk::Shape>{a, b}, out, who);
 }
 
 }  // namespace cuda

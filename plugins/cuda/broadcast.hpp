@@ -8,6 +8,7 @@
 #include <singa/kernel.hpp>
 
 #include <string>
+#include <vector>
 
 namespace singa {
 namespace cuda {
@@ -20,6 +21,8 @@ bool broadcast_shape(const sdk::Shape& a, const sdk::Shape& b, sdk::Shape& out);
 // merged, so any rank works as long as at most kMaxBroadcastDims groups
 // remain; otherwise sdk::Error (UNIMPLEMENTED) naming `who`.
 BroadcastPlan make_plan(const sdk::Shape& a, const sdk::Shape& b, const sdk::Shape& out, const std::string& who);
+// The same for one to three inputs (Where, a broadcast copy).
+BroadcastPlan make_plan(const std::vector<sdk::Shape>& inputs, const sdk::Shape& out, const std::string& who);
 
 }  // namespace cuda
 }  // namespace singa

@@ -1,7 +1,8 @@
-// The plugin's CUDA kernels. Kept in one translation unit on purpose: nvcc is
-// slow, and each extra .cu file costs a full compile per target architecture.
-// All loops are grid-stride loops over 64-bit indices, so any size works with
-// a bounded grid.
+// The plugin's first CUDA kernels: Add/Sub/Mul/Div, Relu/Sigmoid/Tanh,
+// (Log)Softmax, pooling, padding for Conv, batch norm. The other families
+// live in kernels_*.cu, compiled separately so a change rebuilds one file.
+#include "device_common.cuh"
+#include "window_taps.cuh"
 #include "kernels.hpp"
 
 #include <cfloat>
@@ -11,52 +12,9 @@
 namespace singa {
 namespace cuda {
 
+using namespace dev;
+
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65535LL * 32;
-
-int blocks_for(int64_t n, int threads = kThreads) {
-  int64_t b = (n + threads - 1) / threads;
-  return int(b < 1 ? 1 : b > kMaxBlocks ? kMaxBlocks : b);
-}
-
-// Errors of unrelated earlier calls must not be blamed on this launch.
-void clear_stale_error() { (void)cudaGetLastError(); }
-
-__device__ __forceinline__ int64_t global_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ __forceinline__ int64_t grid_stride() { return int64_t(blockDim.x) * gridDim.x; }
-
-__device__ __forceinline__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// ------------------------------------------------------------ reductions
-
-struct SumOp {
-  template <class T>
-  __device__ T operator()(T a, T b) const { return a + b; }
-};
-struct MaxOp {
-  template <class T>
-  __device__ T operator()(T a, T b) const { return b > a ? b : a; }
-};
-
-// Reduces v over the block (blockDim.x a multiple of 32, at most 1024);
-// every thread gets the result. `scratch` holds 32 values.
-template <class T, class Op>
-__device__ T block_reduce(T v, Op op, T identity, T* scratch) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  __syncthreads();  // the previous reduction's readers are done with scratch
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? scratch[lane] : identity;
-    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) scratch[0] = v;
-  }
-  __syncthreads();
-  return scratch[0];
-}
 
 // ------------------------------------------------------------ elementwise
 
@@ -84,15 +42,10 @@ __global__ void binary_same_kernel(const T* a, const T* b, T* y, int64_t n, F f)
 
 // Offsets of output element i in both inputs.
 __device__ __forceinline__ void broadcast_offsets(const BroadcastPlan& p, int64_t i, int64_t& oa, int64_t& ob) {
-  oa = 0;
-  ob = 0;
-  for (int d = p.rank - 1; d >= 0; --d) {
-    const int64_t q = i / p.dims[d];
-    const int64_t idx = i - q * p.dims[d];
-    i = q;
-    oa += idx * p.strides[0][d];
-    ob += idx * p.strides[1][d];
-  }
+  int64_t off[2];
+  plan_offsets<2>(p, i, off);
+  oa = off[0];
+  ob = off[1];
 }
 
 template <class T, class F>
@@ -154,27 +107,37 @@ __global__ void unary_kernel(const T* x, T* y, int64_t n) {
 
 // ------------------------------------------------------------ softmax
 
+// Softmax or, with Log, LogSoftmax. The row maximum is subtracted before exp
+// so nothing overflows, and the sum of exponentials is kept in double, as the
+// CPU kernel does; LogSoftmax writes (x - max) - log(sum).
+template <class T, bool Log>
+__device__ __forceinline__ T softmax_out(T x, T m, double s) {
+  if constexpr (Log)
+    return (x - m) - T(log(s));
+  else
+    return T(exp(x - m)) * T(1.0 / s);
+}
+
 // One block per row of length n (inner == 1): the common last-axis case.
-template <class T>
+template <class T, bool Log>
 __global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n) {
-  __shared__ T scratch[32];
+  __shared__ double scratch[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
-    T m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) m = MaxOp()(m, xr[j]);
-    m = block_reduce(m, MaxOp(), T(-INFINITY), scratch);
-    T s = 0;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += exp(xr[j] - m);
-    s = block_reduce(s, SumOp(), T(0), scratch);
-    const T inv = T(1) / s;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) yr[j] = exp(xr[j] - m) * inv;
+    double m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) m = MaxOp()(m, double(xr[j]));
+    const T mt = T(block_reduce(m, MaxOp(), double(-INFINITY), scratch));
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += double(T(exp(xr[j] - mt)));
+    s = block_reduce(s, SumOp(), 0.0, scratch);
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) yr[j] = softmax_out<T, Log>(xr[j], mt, s);
   }
 }
 
 // One thread per (outer, inner) column; neighbouring threads read
 // neighbouring addresses.
-template <class T>
+template <class T, bool Log>
 __global__ void softmax_columns_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   const int64_t columns = outer * inner;
   for (int64_t c = global_index(); c < columns; c += grid_stride()) {
@@ -183,32 +146,13 @@ __global__ void softmax_columns_kernel(const T* x, T* y, int64_t outer, int64_t 
     T* yc = y + o * n * inner + i;
     T m = -INFINITY;
     for (int64_t j = 0; j < n; ++j) m = MaxOp()(m, xc[j * inner]);
-    T s = 0;
-    for (int64_t j = 0; j < n; ++j) s += exp(xc[j * inner] - m);
-    const T inv = T(1) / s;
-    for (int64_t j = 0; j < n; ++j) yc[j * inner] = exp(xc[j * inner] - m) * inv;
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += double(T(exp(xc[j * inner] - m)));
+    for (int64_t j = 0; j < n; ++j) yc[j * inner] = softmax_out<T, Log>(xc[j * inner], m, s);
   }
 }
 
-int row_threads(int64_t n) { return n <= 32 ? 32 : n <= 64 ? 64 : n <= 128 ? 128 : kThreads; }
-
 // ------------------------------------------------------------ pooling
-
-// Taps k in [kb, ke) of a window whose positions start + k * d fall in [lo, hi).
-struct Taps {
-  int64_t start, d, kb, ke;
-  __device__ int64_t count() const { return ke > kb ? ke - kb : 0; }
-  __device__ int64_t at(int64_t k) const { return start + k * d; }
-};
-
-__device__ Taps window_taps(int64_t o, int64_t s, int64_t pb, int64_t d, int64_t k, int64_t lo, int64_t hi) {
-  Taps t{o * s - pb, d, 0, k};
-  if (t.start < lo) t.kb = ceil_div(lo - t.start, d);
-  const int64_t past = hi > t.start ? ceil_div(hi - t.start, d) : 0;  // first tap at or past hi
-  if (past < t.ke) t.ke = past;
-  if (t.ke < t.kb) t.ke = t.kb;
-  return t;
-}
 
 // Splits flat output index i into the plane and the window taps per axis.
 __device__ void pool_position(const PoolGeometry& g, int64_t i, int64_t& plane, Taps t[3], int64_t lo_pad_mult) {
@@ -426,21 +370,24 @@ template cudaError_t launch_unary<double>(UnaryOp, const double*, double*, int64
 template cudaError_t launch_unary<int32_t>(UnaryOp, const int32_t*, int32_t*, int64_t, cudaStream_t);
 template cudaError_t launch_unary<int64_t>(UnaryOp, const int64_t*, int64_t*, int64_t, cudaStream_t);
 
-template <class T>
-cudaError_t launch_softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
-  if (outer <= 0 || n <= 0 || inner <= 0) return cudaSuccess;
-  clear_stale_error();
-  if (inner == 1) {
-    const int64_t grid = outer < kMaxBlocks ? outer : kMaxBlocks;
-    softmax_rows_kernel<T><<<int(grid), row_threads(n), 0, stream>>>(x, y, outer, n);
-  } else {
-    softmax_columns_kernel<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n, inner);
-  }
+template <class T, bool Log>
+cudaError_t run_softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+  if (inner == 1)
+    softmax_rows_kernel<T, Log><<<row_blocks(outer), row_threads(n), 0, stream>>>(x, y, outer, n);
+  else
+    softmax_columns_kernel<T, Log><<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n, inner);
   return cudaGetLastError();
 }
 
-template cudaError_t launch_softmax<float>(const float*, float*, int64_t, int64_t, int64_t, cudaStream_t);
-template cudaError_t launch_softmax<double>(const double*, double*, int64_t, int64_t, int64_t, cudaStream_t);
+template <class T>
+cudaError_t launch_softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t stream) {
+  if (outer <= 0 || n <= 0 || inner <= 0) return cudaSuccess;
+  clear_stale_error();
+  return log ? run_softmax<T, true>(x, y, outer, n, inner, stream) : run_softmax<T, false>(x, y, outer, n, inner, stream);
+}
+
+template cudaError_t launch_softmax<float>(const float*, float*, int64_t, int64_t, int64_t, bool, cudaStream_t);
+template cudaError_t launch_softmax<double>(const double*, double*, int64_t, int64_t, int64_t, bool, cudaStream_t);
 
 cudaError_t launch_max_pool(const float* x, float* y, int64_t* indices, const PoolGeometry& g, bool column_major,
                             cudaStream_t stream) {

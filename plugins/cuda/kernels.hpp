@@ -13,15 +13,34 @@
 namespace singa {
 namespace cuda {
 
+// ONNX element type codes (TensorProto.DataType, the values of
+// singa_onnx_dtype) for the launchers that take the type at run time; the
+// .cu files do not include the ABI header.
+enum DType : int32_t {
+  kFloat = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kDouble = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+};
+
 // Output index i -> input offsets, after the host has merged adjacent
-// dimensions that broadcast alike (broadcast.hpp builds these).
+// dimensions that broadcast alike (broadcast.hpp builds these). Binary ops
+// use strides[0] and [1]; Where also strides[2].
 constexpr int kMaxBroadcastDims = 6;
+constexpr int kMaxBroadcastInputs = 3;
 struct BroadcastPlan {
   int rank = 0;
   int64_t n = 0;                            // output elements
   int64_t dims[kMaxBroadcastDims] = {};     // output dims, outermost first
-  int64_t strides[2][kMaxBroadcastDims] = {};  // per input, in elements; 0 = broadcast
-  bool same_shape = false;                  // both inputs are laid out like the output
+  int64_t strides[kMaxBroadcastInputs][kMaxBroadcastDims] = {};  // per input, in elements; 0 = broadcast
+  bool same_shape = false;                  // every input is laid out like the output
 };
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv };
@@ -41,9 +60,10 @@ cudaError_t launch_broadcast_copy(const T* a, T* y, const BroadcastPlan& plan, c
 template <class T>
 cudaError_t launch_unary(UnaryOp op, const T* x, T* y, int64_t n, cudaStream_t stream);
 
-// Softmax over the middle axis of x viewed as [outer, n, inner]. T: float, double.
+// Softmax (or, with log, LogSoftmax) over the middle axis of x viewed as
+// [outer, n, inner]. T: float, double. y may alias x.
 template <class T>
-cudaError_t launch_softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+cudaError_t launch_softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t stream);
 
 // Window geometry over 3 spatial dims (1-D and 2-D problems get leading
 // dims of size 1): planes = N * C.

@@ -1,6 +1,6 @@
-// Add/Sub/Mul/Div with broadcasting, Relu/Sigmoid/Tanh, Softmax: the
+// Add/Sub/Mul/Div with broadcasting, Relu/Sigmoid/Tanh, (Log)Softmax: the
 // plugin's own kernels (kernels.cu) on the node's stream.
-#include "broadcast.hpp"
+#include "binary_form.hpp"
 #include "ops_common.hpp"
 #include "register.hpp"
 
@@ -26,26 +26,15 @@ void dispatch_arith(int32_t dtype, const NodeKernel& k, F&& f) {
 template <BinaryOp Op>
 class Binary : public NodeKernel {
  public:
-  explicit Binary(const sdk::Node& node) : NodeKernel(node) {
-    // Before opset 7, B broadcasts onto A only with broadcast=1, aligned at
-    // `axis` (default: trailing dims); from 7 numpy rules apply.
-    legacy_ = node.opset() < 7;
-    if (legacy_) {
-      broadcast_ = node.attr_int("broadcast", 0) != 0;
-      has_axis_ = node.has_attr("axis");
-      axis_ = node.attr_int("axis", 0);
-    }
-  }
+  explicit Binary(const sdk::Node& node) : NodeKernel(node), form_(node) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor a = required(ctx, 0, "A"), b = required(ctx, 1, "B");
     check(a.dtype() == b.dtype(), std::string("A is ") + sdk::dtype_name(a.dtype()) + " but B is " +
                                       sdk::dtype_name(b.dtype()));
     const sdk::Shape as = a.shape();
-    const sdk::Shape bs = legacy_ ? legacy_b_shape(as, b.shape()) : b.shape();
-    sdk::Shape out;
-    check(broadcast_shape(as, bs, out),
-          "shapes " + shape_str(as) + " and " + shape_str(b.shape()) + " do not broadcast");
+    sdk::Shape bs, out;
+    form_.shapes(as, b.shape(), bs, out, *this);
     sdk::Tensor y = ctx.output(0, out, a.dl_dtype());
     const BroadcastPlan plan = make_plan(as, bs, out, where());
     DeviceGuard guard(device_of(ctx));
@@ -56,29 +45,7 @@ class Binary : public NodeKernel {
   }
 
  private:
-  sdk::Shape legacy_b_shape(const sdk::Shape& as, const sdk::Shape& bs) const {
-    if (!broadcast_) {
-      check(as == bs, "shapes " + shape_str(as) + " and " + shape_str(bs) +
-                          " differ and the broadcast attribute is not set (opset < 7)");
-      return bs;
-    }
-    const int64_t rank = int64_t(as.size()), brank = int64_t(bs.size());
-    int64_t axis = has_axis_ ? axis_ : rank - brank;
-    if (axis < 0) axis += rank;
-    check(brank <= rank && axis >= 0 && axis + brank <= rank,
-          "cannot broadcast B " + shape_str(bs) + " onto A " + shape_str(as) + " at axis " + std::to_string(axis));
-    sdk::Shape full(as.size(), 1);
-    for (int64_t i = 0; i < brank; ++i) {
-      const int64_t d = bs[size_t(i)];
-      check(d == 1 || d == as[size_t(axis + i)],
-            "cannot broadcast B " + shape_str(bs) + " onto A " + shape_str(as) + " at axis " + std::to_string(axis));
-      full[size_t(axis + i)] = d;
-    }
-    return full;
-  }
-
-  bool legacy_ = false, broadcast_ = false, has_axis_ = false;
-  int64_t axis_ = 0;
+  BinaryForm form_;
 };
 
 template <UnaryOp Op>
@@ -99,6 +66,7 @@ class Unary : public NodeKernel {
   }
 };
 
+template <bool Log>
 class Softmax : public NodeKernel {
  public:
   explicit Softmax(const sdk::Node& node) : NodeKernel(node) {
@@ -130,9 +98,10 @@ class Softmax : public NodeKernel {
     sdk::Tensor y = ctx.output(0, s, x.dl_dtype());
     DeviceGuard guard(device_of(ctx));
     if (x.dtype() == SINGA_ONNX_FLOAT)
-      check_launch(launch_softmax<float>(x.data<float>(), y.data<float>(), outer, n, inner, stream_of(ctx)), "softmax kernel");
+      check_launch(launch_softmax<float>(x.data<float>(), y.data<float>(), outer, n, inner, Log, stream_of(ctx)),
+                   "softmax kernel");
     else if (x.dtype() == SINGA_ONNX_DOUBLE)
-      check_launch(launch_softmax<double>(x.data<double>(), y.data<double>(), outer, n, inner, stream_of(ctx)),
+      check_launch(launch_softmax<double>(x.data<double>(), y.data<double>(), outer, n, inner, Log, stream_of(ctx)),
                    "softmax kernel");
     else
       fail(std::string("unsupported element type ") + sdk::dtype_name(x.dtype()) + " on cuda");
@@ -172,8 +141,10 @@ void register_elementwise(sdk::Registrar& reg) {
 
   // Softmax may run in place: each row is read fully before it is written,
   // by the same block (rows) or thread (columns).
-  reg.kernel<Softmax>("", "Softmax", 1, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
-  reg.kernel<Softmax>("", "Softmax", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Softmax<false>>("", "Softmax", 1, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Softmax<false>>("", "Softmax", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Softmax<true>>("", "LogSoftmax", 1, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Softmax<true>>("", "LogSoftmax", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
 }
 
 }  // namespace cuda

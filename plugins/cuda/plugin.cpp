@@ -29,5 +29,14 @@ extern "C" SINGA_EXPORT singa_status* singa_plugin_init(const singa_host_api* ho
   singa::cuda::register_pool(reg);
   singa::cuda::register_norm(reg);
   singa::cuda::register_shape(reg);
+  singa::cuda::register_unary(reg);
+  singa::cuda::register_binary(reg);
+  singa::cuda::register_cast(reg);
+  singa::cuda::register_reduce(reg);
+  singa::cuda::register_movement(reg);
+  singa::cuda::register_lrn_dropout(reg);
+  singa::cuda::register_conv_transpose(reg);
+  singa::cuda::register_conv_grad(reg);
+  singa::cuda::register_grad(reg);
   SINGA_TRY_END
 }

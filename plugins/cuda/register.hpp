@@ -14,6 +14,15 @@ void register_conv(sdk::Registrar& reg);
 void register_pool(sdk::Registrar& reg);
 void register_norm(sdk::Registrar& reg);
 void register_shape(sdk::Registrar& reg);
+void register_unary(sdk::Registrar& reg);
+void register_binary(sdk::Registrar& reg);
+void register_cast(sdk::Registrar& reg);
+void register_reduce(sdk::Registrar& reg);
+void register_movement(sdk::Registrar& reg);
+void register_lrn_dropout(sdk::Registrar& reg);
+void register_conv_transpose(sdk::Registrar& reg);
+void register_conv_grad(sdk::Registrar& reg);
+void register_grad(sdk::Registrar& reg);
 
 // Plugin shutdown: cached device memory and idle library handles go back.
 void release_device_memory();

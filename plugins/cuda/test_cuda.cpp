@@ -58,6 +58,20 @@ struct Model {
     value(g()->add_output(), name, dtype, dims);
     return *this;
   }
+  // An output whose shape the graph infers (ONNX's checker wants output
+  // shapes, so models with these run with check = false).
+  Model& out(const std::string& name, int32_t dtype = SINGA_ONNX_FLOAT) {
+    auto* vi = g()->add_output();
+    vi->set_name(name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(dtype);
+    return *this;
+  }
+  Model& import(const std::string& domain, int64_t version) {
+    auto* op = proto.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+    return *this;
+  }
   Model& init(const std::string& name, const Tensor& t) {
     *g()->add_initializer() = singa::onnx::to_proto(t, name);
     return *this;
@@ -93,6 +107,12 @@ void attr(::onnx::NodeProto* n, const std::string& name, float v) {
   a->set_type(::onnx::AttributeProto::FLOAT);
   a->set_f(v);
 }
+void attr(::onnx::NodeProto* n, const std::string& name, const char* v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
 void attr(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
   auto* a = n->add_attribute();
   a->set_name(name);
@@ -102,10 +122,13 @@ void attr(::onnx::NodeProto* n, const std::string& name, const std::vector<int64
 
 // ------------------------------------------------------------ comparison
 
-singa::onnx::NamedTensors run_on(const Model& m, const std::string& device, const std::vector<Tensor>& inputs) {
+// check = false skips ONNX's checker (ops of the ai.singa.grad domain).
+singa::onnx::NamedTensors run_on(const Model& m, const std::string& device, const std::vector<Tensor>& inputs,
+                                 bool check = true) {
   singa::onnx::PrepareOptions opt;
   opt.device = device;
   opt.fallback = false;  // every node must have a kernel on `device`
+  opt.check_model = check;
   auto rep = singa::onnx::prepare(m.proto, opt, "cuda_test");
   for (const auto& p : rep->placement())
     EXPECT_EQ(p.device.substr(0, device.size()), device) << p.node << " (" << p.op_type << ") runs on " << p.device;
@@ -126,6 +149,7 @@ void expect_close(const singa::onnx::NamedTensors& got, const singa::onnx::Named
         case SINGA_ONNX_DOUBLE: a = g.data<double>()[k]; b = w.data<double>()[k]; break;
         case SINGA_ONNX_INT64: a = double(g.data<int64_t>()[k]); b = double(w.data<int64_t>()[k]); break;
         case SINGA_ONNX_INT32: a = g.data<int32_t>()[k]; b = w.data<int32_t>()[k]; break;
+        case SINGA_ONNX_BOOL: a = g.data<uint8_t>()[k]; b = w.data<uint8_t>()[k]; break;
         default: FAIL() << "unexpected dtype " << g.dtype();
       }
       ASSERT_NEAR(a, b, tol * (1 + std::fabs(b))) << "element " << k;
@@ -133,9 +157,9 @@ void expect_close(const singa::onnx::NamedTensors& got, const singa::onnx::Named
   }
 }
 
-void expect_same_as_cpu(const Model& m, const std::vector<Tensor>& inputs, double tol = 1e-4) {
-  auto want = run_on(m, "cpu", inputs);
-  auto got = run_on(m, "cuda", inputs);
+void expect_same_as_cpu(const Model& m, const std::vector<Tensor>& inputs, double tol = 1e-4, bool check = true) {
+  auto want = run_on(m, "cpu", inputs, check);
+  auto got = run_on(m, "cuda", inputs, check);
   expect_close(got, want, tol);
 }
 
@@ -150,9 +174,25 @@ TEST(CudaPlugin, LoadsAndRegistersWithoutNeedingAGpu) {
   ASSERT_NE(dev, nullptr);
   EXPECT_EQ(dev->dl_device_type(), kDLCUDA);
   EXPECT_EQ(dev->score(), 100);
-  for (const char* op : {"Conv", "MatMul", "Gemm", "Add", "Relu", "MaxPool", "BatchNormalization", "Softmax", "Reshape"}) {
+  for (const char* op :
+       {"Conv", "MatMul", "Gemm", "Add", "Relu", "MaxPool", "BatchNormalization", "Softmax", "Reshape", "Abs", "Neg", "Exp",
+        "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
+        "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "LeakyRelu", "Elu", "Selu", "Celu",
+        "HardSigmoid", "HardSwish", "ThresholdedRelu", "Clip", "Identity", "Cast", "CastLike", "Not", "Pow", "Max", "Min",
+        "Sum", "Mean", "PRelu", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where",
+        "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+        "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "LogSoftmax", "Transpose", "Concat", "Split", "Slice",
+        "Gather", "Squeeze", "Unsqueeze", "Expand", "Tile", "Pad", "Shape", "Size", "ConstantOfShape", "LRN",
+        "ConvTranspose", "Dropout"}) {
     bool on_cuda = false;
     for (const auto* k : rt.kernels("", op)) on_cuda = on_cuda || k->device == "cuda";
+    EXPECT_TRUE(on_cuda) << op << " has no cuda kernel";
+  }
+  for (const char* op : {"ReluGrad", "SigmoidGrad", "TanhGrad", "LeakyReluGrad", "EluGrad", "SoftplusGrad", "SoftmaxGrad",
+                         "LogSoftmaxGrad", "MaxPoolGrad", "AveragePoolGrad", "ConvGrad", "BatchNormalizationGrad",
+                         "SoftmaxCrossEntropyLossGrad"}) {
+    bool on_cuda = false;
+    for (const auto* k : rt.kernels("ai.singa.grad", op)) on_cuda = on_cuda || k->device == "cuda";
     EXPECT_TRUE(on_cuda) << op << " has no cuda kernel";
   }
   std::string reason;
@@ -405,6 +445,240 @@ TEST_F(Cuda, BadShapesAreReportedWithTheNode) {
   } catch (const singa::Error& e) {
     EXPECT_NE(std::string(e.what()).find("MatMul"), std::string::npos) << e.what();
   }
+}
+
+// ------------------------------------------------------------ the foundation op set
+
+Tensor i64(const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
+  return Tensor::from_vector<int64_t>(dims, SINGA_ONNX_INT64, v);
+}
+
+TEST_F(Cuda, UnaryMathAndActivationsMatchCpu) {
+  Model m(17);
+  m.input("x", {3, 4, 5}).input("p", {3, 4, 5});  // x in (-2, 2), p in (0.1, 0.9)
+  m.init("lo", Tensor::from_vector<float>({}, SINGA_ONNX_FLOAT, {-0.5f}));
+  m.init("hi", Tensor::from_vector<float>({}, SINGA_ONNX_FLOAT, {0.75f}));
+  for (const char* op : {"Abs", "Neg", "Exp", "Floor", "Ceil", "Sign", "Erf", "Sin", "Cos", "Atan", "Sinh", "Cosh",
+                         "Asinh", "Softplus", "Softsign", "Elu", "Selu", "HardSigmoid", "HardSwish", "Round", "Identity",
+                         "Relu", "Sigmoid", "Tanh"}) {
+    m.node(op, {"x"}, {std::string("x_") + op});
+    m.out(std::string("x_") + op);
+  }
+  for (const char* op : {"Log", "Sqrt", "Reciprocal", "Tan", "Asin", "Acos", "Atanh"}) {
+    m.node(op, {"p"}, {std::string("p_") + op});
+    m.out(std::string("p_") + op);
+  }
+  m.node("Reciprocal", {"p"}, {"inv"});
+  m.node("Acosh", {"inv"}, {"acosh"});
+  attr(m.node("LeakyRelu", {"x"}, {"leaky"}), "alpha", 0.3f);
+  attr(m.node("Celu", {"x"}, {"celu"}), "alpha", 1.5f);
+  attr(m.node("ThresholdedRelu", {"x"}, {"thresholded"}), "alpha", 0.4f);
+  m.node("Clip", {"x", "lo", "hi"}, {"clip"});
+  m.node("Clip", {"x", "", "hi"}, {"clip_hi"});
+  m.node("LogSoftmax", {"x"}, {"log_softmax"});
+  attr(m.node("LogSoftmax", {"x"}, {"log_softmax_1"}), "axis", int64_t(1));
+  for (const char* o : {"acosh", "leaky", "celu", "thresholded", "clip", "clip_hi", "log_softmax", "log_softmax_1"}) m.out(o);
+  expect_same_as_cpu(m, {m.random_tensor({3, 4, 5}, -2.f, 2.f), m.random_tensor({3, 4, 5}, 0.1f, 0.9f)}, 1e-4, /*check=*/false);
+}
+
+TEST_F(Cuda, LegacyAttributeFormsMatchCpu) {
+  Model m(9);  // Clip, Slice, Unsqueeze and Pad with attributes
+  m.input("x", {2, 3, 6});
+  auto* clip = m.node("Clip", {"x"}, {"clip"});
+  attr(clip, "min", -0.25f);
+  attr(clip, "max", 0.5f);
+  auto* slice = m.node("Slice", {"x"}, {"slice"});
+  attr(slice, "starts", std::vector<int64_t>{1, -5});
+  attr(slice, "ends", std::vector<int64_t>{3, 100});
+  attr(slice, "axes", std::vector<int64_t>{1, 2});
+  auto* unsq = m.node("Unsqueeze", {"x"}, {"unsq"});
+  attr(unsq, "axes", std::vector<int64_t>{0, 3});
+  auto* pad = m.node("Pad", {"x"}, {"pad"});
+  attr(pad, "pads", std::vector<int64_t>{0, 1, 2, 0, 0, 3});
+  attr(pad, "mode", "reflect");
+  for (const char* o : {"clip", "slice", "unsq", "pad"}) m.out(o);
+  expect_same_as_cpu(m, {m.random_tensor({2, 3, 6})}, 1e-4, /*check=*/false);
+}
+
+TEST_F(Cuda, BroadcastingComparisonsAndCastsMatchCpu) {
+  Model m(17);
+  m.input("a", {2, 3, 4}).input("b", {3, 1}).input("c", {4}).input("base", {2, 3, 4});
+  m.init("e_i", i64({4}, {0, 1, 2, 3}));
+  m.init("e_f", Tensor::from_vector<float>({}, SINGA_ONNX_FLOAT, {2.f}));
+  m.init("slope", Tensor::from_vector<float>({4}, SINGA_ONNX_FLOAT, {0.1f, -0.2f, 0.3f, 2.f}));
+  m.node("Pow", {"base", "e_i"}, {"pow_int"});
+  m.node("Pow", {"base", "e_f"}, {"square"});
+  m.node("Pow", {"base", "c"}, {"pow"});
+  m.node("Max", {"a", "b", "c"}, {"max"});
+  m.node("Min", {"a", "b"}, {"min"});
+  m.node("Sum", {"a", "b", "c"}, {"sum"});
+  m.node("Mean", {"a", "c"}, {"mean"});
+  m.node("PRelu", {"a", "slope"}, {"prelu"});
+  m.node("Greater", {"a", "b"}, {"gt"});
+  m.node("Less", {"a", "c"}, {"lt"});
+  m.node("Equal", {"gt", "lt"}, {"eq"});
+  m.node("LessOrEqual", {"a", "b"}, {"le"});
+  m.node("GreaterOrEqual", {"a", "c"}, {"ge"});
+  m.node("And", {"gt", "lt"}, {"and"});
+  m.node("Or", {"gt", "lt"}, {"or"});
+  m.node("Xor", {"gt", "lt"}, {"xor"});
+  m.node("Not", {"gt"}, {"not"});
+  m.node("Where", {"gt", "a", "c"}, {"where"});
+  auto cast = [&](const char* in, const char* out, int64_t to) { attr(m.node("Cast", {in}, {out}), "to", to); };
+  cast("a", "a_i32", SINGA_ONNX_INT32);
+  cast("a", "a_f64", SINGA_ONNX_DOUBLE);
+  cast("gt", "gt_f", SINGA_ONNX_FLOAT);
+  cast("a", "a_bool", SINGA_ONNX_BOOL);
+  m.node("Mul", {"a", "e_f"}, {"a2"});
+  cast("a2", "a2_i64", SINGA_ONNX_INT64);
+  m.node("Abs", {"a2_i64"}, {"abs_i64"});
+  for (const char* o : {"pow_int", "square", "pow", "max", "min", "sum", "mean", "prelu", "where", "gt_f"}) m.out(o);
+  for (const char* o : {"gt", "lt", "eq", "le", "ge", "and", "or", "xor", "not", "a_bool"}) m.out(o, SINGA_ONNX_BOOL);
+  m.out("a_i32", SINGA_ONNX_INT32).out("a_f64", SINGA_ONNX_DOUBLE).out("a2_i64", SINGA_ONNX_INT64).out("abs_i64", SINGA_ONNX_INT64);
+  expect_same_as_cpu(m, {m.random_tensor({2, 3, 4}, -3.f, 3.f), m.random_tensor({3, 1}), m.random_tensor({4}),
+                         m.random_tensor({2, 3, 4}, 0.5f, 2.f)}, 1e-4, /*check=*/false);
+}
+
+TEST_F(Cuda, ReductionsMatchCpu) {
+  Model m(13);
+  m.input("x", {2, 3, 4, 5});
+  m.init("axes", i64({2}, {1, -1}));
+  m.node("ReduceSum", {"x", "axes"}, {"sum"});
+  attr(m.node("ReduceSum", {"x"}, {"sum_all"}), "keepdims", int64_t(0));
+  auto reduce = [&](const char* op, const char* out, std::vector<int64_t> axes, int64_t keep) {
+    auto* n = m.node(op, {"x"}, {out});
+    attr(n, "axes", axes);
+    attr(n, "keepdims", keep);
+    m.out(out);
+  };
+  reduce("ReduceMean", "mean", {1, 2, 3}, 1);  // 60 elements per output: one block each
+  reduce("ReduceMax", "max", {0}, 0);          // 2 per output: one thread each
+  reduce("ReduceMin", "min", {2}, 1);
+  reduce("ReduceProd", "prod", {3}, 0);
+  reduce("ReduceL1", "l1", {0, 2}, 1);
+  reduce("ReduceL2", "l2", {1}, 0);
+  reduce("ReduceSumSquare", "sumsq", {2, 3}, 1);
+  reduce("ReduceLogSumExp", "lse", {1, 3}, 0);
+  m.node("ReduceLogSum", {"mean"}, {"logsum"});
+  auto* am = m.node("ArgMax", {"x"}, {"argmax"});
+  attr(am, "axis", int64_t(2));
+  auto* an = m.node("ArgMin", {"x"}, {"argmin"});
+  attr(an, "axis", int64_t(-1));
+  attr(an, "keepdims", int64_t(0));
+  attr(an, "select_last_index", int64_t(1));
+  m.out("sum").out("sum_all").out("logsum").out("argmax", SINGA_ONNX_INT64).out("argmin", SINGA_ONNX_INT64);
+  expect_same_as_cpu(m, {m.random_tensor({2, 3, 4, 5}, 0.1f, 2.f)}, 1e-4, /*check=*/false);
+}
+
+TEST_F(Cuda, DataMovementMatchesCpu) {
+  Model m(13);
+  m.input("x", {2, 3, 4}).input("y", {2, 2, 4});
+  m.init("split", i64({2}, {1, 2}));
+  m.init("starts", i64({2}, {-1, 1}));
+  m.init("ends", i64({2}, {-100, 4}));
+  m.init("sl_axes", i64({2}, {2, 1}));
+  m.init("steps", i64({2}, {-2, 1}));
+  m.init("idx", i64({2, 2}, {0, -1, 2, 1}));
+  m.init("shape", i64({4}, {2, 2, 3, 4}));
+  m.init("reps", i64({3}, {1, 2, 3}));
+  m.init("pads", i64({6}, {0, 1, 2, 1, -1, 1}));
+  m.init("ax0", i64({1}, {0}));
+  attr(m.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{2, 0, 1});
+  m.node("Transpose", {"x"}, {"t_rev"});
+  attr(m.node("Concat", {"x", "y"}, {"cat"}), "axis", int64_t(1));
+  attr(m.node("Split", {"x", "split"}, {"s0", "s1"}), "axis", int64_t(1));
+  m.node("Slice", {"x", "starts", "ends", "sl_axes", "steps"}, {"slice"});
+  attr(m.node("Gather", {"x", "idx"}, {"gather"}), "axis", int64_t(1));
+  m.node("Expand", {"s0", "shape"}, {"expand"});
+  m.node("Tile", {"x", "reps"}, {"tile"});
+  m.node("Pad", {"x", "pads"}, {"pad_const"});
+  attr(m.node("Pad", {"x", "pads"}, {"pad_reflect"}), "mode", "reflect");
+  attr(m.node("Pad", {"x", "pads"}, {"pad_edge"}), "mode", "edge");
+  m.node("Unsqueeze", {"x", "ax0"}, {"unsq"});
+  m.node("Squeeze", {"unsq", "ax0"}, {"sq"});
+  m.node("Shape", {"x"}, {"shape_x"});
+  m.node("Size", {"x"}, {"size_x"});
+  m.node("ConstantOfShape", {"shape_x"}, {"zeros"});
+  for (const char* o : {"t", "t_rev", "cat", "s0", "s1", "slice", "gather", "expand", "tile", "pad_const", "pad_reflect",
+                        "pad_edge", "sq", "zeros"})
+    m.out(o);
+  m.out("shape_x", SINGA_ONNX_INT64).out("size_x", SINGA_ONNX_INT64);
+  expect_same_as_cpu(m, {m.random_tensor({2, 3, 4}), m.random_tensor({2, 2, 4})}, 1e-4, /*check=*/false);
+}
+
+TEST_F(Cuda, LrnDropoutAndConvTransposeMatchCpu) {
+  Model m(13);
+  m.input("x", {2, 5, 4, 4}).input("v", {1, 3, 7});
+  m.random_init("w", {5, 2, 3, 3}).random_init("b", {2}).random_init("w1", {3, 4, 2});
+  attr(m.node("LRN", {"x"}, {"lrn"}), "size", int64_t(3));
+  auto* lrn4 = m.node("LRN", {"x"}, {"lrn4"});
+  attr(lrn4, "size", int64_t(4));
+  attr(lrn4, "alpha", 0.01f);
+  attr(lrn4, "beta", 0.5f);
+  attr(lrn4, "bias", 2.f);
+  m.node("Dropout", {"x"}, {"drop", "mask"});
+  auto* ct = m.node("ConvTranspose", {"x", "w", "b"}, {"ct"});
+  attr(ct, "strides", std::vector<int64_t>{2, 2});
+  attr(ct, "pads", std::vector<int64_t>{1, 0, 0, 1});
+  attr(ct, "output_padding", std::vector<int64_t>{1, 0});
+  auto* ct1 = m.node("ConvTranspose", {"v", "w1"}, {"ct1d"});
+  attr(ct1, "strides", std::vector<int64_t>{3});
+  attr(ct1, "auto_pad", "SAME_UPPER");
+  attr(ct1, "dilations", std::vector<int64_t>{2});
+  m.out("lrn").out("lrn4").out("drop").out("mask", SINGA_ONNX_BOOL).out("ct").out("ct1d");
+  expect_same_as_cpu(m, {m.random_tensor({2, 5, 4, 4}), m.random_tensor({1, 3, 7})}, 1e-4, /*check=*/false);
+}
+
+TEST_F(Cuda, BackwardKernelsMatchCpu) {
+  Model m(13);
+  m.import("ai.singa.grad", 1);
+  m.input("x", {2, 3, 6, 6}).input("dy", {2, 3, 6, 6}).input("dp", {2, 3, 3, 3}).input("dc", {2, 4, 6, 6});
+  m.random_init("w", {3, 1, 3, 2}).random_init("w2", {4, 3, 3, 3}).random_init("scale", {3}).random_init("mean", {3});
+  m.random_init("var", {3}, 0.5f, 1.5f).random_init("logits", {4, 5});
+  m.init("labels", i64({4}, {0, 3, 1, 4}));
+  m.init("one", Tensor::from_vector<float>({}, SINGA_ONNX_FLOAT, {1.f}));
+  auto grad = [&](const char* op, std::vector<std::string> ins, std::vector<std::string> outs) {
+    auto* n = m.node(op, ins, outs);
+    n->set_domain("ai.singa.grad");
+    return n;
+  };
+  m.node("Relu", {"x"}, {"r"});
+  m.node("Sigmoid", {"x"}, {"s"});
+  m.node("Tanh", {"x"}, {"t"});
+  m.node("Softmax", {"x"}, {"sm"});
+  m.node("LogSoftmax", {"x"}, {"lsm"});
+  grad("ReluGrad", {"dy", "r"}, {"d_relu"});
+  grad("SigmoidGrad", {"dy", "s"}, {"d_sigmoid"});
+  grad("TanhGrad", {"dy", "t"}, {"d_tanh"});
+  attr(grad("LeakyReluGrad", {"dy", "x"}, {"d_leaky"}), "alpha", 0.2f);
+  grad("SoftmaxGrad", {"dy", "sm"}, {"d_softmax"});
+  grad("LogSoftmaxGrad", {"dy", "lsm"}, {"d_log_softmax"});
+  auto* mp = m.node("MaxPool", {"x"}, {"pooled", "indices"});
+  attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
+  attr(mp, "strides", std::vector<int64_t>{2, 2});
+  attr(mp, "pads", std::vector<int64_t>{1, 1, 0, 0});
+  grad("MaxPoolGrad", {"dp", "indices", "x"}, {"d_maxpool"});
+  auto* ap = grad("AveragePoolGrad", {"dp", "x"}, {"d_avgpool"});
+  attr(ap, "kernel_shape", std::vector<int64_t>{3, 3});
+  attr(ap, "strides", std::vector<int64_t>{2, 2});
+  attr(ap, "pads", std::vector<int64_t>{1, 1, 0, 0});
+  attr(ap, "count_include_pad", int64_t(1));
+  attr(grad("BatchNormalizationGrad", {"dy", "x", "scale"}, {"bn_dx", "bn_dscale", "bn_db"}), "training_mode", int64_t(1));
+  grad("BatchNormalizationGrad", {"dy", "x", "scale", "mean", "var"}, {"bni_dx", "bni_dscale", "bni_db"});
+  // Depthwise with asymmetric pads (the padded path), then a plain 3x3.
+  auto* cg = grad("ConvGrad", {"dy", "x", "w"}, {"conv_dx", "conv_dw", "conv_db"});
+  attr(cg, "pads", std::vector<int64_t>{1, 0, 1, 1});
+  attr(cg, "group", int64_t(3));
+  attr(grad("ConvGrad", {"dc", "x", "w2"}, {"conv2_dx", "conv2_dw", ""}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  attr(m.node("LogSoftmax", {"logits"}, {"log_prob"}), "axis", int64_t(1));
+  grad("SoftmaxCrossEntropyLossGrad", {"one", "log_prob", "labels"}, {"d_scores"});
+  for (const char* o : {"d_relu", "d_sigmoid", "d_tanh", "d_leaky", "d_softmax", "d_log_softmax", "d_maxpool", "d_avgpool",
+                        "bn_dx", "bn_dscale", "bn_db", "bni_dx", "bni_dscale", "bni_db", "conv_dx", "conv_dw", "conv_db",
+                        "conv2_dx", "conv2_dw", "d_scores"})
+    m.out(o);
+  expect_same_as_cpu(m, {m.random_tensor({2, 3, 6, 6}), m.random_tensor({2, 3, 6, 6}), m.random_tensor({2, 3, 3, 3}),
+                         m.random_tensor({2, 4, 6, 6})},
+                     1e-4, /*check=*/false);
 }
 
 }  // namespace
