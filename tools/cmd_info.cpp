@@ -263,7 +263,10 @@ int cmd_info(const std::vector<std::string>& args) {
             << "nodes:        " << nodes;
   if (subgraphs) std::cout << " (" << subgraphs << " subgraphs included)";
   std::cout << "\nops:\n";
-  for (const auto& [k, n] : ranked) std::cout << "  " << op_label(k) << std::string(std::max<size_t>(1, 28 - op_label(k).size()), ' ') << n << "\n";
+  for (const auto& [k, n] : ranked) {
+    const std::string label = op_label(k);  // padded to a column; a longer name gets one space
+    std::cout << "  " << label << std::string(label.size() < 28 ? 28 - label.size() : 1, ' ') << n << "\n";
+  }
   std::cout << "ops without a kernel on " << device << ":";
   if (missing.empty()) std::cout << " none";
   std::cout << "\n";

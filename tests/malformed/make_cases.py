@@ -688,6 +688,13 @@ def _(d):
     save(d, conv_model().SerializeToString()[:100])
 
 
+@case("info_long_op_name", "", "`singa info` lists an op whose name is wider than its column "
+      "(it threw std::length_error from a negative pad)", exit_code=0, command="info")
+def _(d):
+    node = helper.make_node("AVeryLongOperatorNameForTheColumn", ["x"], ["y"], domain="com.example.long")
+    save(d, make([node], [vi("x", shape=(2,))], [vi("y", shape=(2,))], extra_opsets=[("com.example.long", 1)]))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
