@@ -75,6 +75,7 @@ Window resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in, cons
   for (size_t i = 0; i < r; ++i) {
     const int j = off + int(i);
     PoolGeometry& g = w.g;
+    if (kernel[i] < 1) k.fail("kernel spatial dims " + shape_str(kernel) + " must all be at least 1");
     g.in[j] = in[i];
     g.k[j] = kernel[i];
     g.s[j] = a.strides.empty() ? 1 : a.strides[i];

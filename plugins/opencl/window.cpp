@@ -61,6 +61,7 @@ Window resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in, cons
   const int off = 3 - int(r);
   for (size_t i = 0; i < r; ++i) {
     const int j = off + int(i);
+    if (kernel[i] < 1) k.fail("kernel spatial dims " + shape_str(kernel) + " must all be at least 1");
     w.in[j] = in[i];
     w.k[j] = kernel[i];
     w.s[j] = a.strides.empty() ? 1 : a.strides[i];

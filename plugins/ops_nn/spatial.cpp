@@ -82,6 +82,7 @@ Geometry start(const WindowAttrs& a, const std::vector<int64_t>& in, const std::
   }
   for (size_t i = 0; i < r; ++i) {
     int j = off + int(i);
+    if (kernel[i] < 1) k.fail("kernel spatial dims " + list_str(kernel) + " must all be at least 1");
     g.in[j] = in[i];
     g.k[j] = kernel[i];
     g.s[j] = a.strides.empty() ? 1 : a.strides[i];
