@@ -5,6 +5,7 @@
 // why the device is unavailable.
 #include "allocator.hpp"
 #include "cuda_util.hpp"
+#include "probe.hpp"
 #include "register.hpp"
 
 #include <cstdlib>
@@ -34,22 +35,9 @@ singa_status* finish(cudaStream_t stream, const std::string& what) {
 }
 
 singa_status* device_count(void*, int32_t* count) {
-  *count = 0;
-  int n = 0;
-  cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) {
-    std::string msg = cuda_message(err, "cudaGetDeviceCount");
-    if (err == cudaErrorInsufficientDriver) {
-      int runtime = 0;
-      (void)cudaRuntimeGetVersion(&runtime);
-      msg += "; the NVIDIA driver (libcuda.so.1) is missing or older than CUDA runtime " + std::to_string(runtime / 1000) +
-             "." + std::to_string(runtime % 1000 / 10);
-    }
-    return status(SINGA_UNAVAILABLE, msg);
-  }
-  if (n <= 0) return status(SINGA_UNAVAILABLE, "cuda: no CUDA-capable device is detected");
-  *count = n;
-  return nullptr;
+  std::string why;
+  *count = probe_devices(why);
+  return *count > 0 ? nullptr : status(SINGA_UNAVAILABLE, why);
 }
 
 singa_status* device_alloc(void*, int32_t id, size_t bytes, size_t alignment, void** out) {

@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <fstream>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -172,6 +175,10 @@ TEST(CudaPlugin, LoadsAndRegistersWithoutNeedingAGpu) {
   auto& rt = singa::Runtime::instance();
   singa::Device* dev = rt.device("cuda");
   ASSERT_NE(dev, nullptr);
+  const char* forced = std::getenv("SINGA_CUDA_KERNELS");
+  std::string why;
+  if (!(forced && std::strcmp(forced, "1") == 0) && dev->count(&why) <= 0)
+    GTEST_SKIP() << "no GPU, so the kernels are not loaded (SINGA_CUDA_KERNELS=1 loads them, as the 'cuda' test does)";
   EXPECT_EQ(dev->dl_device_type(), kDLCUDA);
   EXPECT_EQ(dev->score(), 100);
   for (const char* op :
@@ -209,6 +216,35 @@ TEST(CudaPlugin, LoadsAndRegistersWithoutNeedingAGpu) {
     } catch (const singa::Error& e) {
       EXPECT_NE(std::string(e.what()).find("unavailable"), std::string::npos) << e.what();
     }
+  }
+}
+
+// Without SINGA_CUDA_KERNELS=1, singa_cuda.so maps cuBLAS and cuDNN (the
+// kernel library) only where a GPU is present; the `cuda_shim` test runs this
+// without the variable.
+TEST(CudaPlugin, KernelsLoadOnlyWhereAGpuIs) {
+  const char* forced = std::getenv("SINGA_CUDA_KERNELS");
+  if (forced && std::strcmp(forced, "1") == 0) GTEST_SKIP() << "SINGA_CUDA_KERNELS=1 loads the kernels regardless";
+  const singa::PluginInfo* rec = cuda_record();
+  ASSERT_NE(rec, nullptr);
+  ASSERT_TRUE(rec->loaded) << rec->error;
+  auto& rt = singa::Runtime::instance();
+  singa::Device* dev = rt.device("cuda");
+  ASSERT_NE(dev, nullptr) << "the shim registers the device in any case";
+  std::string reason;
+  const bool gpu = dev->count(&reason) > 0;
+  bool conv_on_cuda = false;
+  for (const auto* k : rt.kernels("", "Conv")) conv_on_cuda = conv_on_cuda || k->device == "cuda";
+  std::ifstream maps("/proc/self/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  if (gpu) {
+    EXPECT_TRUE(conv_on_cuda);
+    EXPECT_NE(mapped.find("libsinga_cuda_kernels.so"), std::string::npos);
+  } else {
+    EXPECT_FALSE(reason.empty()) << "an unavailable device must say why";
+    EXPECT_FALSE(conv_on_cuda) << "kernels registered without a GPU";
+    EXPECT_EQ(mapped.find("libcublas"), std::string::npos) << "cuBLAS was mapped without a GPU";
+    EXPECT_EQ(mapped.find("libcudnn"), std::string::npos) << "cuDNN was mapped without a GPU";
   }
 }
 
