@@ -78,7 +78,8 @@ void bind_dims(::onnx::ModelProto& model, const std::map<std::string, int64_t>& 
 // ONNX 1.12's shape inference for convolutions and pooling trusts its
 // inputs: it takes the kernel's spatial sizes from W's shape and then indexes
 // per-axis vectors sized by X's rank (a W of another rank reads past their
-// end), and it divides by `strides` (a zero stride is SIGFPE). Both crash
+// end), it divides by `strides` (a zero stride is SIGFPE), and Gemm's reads
+// dim 1 of A and B whatever their rank. All of these crash
 // the process (found by fuzz/fuzz_model). Inference therefore goes through
 // this registry, which hands out copies of those schemas whose inference
 // checks these first; a bad model becomes an ordinary inference error.
@@ -89,15 +90,17 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (!s || !s->has_type_and_shape_inference_function() || (!domain.empty() && domain != "ai.onnx")) return s;
     const int w = same_rank_input(key);
     const bool window = has_window(key);
-    if (w < 0 && !window) return s;
+    const bool matrices = key == "Gemm";
+    if (w < 0 && !window && !matrices) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto& guarded = guarded_[s];
     if (!guarded) {
       guarded = std::make_unique<::onnx::OpSchema>(*s);
       auto inner = s->GetTypeAndShapeInferenceFunction();
-      guarded->TypeAndShapeInferenceFunction([inner, w, window](::onnx::InferenceContext& ctx) {
+      guarded->TypeAndShapeInferenceFunction([inner, w, window, matrices](::onnx::InferenceContext& ctx) {
         if (w >= 0) check_ranks(ctx, w);
         if (window) check_window(ctx);
+        if (matrices) check_matrices(ctx);
         inner(ctx);
       });
     }
@@ -129,6 +132,17 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (xr != kr)
       throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but input " +
                                    std::to_string(w) + " has rank " + std::to_string(kr) + "; they must be equal");
+  }
+  // Gemm's A and B are matrices.
+  static void check_matrices(::onnx::InferenceContext& ctx) {
+    for (size_t i = 0; i < 2 && i < ctx.getNumInputs(); ++i) {
+      const ::onnx::TypeProto* t = ctx.getInputType(i);
+      if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+      const int r = t->tensor_type().shape().dim_size();
+      if (r != 2)
+        throw ::onnx::InferenceError("[ShapeInferenceError] input " + std::to_string(i) + " has rank " + std::to_string(r) +
+                                     "; Gemm multiplies matrices (rank 2)");
+    }
   }
   static void check_window(::onnx::InferenceContext& ctx) {
     for (const char* name : {"kernel_shape", "strides", "dilations"}) {
