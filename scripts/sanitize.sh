@@ -23,6 +23,7 @@ export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stac
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="print_suppressions=0"
 export SINGA_PLUGIN_PATH=
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}  # see scripts/build.sh
 
 declare -a names results times
 stage() {  # stage NAME COMMAND...: runs it, records pass/fail and seconds
