@@ -3,7 +3,10 @@
 // thread pool; each worker unfolds its images (im2col), multiplies with
 // OpenBLAS, folds the input gradient back (col2im) and sums its share of dW,
 // which is added to the total once per worker.
+#include "conv_grad_f32.hpp"
 #include "register.hpp"
+
+#include <sgemm.hpp>
 
 #include <blas.hpp>
 #include <nn_common.hpp>
@@ -93,6 +96,12 @@ class ConvGrad : public NodeKernel {
     if (want_[0]) dx = ctx.output(0, xs, x.dl_dtype());
     if (want_[1]) dw = ctx.output(1, ws, x.dl_dtype());
     if (want_[2]) db = ctx.output(2, Shape{M}, x.dl_dtype());
+    if (x.dtype() == SINGA_ONNX_FLOAT && fast::avx512()) {
+      conv_grad_f32(ctx, dy.data<float>(), x.data<float>(), w.data<float>(), dx.present() ? dx.data<float>() : nullptr,
+                    dw.present() ? dw.data<float>() : nullptr, db.present() ? db.data<float>() : nullptr, g, N, C, M,
+                    Cg, group_);
+      return;
+    }
     nn::dispatch_among<float, double>(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       run<T>(ctx, dy.data<T>(), x.data<T>(), w.data<T>(), dx.present() ? dx.data<T>() : nullptr,

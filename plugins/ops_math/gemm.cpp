@@ -1,5 +1,6 @@
 // gemm.cpp - the OpenBLAS calls and numpy's matmul shape rules.
 #include "gemm.hpp"
+#include "sgemm_context.hpp"
 
 #include <cblas.h>
 
@@ -35,6 +36,12 @@ bool degenerate(int64_t M, int64_t N, int64_t K, T beta, T* Y) {
 
 void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
                float beta, float* Y) {
+  if (fast::avx512()) {
+    fast::Out o;
+    o.alpha = alpha, o.beta = beta;
+    fast::sgemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, Y, N, o);
+    return;
+  }
   if (degenerate(M, N, K, beta, Y)) return;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_dim(M), blas_dim(N),
               blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));
@@ -45,6 +52,25 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, 
   if (degenerate(M, N, K, beta, Y)) return;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_dim(M), blas_dim(N),
               blas_dim(K), alpha, A, blas_dim(ta ? M : K), B, blas_dim(tb ? K : N), beta, Y, blas_dim(N));
+}
+
+void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+               const float* B, float beta, float* Y, const float* col_bias) {
+  if (fast::avx512()) {
+    fast::Out o;
+    o.alpha = alpha, o.beta = beta, o.col_bias = col_bias;
+    fast::sgemm_parallel(fast::ContextPool(ctx), ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, Y, N, o);
+    return;
+  }
+  blas_gemm(ta, tb, M, N, K, alpha, A, B, beta, Y);
+  if (col_bias)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) Y[i * N + j] += col_bias[j];
+}
+
+void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+               const double* A, const double* B, double beta, double* Y) {
+  blas_gemm(ta, tb, M, N, K, alpha, A, B, beta, Y);
 }
 
 void use_blas_threads(const sdk::Context& ctx) {

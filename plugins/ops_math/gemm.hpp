@@ -21,6 +21,14 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
 void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                const double* B, double beta, double* Y);
 
+// The same on the context's pool. Float products go to fast::sgemm
+// (plugins/common/sgemm.hpp) where it runs, which also adds `col_bias`
+// (length N, or null) to every row of Y.
+void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, const float* B, float beta, float* Y, const float* col_bias = nullptr);
+void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+               const double* A, const double* B, double beta, double* Y);
+
 // OpenBLAS ignores the runtime's pool: this hands it the context's intra-op
 // thread count (the --threads value) before a product.
 void use_blas_threads(const sdk::Context& ctx);
@@ -105,7 +113,7 @@ void matmul_generic(const sdk::Context& ctx, const MatMulPlan& p, const T* A, co
 template <typename T>
 void matmul_blas(const sdk::Context& ctx, const MatMulPlan& p, const T* A, const T* B, T* Y) {
   if (p.fold) {
-    blas_gemm(false, false, p.batch * p.M, p.N, p.K, T(1), A, B, T(0), Y);
+    blas_gemm(ctx, false, false, p.batch * p.M, p.N, p.K, T(1), A, B, T(0), Y);
     return;
   }
   int64_t mn = p.M * p.N;
@@ -117,7 +125,8 @@ void matmul_blas(const sdk::Context& ctx, const MatMulPlan& p, const T* A, const
       for (int64_t b = bb; b < be; ++b) one(b);
     });
   } else {
-    for (int64_t b = 0; b < p.batch; ++b) one(b);
+    for (int64_t b = 0; b < p.batch; ++b)
+      blas_gemm(ctx, false, false, p.M, p.N, p.K, T(1), A + p.a_off[size_t(b)], B + p.b_off[size_t(b)], T(0), Y + b * mn);
   }
 }
 
