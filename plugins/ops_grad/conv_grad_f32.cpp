@@ -48,7 +48,7 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
   if (db) bias_grad(ctx, dy, db, N, M, P);
   if (!dx && !dw) return;
   const bool by_rows = dw && P < kLongImage;
-  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(1, K)));
+  const int64_t chunk = nn::unfold_chunk(g, K, kColBudget);
   const int64_t units = N * group;
   // A few tasks per thread balance a busy machine; each sums its own dW.
   const int64_t tasks = std::min<int64_t>(units, 2 * std::max(1, ctx.num_threads()));
@@ -71,7 +71,7 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
         float* dxg = dx ? dx + (n * C + gi * Cg) * in_size : nullptr;
         float* dwg = dw ? local.data() + gi * Mg * K : nullptr;
         if (dxg) std::fill(dxg, dxg + Cg * in_size, 0.f);
-        if (by_rows) nn::to_channels_last(xg, Cg, in_size, xt.data());
+        if (by_rows) nn::to_channels_last_f32(xg, Cg, in_size, xt.data());
         fast::Out acc;
         acc.beta = 1;
         for (int64_t p0 = 0; p0 < P; p0 += chunk) {

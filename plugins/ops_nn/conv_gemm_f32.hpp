@@ -1,7 +1,8 @@
 // conv_gemm_f32.hpp - float Conv through fast::sgemm (plugins/common), the
 // path every float Conv takes on AVX-512 CPUs when oneDNN was not planned at
 // create time (as on the eager training path, where the input shape is open).
-// One image and group per task: unfold its windows (unfold_f32.hpp), then
+// One image and group per task: unfold its windows (unfold_f32.hpp, AVX-512
+// like fast::sgemm's tiles, so this runs only where fast::avx512()), then
 // Y_g = W_g cols + bias in one product; 1x1 stride-1 unpadded kernels
 // multiply the input itself.
 #ifndef SINGA_OPS_NN_CONV_GEMM_F32_HPP
@@ -25,7 +26,7 @@ inline void conv_gemm_f32(const sdk::Context& ctx, const float* x, const float* 
   const int64_t Mg = M / group, in_size = g.in_size(), P = g.out_size(), K = Cg * g.k_size();
   bool pointwise = g.k_size() == 1 && g.no_padding();
   for (int i = 0; i < kMaxSpatial; ++i) pointwise = pointwise && g.s[i] == 1;
-  const int64_t chunk = pointwise ? P : std::max<int64_t>(1, std::min<int64_t>(P, kGemmColBudget / std::max<int64_t>(1, K)));
+  const int64_t chunk = pointwise ? P : unfold_chunk(g, K, kGemmColBudget);
   ctx.parallel_for(N * group, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> col;
     if (!pointwise && col.size() < size_t(K * chunk)) col.resize(size_t(K * chunk));

@@ -106,6 +106,10 @@ std::vector<ConvCase> conv_cases() {
   c.push_back({"no_bias", {2, 5, 6, 6}, {7, 5, 3, 3}, Attrs(), false});
   // Big enough that each image is unfolded in several chunks.
   c.push_back({"chunked", {1, 4, 110, 110}, {3, 4, 5, 5}, Attrs()});
+  // So many taps per position that a chunk is less than one output row.
+  c.push_back({"partial_rows", {1, 300, 400}, {2, 300, 9}, Attrs().set("strides", std::vector<int64_t>{1})});
+  c.push_back({"partial_rows_padded", {1, 300, 400}, {2, 300, 9},
+               Attrs().set("strides", std::vector<int64_t>{2}).set("pads", two(3, 4))});
   c.push_back({"conv1d", {2, 3, 20}, {4, 3, 3}, Attrs().set("strides", std::vector<int64_t>{2}).set("pads", two(1, 1))});
   c.push_back({"conv3d", {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3},
                Attrs().set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1})});
