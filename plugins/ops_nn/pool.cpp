@@ -1,6 +1,8 @@
 // Windowed pooling: MaxPool (with Indices), AveragePool and LpPool.
 #include "nn_common.hpp"
+#include "pool_f32.hpp"
 #include "register.hpp"
+#include "sgemm.hpp"
 #include "spatial.hpp"
 
 #include <algorithm>
@@ -151,12 +153,17 @@ class MaxPool : public PoolBase {
     for (int64_t ow = 0; ow < OW; ++ow) cols.push_back(taps(ow, g.s[2], g.pb[2], 1, g.k[2], 0, W));
     const bool two_by_two = g.k[1] == 2 && g.k[2] == 2 && g.s[1] == 2 && g.s[2] == 2 && g.pb[1] == 0 && g.pb[2] == 0 &&
                             2 * OH <= H && 2 * OW <= W;
+    const bool vector_2x2 = two_by_two && fast::avx512() && H * W < (int64_t(1) << 31);
     ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2])),
                      [&](int64_t pb, int64_t pe) {
       for (int64_t p = pb; p < pe; ++p) {
         const float* xp = x + p * H * W;
         float* yp = y + p * OH * OW;
         int64_t* ip = idx ? idx + p * OH * OW : nullptr;
+        if (vector_2x2) {
+          max_pool_2x2_f32(xp, W, OH, OW, p * H * W, yp, ip);
+          continue;
+        }
         if (two_by_two) {
           pool_2x2(xp, W, OH, OW, p * H * W, yp, ip);
           continue;

@@ -161,3 +161,38 @@ TEST(TrainKernels, MatMulBatchedMatchesFloat64) {
   compare([](const std::vector<Variable>& v) { return matmul(v[0], v[1]); },
           {random_f32({2, 5, 17}, 3), random_f32({2, 17, 70}, 4)}, {true, true});
 }
+
+TEST(TrainKernels, MaxPoolWithIndicesMatchesFloat64) {
+  ensure_loaded();
+  struct Case {
+    std::string name;
+    Shape x;
+    Attrs attrs;
+    bool ties;
+  };
+  auto ints = [](std::vector<int64_t> v) { return v; };
+  const std::vector<Case> cases{
+      {"2x2_stride2", {3, 4, 24, 24}, Attrs().set("kernel_shape", ints({2, 2})).set("strides", ints({2, 2})), false},
+      {"2x2_odd_sizes", {2, 3, 37, 35}, Attrs().set("kernel_shape", ints({2, 2})).set("strides", ints({2, 2})), false},
+      {"2x2_ties", {2, 3, 20, 18}, Attrs().set("kernel_shape", ints({2, 2})).set("strides", ints({2, 2})), true},
+      {"3x3_stride2_padded", {2, 3, 9, 10},
+       Attrs().set("kernel_shape", ints({3, 3})).set("strides", ints({2, 2})).set("pads", ints({1, 1, 1, 1})), true},
+  };
+  unsigned seed = 200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Tensor x = random_f32(c.x, seed++);
+    if (c.ties)  // a few values only: windows with equal maxima keep the first
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::round(x.data<float>()[i] * 2.f);
+    Variable xf(x.clone(), true), xd(to_double(x), true);
+    auto yf = apply("MaxPool", {xf}, c.attrs, 2), yd = apply("MaxPool", {xd}, c.attrs, 2);
+    expect_close(yf[0].data(), yd[0].data(), "Y");
+    ASSERT_EQ(yf[1].shape(), yd[1].shape());
+    for (int64_t i = 0; i < yd[1].data().numel(); ++i)
+      ASSERT_EQ(yf[1].data().data<int64_t>()[i], yd[1].data().data<int64_t>()[i]) << "Indices element " << i;
+    Tensor seed_grad = random_f32(yf[0].shape(), 7);
+    backward(yf[0], seed_grad);
+    backward(yd[0], to_double(seed_grad));
+    expect_close(xf.grad(), xd.grad(), "dX");
+  }
+}

@@ -1,0 +1,20 @@
+// pool_f32.hpp - AVX-512 float pooling for the training path (pool_f32.cpp):
+// call only where fast::avx512() holds.
+#ifndef SINGA_OPS_NN_POOL_F32_HPP
+#define SINGA_OPS_NN_POOL_F32_HPP
+
+#include <cstdint>
+
+namespace singa {
+namespace nn {
+
+// 2x2 windows, stride 2, no padding, over one plane of width W (2 * OH rows
+// and 2 * OW columns of it are read). Writes each window's maximum to y and,
+// when idx is not null, base + its row-major position in the plane. Ties
+// keep the first tap in row-major order and NaN never wins, as the generic
+// MaxPool loop does. The plane must have fewer than 2^31 elements.
+void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t base, float* y, int64_t* idx);
+
+}  // namespace nn
+}  // namespace singa
+#endif
