@@ -23,6 +23,8 @@ namespace {
 
 __mmask16 first(int64_t n) { return __mmask16((1u << n) - 1); }
 
+constexpr int64_t kMaxFoldWidth = 64;  // kernel widths the 2-D paths take
+
 void copy(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
@@ -246,10 +248,19 @@ void im2col_2d(const float* x, const Geometry& g, int64_t channels, int64_t q0, 
 void col2im_2d(const float* col, const Geometry& g, int64_t channels, int64_t q0, int64_t nq, float* dx) {
   const int64_t H = g.in[1], W = g.in[2], OW = g.out[2], KH = g.k[1], KW = g.k[2], s1 = g.s[1];
   const int64_t cols = nq * OW, q1 = q0 + nq;
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t ih = 0; ih < H; ++ih) {
-      float* row = dx + (c * H + ih) * W;
-      for (int64_t j = 0; j < W; j += 16) {
+  for (int64_t j = 0; j < W; j += 16) {
+    // Per kw: the lanes of this piece of an input row that its taps reach,
+    // and where in a tap row lane 0 reads (lane u is ow = j + u - iw0).
+    __mmask16 m[kMaxFoldWidth];
+    int64_t at[kMaxFoldWidth];
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t iw0 = kw * g.d[2] - g.pb[2];
+      m[kw] = lanes((iw0 >= 0 ? iw0 : 0) - j, (iw0 + OW < W ? iw0 + OW : W) - j);
+      at[kw] = kw * cols + j - iw0;
+    }
+    const __mmask16 store = lanes(0, W - j);
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t ih = 0; ih < H; ++ih) {
         __m512 acc = _mm512_setzero_ps();
         for (int64_t kh = 0; kh < KH; ++kh) {
           const int64_t t = ih - (kh * g.d[1] - g.pb[1]);
@@ -257,22 +268,20 @@ void col2im_2d(const float* col, const Geometry& g, int64_t channels, int64_t q0
           const int64_t oh = s1 > 1 ? t / s1 : t;
           if (oh < q0 || oh >= q1) continue;
           const float* src = col + (c * KH + kh) * KW * cols + (oh - q0) * OW;
-          for (int64_t kw = 0; kw < KW; ++kw, src += cols) {
-            const int64_t iw0 = kw * g.d[2] - g.pb[2];
-            const int64_t lo = iw0 >= 0 ? iw0 : 0, hi = iw0 + OW < W ? iw0 + OW : W;  // input columns it reaches
-            const __mmask16 m = lanes(lo - j, hi - j);
-            if (m) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, src + j - iw0));  // lane u: ow = j + u - iw0
-          }
+          for (int64_t kw = 0; kw < KW; ++kw)
+            if (m[kw]) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m[kw], src + at[kw]));
         }
-        const __mmask16 m = lanes(0, W - j);
-        _mm512_mask_storeu_ps(row + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, row + j), acc));
+        float* row = dx + (c * H + ih) * W + j;
+        _mm512_mask_storeu_ps(row, store, _mm512_add_ps(_mm512_maskz_loadu_ps(store, row), acc));
       }
-    }
+  }
 }
 
 bool planar(const Geometry& g, int64_t p0, int64_t cols) {
-  return g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.s[2] == 1 && p0 % g.out[2] == 0 && cols % g.out[2] == 0;
+  return g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.s[2] == 1 && g.k[2] <= kMaxFoldWidth && p0 % g.out[2] == 0 &&
+         cols % g.out[2] == 0;
 }
+
 
 }  // namespace
 
