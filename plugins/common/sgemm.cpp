@@ -237,13 +237,16 @@ struct DotJob {
   int64_t ldc;
   Out o;
 
+  // Column blocks and row blocks as even as possible (25 columns: five of 5,
+  // not four of 6 and a 1).
   int64_t col_blocks() const { return (N + kDotCols - 1) / kDotCols; }
 
   void run(int64_t j_begin, int64_t j_end) const {
+    const int64_t nc = col_blocks(), nm = (M + kDotRows - 1) / kDotRows;
     for (int64_t jb = j_begin; jb < j_end; ++jb) {
-      const int64_t j0 = jb * kDotCols, nr = std::min<int64_t>(kDotCols, N - j0);
-      for (int64_t i0 = 0; i0 < M; i0 += kDotRows) {
-        const int64_t mr = std::min<int64_t>(kDotRows, M - i0);
+      const int64_t j0 = N * jb / nc, nr = N * (jb + 1) / nc - j0;
+      for (int64_t ib = 0; ib < nm; ++ib) {
+        const int64_t i0 = M * ib / nm, mr = M * (ib + 1) / nm - i0;
         const Epi e{o.alpha, o.beta, o.row_bias ? o.row_bias + i0 : nullptr, o.col_bias ? o.col_bias + j0 : nullptr};
         kDot[mr - 1][nr - 1](K, A + i0 * lda, lda, B + j0 * ldb, ldb, C + i0 * ldc + j0, ldc, e);
       }

@@ -15,6 +15,14 @@ namespace nn {
 // MaxPool loop does. The plane must have fewer than 2^31 elements.
 void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t base, float* y, int64_t* idx);
 
+// Its gradient: dx (the whole plane, H x W) gets each window's dy at the tap
+// idx names (idx as max_pool_2x2_f32 writes it, base included) and 0 at
+// every other position. Returns false, with dx partly written, when some
+// index is not a tap of its own window (not this pooling's Indices): the
+// caller then runs its generic scatter.
+bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
+                           int64_t OW, float* dx);
+
 }  // namespace nn
 }  // namespace singa
 #endif

@@ -196,3 +196,24 @@ TEST(TrainKernels, MaxPoolWithIndicesMatchesFloat64) {
     expect_close(xf.grad(), xd.grad(), "dX");
   }
 }
+
+// MaxPoolGrad with 2x2/stride-2 attributes but Indices that are not that
+// pooling's (here every one names the first element of its plane): the
+// vector path must notice and leave it to the generic scatter.
+TEST(TrainKernels, MaxPoolGradWithForeignIndicesFallsBack) {
+  ensure_loaded();
+  const Shape xs{2, 3, 6, 8}, ys{2, 3, 3, 4};
+  Tensor x = random_f32(xs, 300), dy = random_f32(ys, 301);
+  Tensor idx(ys, SINGA_ONNX_INT64);
+  for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = i / 12 * 48;
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{2, 2}).set("strides", std::vector<int64_t>{2, 2});
+  Tensor dxf = apply("MaxPoolGrad", {Variable(dy), Variable(idx), Variable(x)}, a, 1, "ai.singa.grad")[0].data();
+  Tensor dxd =
+      apply("MaxPoolGrad", {Variable(to_double(dy)), Variable(idx), Variable(to_double(x))}, a, 1, "ai.singa.grad")[0].data();
+  expect_close(dxf, dxd, "dX");
+  double first = 0;
+  for (int64_t i = 0; i < 12; ++i) first += dy.data<float>()[i];
+  EXPECT_NEAR(dxf.data<float>()[0], first, 1e-5);
+  EXPECT_EQ(dxf.data<float>()[1], 0.f);
+}
