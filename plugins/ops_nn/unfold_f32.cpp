@@ -299,14 +299,53 @@ void col2im_add_f32(const float* col, const Geometry& g, int64_t channels, int64
     col2im_any(col, g, channels, p0, cols, dx);
 }
 
+namespace {
+
+// r[i] = row i of a 16 x 16 block; afterwards r[j] = its column j.
+// (maskz forms throughout: GCC 12's plain ones trip -Wuninitialized.)
+void transpose16(__m512 r[16]) {
+  const __mmask16 a16 = 0xFFFF;
+  const __mmask8 a8 = 0xFF;
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_maskz_unpacklo_ps(a16, r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_maskz_unpackhi_ps(a16, r[2 * i], r[2 * i + 1]);
+  }
+  auto lo = [&](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(a8, _mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  auto hi = [&](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(a8, _mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = lo(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = hi(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = lo(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = hi(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 4; ++i) {
+      t[8 * b + i] = _mm512_maskz_shuffle_f32x4(a16, r[8 * b + i], r[8 * b + i + 4], 0x88);
+      t[8 * b + i + 4] = _mm512_maskz_shuffle_f32x4(a16, r[8 * b + i], r[8 * b + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_maskz_shuffle_f32x4(a16, t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_maskz_shuffle_f32x4(a16, t[i], t[i + 8], 0xdd);
+  }
+}
+
+}  // namespace
+
 void to_channels_last_f32(const float* x, int64_t channels, int64_t size, float* out) {
-  constexpr int64_t kB = 16;
-  for (int64_t c0 = 0; c0 < channels; c0 += kB) {
-    const int64_t c1 = c0 + kB < channels ? c0 + kB : channels;
-    for (int64_t s0 = 0; s0 < size; s0 += kB) {
-      const int64_t s1 = s0 + kB < size ? s0 + kB : size;
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t s = s0; s < s1; ++s) out[s * channels + c] = x[c * size + s];
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    const int64_t nc = channels - c0 < 16 ? channels - c0 : 16;
+    for (int64_t s0 = 0; s0 < size; s0 += 16) {
+      const int64_t ns = size - s0 < 16 ? size - s0 : 16;
+      __m512 r[16];
+      for (int64_t i = 0; i < 16; ++i)
+        r[i] = i < nc ? _mm512_maskz_loadu_ps(lanes(0, ns), x + (c0 + i) * size + s0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int64_t j = 0; j < ns; ++j) _mm512_mask_storeu_ps(out + (s0 + j) * channels + c0, lanes(0, nc), r[j]);
     }
   }
 }

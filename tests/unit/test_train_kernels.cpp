@@ -104,6 +104,7 @@ std::vector<ConvCase> conv_cases() {
                Attrs().set("strides", two(2, 1)).set("dilations", two(1, 3)).set("pads", std::vector<int64_t>{1, 3, 0, 2})});
   c.push_back({"auto_pad_same", {2, 3, 7, 6}, {4, 3, 3, 3}, Attrs().set("auto_pad", std::string("SAME_UPPER"))});
   c.push_back({"no_bias", {2, 5, 6, 6}, {7, 5, 3, 3}, Attrs(), false});
+  c.push_back({"many_channels", {2, 40, 6, 7}, {8, 40, 3, 3}, Attrs().set("pads", std::vector<int64_t>{1, 0, 1, 2})});
   // Big enough that each image is unfolded in several chunks.
   c.push_back({"chunked", {1, 4, 110, 110}, {3, 4, 5, 5}, Attrs()});
   // So many taps per position that a chunk is less than one output row.
