@@ -42,8 +42,10 @@ class MaxPoolGrad : public NodeKernel {
     const int64_t planes = xs[0] * xs[1], in_size = x.numel() / std::max<int64_t>(1, planes);
     const int64_t out_size = dy.numel() / std::max<int64_t>(1, planes);
     sdk::Tensor dx = ctx.output(0, xs, x.dl_dtype());
+    // (Output rows narrower than 8 fill too little of a vector to beat the
+    // scatter.)
     if (two_by_two_ && x.dtype() == SINGA_ONNX_FLOAT && xs.size() == 4 && ys[2] == xs[2] / 2 && ys[3] == xs[3] / 2 &&
-        fast::avx512()) {
+        ys[3] >= 8 && fast::avx512()) {
       std::atomic<bool> ok{true};
       const float* g = dy.data<float>();
       const int64_t* ix = idx.data<int64_t>();
