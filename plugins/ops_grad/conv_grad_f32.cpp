@@ -18,23 +18,25 @@ using nn::Geometry;
 constexpr int64_t kLongImage = 256;
 constexpr int64_t kColBudget = int64_t(1) << 20;  // floats in a task's unfolding buffer
 
-// db[m] = sum over images and positions of dY, in 16 independent lanes per
-// row (a single running sum would serialise on the adder's latency).
+// Sum of a row in 16 independent lanes (a single running sum would
+// serialise on the adder's latency).
+float row_sum(const float* p, int64_t n) {
+  float lanes[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += p[j + l];
+  float s = 0;
+  for (; j < n; ++j) s += p[j];
+  for (int l = 0; l < 16; ++l) s += lanes[l];
+  return s;
+}
+
+// db[m] = sum over images and positions of dY, when nothing else walks dY.
 void bias_grad(const sdk::Context& ctx, const float* dy, float* db, int64_t N, int64_t M, int64_t P) {
   ctx.parallel_for(M, 1, [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
       double total = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const float* p = dy + (n * M + m) * P;
-        float lanes[16] = {};
-        int64_t j = 0;
-        for (; j + 16 <= P; j += 16)
-          for (int l = 0; l < 16; ++l) lanes[l] += p[j + l];
-        float s = 0;
-        for (; j < P; ++j) s += p[j];
-        for (int l = 0; l < 16; ++l) s += lanes[l];
-        total += double(s);
-      }
+      for (int64_t n = 0; n < N; ++n) total += double(row_sum(dy + (n * M + m) * P, P));
       db[m] = float(total);
     }
   });
@@ -45,14 +47,18 @@ void bias_grad(const sdk::Context& ctx, const float* dy, float* db, int64_t N, i
 void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, const float* w, float* dx, float* dw,
                    float* db, const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg, int64_t group) {
   const int64_t Mg = M / group, P = g.out_size(), ks = g.k_size(), K = Cg * ks, in_size = g.in_size();
-  if (db) bias_grad(ctx, dy, db, N, M, P);
-  if (!dx && !dw) return;
+  if (!dx && !dw) {
+    if (db) bias_grad(ctx, dy, db, N, M, P);
+    return;
+  }
   const bool by_rows = dw && P < kLongImage;
   const int64_t chunk = nn::unfold_chunk(g, K, kColBudget);
   const int64_t units = N * group;
-  // A few tasks per thread balance a busy machine; each sums its own dW.
-  const int64_t tasks = std::min<int64_t>(units, 2 * std::max(1, ctx.num_threads()));
+  // A few tasks per thread balance a busy machine; each sums its own dW and
+  // dB (dB while each image's dY is in cache anyway).
+  const int64_t tasks = std::min<int64_t>(units, 4 * std::max(1, ctx.num_threads()));
   if (dw) std::fill(dw, dw + M * K, 0.f);
+  std::vector<double> bias(db ? size_t(M) : 0, 0.0);
   std::mutex mu;
   ctx.parallel_for(tasks, 1, [&](int64_t tb, int64_t te) {
     thread_local std::vector<float> col, rows, xt;
@@ -63,6 +69,7 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
     }
     for (int64_t task = tb; task < te; ++task) {
       std::vector<float> local(dw ? size_t(M * K) : 0, 0.f);
+      std::vector<double> local_db(db ? size_t(M) : 0, 0.0);
       for (int64_t u = units * task / tasks; u < units * (task + 1) / tasks; ++u) {
         const int64_t n = u / group, gi = u % group;
         const float* xg = x + (n * C + gi * Cg) * in_size;
@@ -71,6 +78,8 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
         float* dxg = dx ? dx + (n * C + gi * Cg) * in_size : nullptr;
         float* dwg = dw ? local.data() + gi * Mg * K : nullptr;
         if (dxg) std::fill(dxg, dxg + Cg * in_size, 0.f);
+        if (db)
+          for (int64_t m = 0; m < Mg; ++m) local_db[size_t(gi * Mg + m)] += double(row_sum(dyg + m * P, P));
         if (by_rows) nn::to_channels_last_f32(xg, Cg, in_size, xt.data());
         fast::Out acc;
         acc.beta = 1;
@@ -89,8 +98,9 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
           }
         }
       }
-      if (!dw) continue;
       std::lock_guard<std::mutex> lock(mu);
+      for (size_t m = 0; m < local_db.size(); ++m) bias[m] += local_db[m];
+      if (!dw) continue;
       if (!by_rows) {
         for (size_t i = 0; i < local.size(); ++i) dw[i] += local[i];
         continue;
@@ -101,6 +111,7 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
           for (int64_t k = 0; k < ks; ++k) dw[m * K + c * ks + k] += local[size_t(m * K + k * Cg + c)];
     }
   });
+  for (int64_t m = 0; m < (db ? M : 0); ++m) db[m] = float(bias[size_t(m)]);
 }
 
 }  // namespace grad
