@@ -130,6 +130,10 @@ class ConvGrad : public NodeKernel {
     if (dw) std::fill(dw, dw + M * K, T(0));
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(1, K)));
     std::mutex mu;
+    // The images are already spread over the pool: OpenBLAS's own threads
+    // (other kernels set it to --threads) would multiply the thread count
+    // and spin against the pool's.
+    nn::SingleThreadedBlas blas_guard(ctx.num_threads() > 1);
     ctx.parallel_for(N, 1, [&](int64_t nb, int64_t ne) {
       std::vector<T> col(size_t(K * chunk));
       std::vector<T> local_dw(dw ? size_t(M * K) : 0, T(0));
