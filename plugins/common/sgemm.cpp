@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#include "avx512_region.hpp"
+
+#ifdef SINGA_AVX512_BEGIN
 #define SINGA_SGEMM_X86 1
 #include <immintrin.h>
 #endif
@@ -72,8 +74,7 @@ bool detect() {
 }
 
 #ifdef SINGA_SGEMM_X86
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+SINGA_AVX512_BEGIN
 
 // The epilogue of one tile, with the biases already offset to the tile.
 struct Epi {
@@ -166,7 +167,7 @@ void dot_tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t ld
     }
 }
 
-#pragma GCC pop_options
+SINGA_AVX512_END
 
 using BcastFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, __mmask16, const Epi&);
 using DotFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, const Epi&);

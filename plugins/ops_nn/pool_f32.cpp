@@ -1,12 +1,14 @@
 #include "pool_f32.hpp"
 
+#include <avx512_region.hpp>
+
+#ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
 namespace singa {
 namespace nn {
 
-#pragma GCC push_options
-#pragma GCC target("avx512f")
+SINGA_AVX512_BEGIN
 
 namespace {
 
@@ -97,7 +99,19 @@ bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, in
   return true;
 }
 
-#pragma GCC pop_options
+SINGA_AVX512_END
 
 }  // namespace nn
 }  // namespace singa
+#else
+#include <cstdlib>
+
+namespace singa {
+namespace nn {
+void max_pool_2x2_f32(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t*) { std::abort(); }
+bool max_pool_2x2_grad_f32(const float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, int64_t, float*) {
+  std::abort();
+}
+}  // namespace nn
+}  // namespace singa
+#endif

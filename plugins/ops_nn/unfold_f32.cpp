@@ -1,5 +1,8 @@
 #include "unfold_f32.hpp"
 
+#include <avx512_region.hpp>
+
+#ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
 namespace singa {
@@ -16,8 +19,7 @@ void inside(int64_t i0, int64_t step, int64_t n, int64_t size, int64_t& lo, int6
 
 }  // namespace
 
-#pragma GCC push_options
-#pragma GCC target("avx512f")
+SINGA_AVX512_BEGIN
 
 namespace {
 
@@ -381,7 +383,19 @@ void im2row_f32(const float* xt, const Geometry& g, int64_t channels, int64_t p0
   });
 }
 
-#pragma GCC pop_options
+SINGA_AVX512_END
 
 }  // namespace nn
 }  // namespace singa
+#else
+#include <cstdlib>
+
+namespace singa {
+namespace nn {
+void im2col_f32(const float*, const Geometry&, int64_t, int64_t, int64_t, float*) { std::abort(); }
+void col2im_add_f32(const float*, const Geometry&, int64_t, int64_t, int64_t, float*) { std::abort(); }
+void to_channels_last_f32(const float*, int64_t, int64_t, float*) { std::abort(); }
+void im2row_f32(const float*, const Geometry&, int64_t, int64_t, int64_t, float*) { std::abort(); }
+}  // namespace nn
+}  // namespace singa
+#endif
