@@ -2,6 +2,11 @@
 
 #include "../host.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -106,9 +111,55 @@ KernelCache& cache() {
   return *c;
 }
 
+// SINGA_OP_PROFILE=1: time spent per op (inside the kernel, and in call_op
+// around it), printed to stderr at exit. Off, it costs one branch per call.
+class Profile {
+ public:
+  static Profile* get() {
+    static Profile* p = [] {
+      const char* e = std::getenv("SINGA_OP_PROFILE");
+      if (!e || !*e || *e == '0') return static_cast<Profile*>(nullptr);
+      Profile* p = new Profile();
+      std::atexit([] { get()->print(); });
+      return p;
+    }();
+    return p;
+  }
+  void add(const std::string& label, double total, double kernel) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[label];
+    e.calls += 1, e.total += total, e.kernel += kernel;
+  }
+
+ private:
+  struct Entry {
+    int64_t calls = 0;
+    double total = 0, kernel = 0;
+  };
+  void print() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<std::string, Entry>> v(entries_.begin(), entries_.end());
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+    double all = 0;
+    for (auto& [l, e] : v) all += e.total;
+    std::fprintf(stderr, "%-60s %8s %10s %10s %6s\n", "op", "calls", "total ms", "kernel ms", "%");
+    for (auto& [l, e] : v)
+      std::fprintf(stderr, "%-60s %8lld %10.2f %10.2f %6.1f\n", l.c_str(), (long long)e.calls, e.total * 1e3,
+                   e.kernel * 1e3, all > 0 ? 100 * e.total / all : 0.0);
+    std::fprintf(stderr, "%-60s %8s %10.2f\n", "all eager ops", "", all * 1e3);
+  }
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+};
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 }  // namespace
 
 std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
+  Profile* prof = Profile::get();
+  const Clock::time_point t0 = prof ? Clock::now() : Clock::time_point();
   Runtime& rt = Runtime::instance();
   if (!rt.loaded()) rt.load();
   CachedKernel& c = cache().get(node, opset, inputs);
@@ -127,10 +178,13 @@ std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const 
   }
   call.outputs.resize(size_t(node.output_size()));
   call.output_views.resize(size_t(node.output_size()));
+  const Clock::time_point t1 = prof ? Clock::now() : Clock::time_point();
   throw_status(c.kernel->def.compute(c.state, &ctx), c.label);
+  const double kernel = prof ? since(t1) : 0.0;
   for (int k = 0; k < node.output_size(); ++k)
     if (!node.output(k).empty() && !call.outputs[size_t(k)].defined())
       throw Error(SINGA_INTERNAL, c.label + ": the kernel produced no output " + std::to_string(k));
+  if (prof) prof->add(c.label, since(t0), kernel);
   return std::move(call.outputs);
 }
 

@@ -1,57 +1,50 @@
-// sgemm.hpp - float products through oneDNN's sgemm, split over the runtime's
-// pool. oneDNN's AVX-512 kernels ran these shapes about 2x faster than
-// OpenBLAS's (with OPENBLAS_CORETYPE=Haswell) and 15% faster than its SkylakeX
-// ones, and 3-7x faster for the one-row products of an LSTM step. oneDNN runs
-// single-threaded in each part (its OpenMP workers would spin between calls,
-// see conv_dnnl.cpp); the pool runs the parts, so --threads is the count used.
+// sgemm.hpp - single-precision matrix products for the CPU kernels that sit
+// on the training path (Conv, ConvGrad; Gemm/MatMul use oneDNN, dnnl_sgemm.hpp). On CPUs with AVX-512
+// they run register-blocked AVX-512 code of our own: Debian's OpenBLAS 0.3.21
+// does not know newer AVX-512 CPUs (AMD family 1Ah among them) and falls back
+// to its AVX2 kernels there, at half the vector width. Elsewhere, and with
+// SINGA_NO_AVX512=1 (to compare), everything goes to OpenBLAS.
+//
+// Row-major throughout. Compiled into each plugin that uses it
+// (plugins/common/sgemm.cpp).
 #ifndef SINGA_PLUGINS_COMMON_SGEMM_HPP
 #define SINGA_PLUGINS_COMMON_SGEMM_HPP
 
-#include <singa/kernel.hpp>
-
-#include <oneapi/dnnl/dnnl.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include <algorithm>
-#include <string>
+#include <cstdint>
 
 namespace singa {
-namespace ops {
+namespace fast {
 
-// C[M,N] = alpha * op(A) op(B) + beta * C, row-major with leading dimensions;
-// C is not read when beta is 0. M, N, K > 0.
-inline void sgemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  auto one = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-#ifdef _OPENMP
-    omp_set_num_threads(1);
-#endif
-    const float* a = ta ? A + m0 : A + m0 * lda;
-    const float* b = tb ? B + n0 * ldb : B + n0;
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
-                                  C + m0 * ldc + n0, ldc);
-    if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
-  };
-  const int64_t threads = std::max(1, ctx.num_threads());
-  // Parts below ~64^3 multiply-adds cost more to hand out than they save.
-  const int64_t parts = std::min<int64_t>(threads, M * N * K / (int64_t(1) << 18));
-  if (parts >= 2 && N >= 32 * parts) {
-    ctx.parallel_for(parts, 1, [&](int64_t pb, int64_t pe) {
-      // Column blocks start on multiples of 16 (whole vectors); the last takes the rest.
-      for (int64_t p = pb; p < pe; ++p)
-        one(0, M, N * p / parts / 16 * 16, p + 1 == parts ? N : N * (p + 1) / parts / 16 * 16);
-    });
-  } else if (parts >= 2 && M >= 8 * parts) {
-    ctx.parallel_for(parts, 1, [&](int64_t pb, int64_t pe) {
-      for (int64_t p = pb; p < pe; ++p) one(M * p / parts, M * (p + 1) / parts, 0, N);
-    });
-  } else {
-    one(0, M, 0, N);
-  }
-}
+// What is done with the product P = op(A) op(B) before it lands in C:
+// C = alpha * P + beta * C + row_bias[i] + col_bias[j]. C is not read when
+// beta == 0; absent biases are null.
+struct Out {
+  float alpha = 1, beta = 0;
+  const float* row_bias = nullptr;
+  const float* col_bias = nullptr;
+};
 
-}  // namespace ops
+// True when the AVX-512 kernels run (CPU support, SINGA_NO_AVX512 unset).
+bool avx512();
+
+// C[M x N] = op(A)[M x K] op(B)[K x N] per `o`; op(A) is A^T when ta (A
+// stored K x M), likewise B. Single-threaded: callers parallelise over
+// independent products (images), or use sgemm_parallel.
+void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+           float* C, int64_t ldc, const Out& o = Out());
+
+// Runs `task(begin, end)` over [0, n) on some pool; sgemm_parallel's hook
+// into the caller's thread pool (sdk::Context::parallel_for).
+struct ParallelFor {
+  virtual ~ParallelFor() = default;
+  virtual int threads() const = 0;
+  virtual void run(int64_t n, void (*task)(void*, int64_t, int64_t), void* user) const = 0;
+};
+
+// sgemm split over the pool's threads when the product is large enough.
+void sgemm_parallel(const ParallelFor& pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, const Out& o = Out());
+
+}  // namespace fast
 }  // namespace singa
 #endif

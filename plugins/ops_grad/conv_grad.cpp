@@ -3,7 +3,10 @@
 // thread pool; each worker unfolds its images (im2col), multiplies with
 // OpenBLAS, folds the input gradient back (col2im) and sums its share of dW,
 // which is added to the total once per worker.
+#include "conv_grad_f32.hpp"
 #include "register.hpp"
+
+#include <sgemm.hpp>
 
 #include <blas.hpp>
 #include <nn_common.hpp>
@@ -93,6 +96,12 @@ class ConvGrad : public NodeKernel {
     if (want_[0]) dx = ctx.output(0, xs, x.dl_dtype());
     if (want_[1]) dw = ctx.output(1, ws, x.dl_dtype());
     if (want_[2]) db = ctx.output(2, Shape{M}, x.dl_dtype());
+    if (x.dtype() == SINGA_ONNX_FLOAT && fast::avx512()) {
+      conv_grad_f32(ctx, dy.data<float>(), x.data<float>(), w.data<float>(), dx.present() ? dx.data<float>() : nullptr,
+                    dw.present() ? dw.data<float>() : nullptr, db.present() ? db.data<float>() : nullptr, g, N, C, M,
+                    Cg, group_);
+      return;
+    }
     nn::dispatch_among<float, double>(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       run<T>(ctx, dy.data<T>(), x.data<T>(), w.data<T>(), dx.present() ? dx.data<T>() : nullptr,
@@ -121,6 +130,10 @@ class ConvGrad : public NodeKernel {
     if (dw) std::fill(dw, dw + M * K, T(0));
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(1, K)));
     std::mutex mu;
+    // The images are already spread over the pool: OpenBLAS's own threads
+    // (other kernels set it to --threads) would multiply the thread count
+    // and spin against the pool's.
+    nn::SingleThreadedBlas blas_guard(ctx.num_threads() > 1);
     ctx.parallel_for(N, 1, [&](int64_t nb, int64_t ne) {
       std::vector<T> col(size_t(K * chunk));
       std::vector<T> local_dw(dw ? size_t(M * K) : 0, T(0));

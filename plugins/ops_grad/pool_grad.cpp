@@ -3,6 +3,8 @@
 #include "register.hpp"
 
 #include <nn_common.hpp>
+#include <pool_f32.hpp>
+#include <sgemm.hpp>
 #include <spatial.hpp>
 
 #include <algorithm>
@@ -21,7 +23,16 @@ using nn::Shape;
 // can be filled in parallel.
 class MaxPoolGrad : public NodeKernel {
  public:
-  explicit MaxPoolGrad(const sdk::Node& node) : NodeKernel(node) {}
+  // The forward node's attributes tell whether the windows are the usual
+  // 2x2/stride-2 ones, which have a vector path.
+  explicit MaxPoolGrad(const sdk::Node& node) : NodeKernel(node) {
+    auto ints = [&](const char* a) { return node.attr_ints(a); };
+    const std::vector<int64_t> two{2, 2}, one{1, 1};
+    const std::vector<int64_t> pads = ints("pads"), dil = ints("dilations");
+    const std::string ap = node.attr_string("auto_pad", "NOTSET");
+    two_by_two_ = ints("kernel_shape") == two && ints("strides") == two && (dil.empty() || dil == one) &&
+                  (pads.empty() || pads == std::vector<int64_t>(4, 0)) && (ap == "NOTSET" || ap == "VALID" || ap.empty());
+  }
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor dy = required(ctx, 0, "dY"), idx = required(ctx, 1, "Indices"), x = required(ctx, 2, "X");
@@ -31,6 +42,22 @@ class MaxPoolGrad : public NodeKernel {
     const int64_t planes = xs[0] * xs[1], in_size = x.numel() / std::max<int64_t>(1, planes);
     const int64_t out_size = dy.numel() / std::max<int64_t>(1, planes);
     sdk::Tensor dx = ctx.output(0, xs, x.dl_dtype());
+    // (Output rows narrower than 8 fill too little of a vector to beat the
+    // scatter.)
+    if (two_by_two_ && x.dtype() == SINGA_ONNX_FLOAT && xs.size() == 4 && ys[2] == xs[2] / 2 && ys[3] == xs[3] / 2 &&
+        ys[3] >= 8 && fast::avx512()) {
+      std::atomic<bool> ok{true};
+      const float* g = dy.data<float>();
+      const int64_t* ix = idx.data<int64_t>();
+      float* o = dx.data<float>();
+      ctx.parallel_for(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, in_size)), [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e && ok; ++p)
+          if (!nn::max_pool_2x2_grad_f32(g + p * out_size, ix + p * out_size, p * in_size, xs[2], xs[3], ys[2], ys[3],
+                                         o + p * in_size))
+            ok = false;
+      });
+      if (ok) return;  // else not a 2x2 pooling's Indices: the generic scatter below redoes it
+    }
     nn::dispatch_among<float, double>(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       const T* g = dy.data<T>();
@@ -54,6 +81,9 @@ class MaxPoolGrad : public NodeKernel {
       check(!bad, "Indices point outside their (n, c) plane");
     });
   }
+
+ private:
+  bool two_by_two_ = false;
 };
 
 // One axis of a window: input positions start + k * d for k in [kb, ke)

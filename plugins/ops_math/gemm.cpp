@@ -1,7 +1,7 @@
 // gemm.cpp - the BLAS calls and numpy's matmul shape rules.
 #include "gemm.hpp"
 
-#include "sgemm.hpp"
+#include "dnnl_sgemm.hpp"
 
 #include <cblas.h>
 
@@ -35,9 +35,15 @@ bool degenerate(int64_t M, int64_t N, int64_t K, T beta, T* Y) {
 }  // namespace
 
 void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-               const float* B, float beta, float* Y) {
-  if (degenerate(M, N, K, beta, Y)) return;
-  sgemm(ctx, ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, Y, N);
+               const float* B, float beta, float* Y, const float* col_bias) {
+  if (!degenerate(M, N, K, beta, Y)) sgemm(ctx, ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, Y, N);
+  if (col_bias)
+    ctx.parallel_for(M, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N)), [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        float* y = Y + i * N;
+        for (int64_t j = 0; j < N; ++j) y[j] += col_bias[j];
+      }
+    });
 }
 
 void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,

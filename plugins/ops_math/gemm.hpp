@@ -17,9 +17,11 @@ namespace math {
 // Y (M x N, row-major, leading dimension N) = alpha * op(A) op(B) + beta * Y,
 // where op(A) is M x K (A stored K x M when trans_a). Y is not read when
 // beta == 0. float through oneDNN split over the context's pool
-// (plugins/common/sgemm.hpp), double through cblas_dgemm.
+// (plugins/common/dnnl_sgemm.hpp), double through cblas_dgemm. `col_bias`
+// (length N, or null; float only) is added to every row of Y afterwards:
+// Linear's bias, without broadcasting it into Y before the product.
 void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-               const float* A, const float* B, float beta, float* Y);
+               const float* A, const float* B, float beta, float* Y, const float* col_bias = nullptr);
 void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
                const double* A, const double* B, double beta, double* Y);
 
@@ -115,7 +117,8 @@ void matmul_blas(const sdk::Context& ctx, const MatMulPlan& p, const T* A, const
       for (int64_t b = bb; b < be; ++b) one(b);
     });
   } else {
-    for (int64_t b = 0; b < p.batch; ++b) one(b);
+    for (int64_t b = 0; b < p.batch; ++b)
+      blas_gemm(ctx, false, false, p.M, p.N, p.K, T(1), A + p.a_off[size_t(b)], B + p.b_off[size_t(b)], T(0), Y + b * mn);
   }
 }
 

@@ -2,6 +2,8 @@
 #include "gemm.hpp"
 #include "registry.hpp"
 
+#include <type_traits>
+
 namespace singa {
 namespace ops {
 namespace math {
@@ -90,7 +92,16 @@ class GemmKernel {
         a.dtype(),
         [&](auto tag) {
           using T = decltype(tag);
-          if constexpr (in_mask<T>(kBlasTypes)) {
+          if constexpr (std::is_same<T, float>::value) {
+            // A bias row (Linear's) is added as the product is stored, not
+            // broadcast into Y first.
+            const bool row = use_c && beta_ == 1.0f && N > 1 &&
+                             ((c.ndim() == 1 && c.dim(0) == N) || (c.ndim() == 2 && c.dim(0) == 1 && c.dim(1) == N));
+            if (use_c && !row) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);
+            blas_gemm(ctx, trans_a_, trans_b_, M, N, K, alpha_, a.data<T>(), b.data<T>(), use_c && !row ? beta_ : 0.0f,
+                      y.data<T>(), row ? c.data<float>() : nullptr);
+            act_.apply(ctx, y.data<T>(), M * N);
+          } else if constexpr (in_mask<T>(kBlasTypes)) {
             if (use_c) broadcast_copy<T, T>(ctx, c, y.data<T>(), out_shape);
             blas_gemm(ctx, trans_a_, trans_b_, M, N, K, T(alpha_), a.data<T>(), b.data<T>(), use_c ? T(beta_) : T(0),
                       y.data<T>());

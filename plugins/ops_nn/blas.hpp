@@ -16,6 +16,23 @@ inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
               int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
+// Keeps OpenBLAS to one thread while it lives (when `on`), restoring the
+// count after: for products issued from inside the pool's tasks.
+class SingleThreadedBlas {
+ public:
+  explicit SingleThreadedBlas(bool on) : saved_(on ? openblas_get_num_threads() : 0) {
+    if (saved_ > 1) openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (saved_ > 1) openblas_set_num_threads(saved_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
 inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m),

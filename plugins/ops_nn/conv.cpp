@@ -6,6 +6,7 @@
 #include "blas_threads.hpp"
 #include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
+#include "conv_gemm_f32.hpp"
 #include "conv_impl.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
@@ -107,7 +108,15 @@ class Conv : public NodeKernel {
       std::vector<double> bv = real_values(b, where());
       for (int64_t m = 0; m < M; ++m) bias[size_t(m)] = A(bv[size_t(m)]);
     }
-    if (Cg == 1)
+    if constexpr (std::is_same<T, float>::value) {
+      // Depthwise convs keep the direct loop: their products would be a
+      // single row each.
+      if (fast::avx512() && !(Cg == 1 && group_ > 1)) {
+        conv_gemm_f32(ctx, x.data<float>(), wa, b.present() ? bias.data() : nullptr, y.data<float>(), g, N, C, M, Cg, group_);
+        return;
+      }
+    }
+    if (Cg == 1 && group_ > 1)
       conv_direct<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, group_);
     else
       conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, Cg, group_);

@@ -1,6 +1,8 @@
 // Windowed pooling: MaxPool (with Indices), AveragePool and LpPool.
 #include "nn_common.hpp"
+#include "pool_f32.hpp"
 #include "register.hpp"
+#include "sgemm.hpp"
 #include "spatial.hpp"
 
 #include <algorithm>
@@ -95,8 +97,9 @@ class MaxPool : public PoolBase {
     int64_t* pi = idx.present() ? idx.data<int64_t>() : nullptr;
     const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
     const int64_t D = g.in[0];
-    if (!pi && x.dtype() == SINGA_ONNX_FLOAT && D == 1 && g.k[0] == 1 && g.d[1] == 1 && g.d[2] == 1) {
-      max_pool_2d(ctx, g, ys[0] * ys[1], x.data<float>(), y.data<float>());
+    if ((!pi || !column_major_) && x.dtype() == SINGA_ONNX_FLOAT && D == 1 && g.k[0] == 1 && g.d[1] == 1 &&
+        g.d[2] == 1) {
+      max_pool_2d(ctx, g, ys[0] * ys[1], x.data<float>(), y.data<float>(), pi);
       return;
     }
     dispatch_among<float, double, half, bfloat16, int8_t, uint8_t>(x.dtype(), where(), [&](auto tag) {
@@ -138,40 +141,74 @@ class MaxPool : public PoolBase {
       return from_acc<T>(-std::numeric_limits<acc_t<T>>::infinity());
   }
 
-  // The common case (float, 2-D, no dilation, no Indices): the window bounds
-  // of every output row and column are worked out once per call instead of
-  // per output element. Taps are visited in the generic loop's order, so NaN
-  // propagates the same way.
-  static void max_pool_2d(const sdk::Context& ctx, const Geometry& g, int64_t planes, const float* x, float* y) {
+  // The common case (float, 2-D, no dilation; row-major Indices if any): the
+  // window bounds of every output row and column are worked out once per
+  // call instead of per output element. Taps are visited in the generic
+  // loop's order, so NaN propagates the same way and ties keep the first.
+  static void max_pool_2d(const sdk::Context& ctx, const Geometry& g, int64_t planes, const float* x, float* y,
+                          int64_t* idx) {
     const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
     std::vector<Taps> rows, cols;
     for (int64_t oh = 0; oh < OH; ++oh) rows.push_back(taps(oh, g.s[1], g.pb[1], 1, g.k[1], 0, H));
     for (int64_t ow = 0; ow < OW; ++ow) cols.push_back(taps(ow, g.s[2], g.pb[2], 1, g.k[2], 0, W));
-    const float low = -std::numeric_limits<float>::infinity();
+    const bool two_by_two = g.k[1] == 2 && g.k[2] == 2 && g.s[1] == 2 && g.s[2] == 2 && g.pb[1] == 0 && g.pb[2] == 0 &&
+                            2 * OH <= H && 2 * OW <= W;
+    const bool vector_2x2 = two_by_two && fast::avx512() && H * W < (int64_t(1) << 31);
     ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2])),
                      [&](int64_t pb, int64_t pe) {
       for (int64_t p = pb; p < pe; ++p) {
         const float* xp = x + p * H * W;
         float* yp = y + p * OH * OW;
+        int64_t* ip = idx ? idx + p * OH * OW : nullptr;
+        if (vector_2x2) {
+          max_pool_2x2_f32(xp, W, OH, OW, p * H * W, yp, ip);
+          continue;
+        }
+        if (two_by_two) {
+          pool_2x2(xp, W, OH, OW, p * H * W, yp, ip);
+          continue;
+        }
         for (int64_t oh = 0; oh < OH; ++oh) {
           const Taps& th = rows[size_t(oh)];
           for (int64_t ow = 0; ow < OW; ++ow) {
             const Taps& tw = cols[size_t(ow)];
             if (th.count() == 0 || tw.count() == 0) {
-              yp[oh * OW + ow] = low;
+              yp[oh * OW + ow] = -std::numeric_limits<float>::infinity();
+              if (ip) ip[oh * OW + ow] = -1;
               continue;
             }
-            const float* first = xp + (th.start + th.kb) * W + tw.start;
-            float best = first[tw.kb];
+            int64_t at = (th.start + th.kb) * W + tw.start + tw.kb;
+            float best = xp[at];
             for (int64_t kh = th.kb; kh < th.ke; ++kh) {
-              const float* r = xp + (th.start + kh) * W + tw.start;
-              for (int64_t kw = tw.kb; kw < tw.ke; ++kw) best = r[kw] > best ? r[kw] : best;
+              const int64_t r = (th.start + kh) * W + tw.start;
+              for (int64_t kw = tw.kb; kw < tw.ke; ++kw)
+                if (xp[r + kw] > best) best = xp[r + kw], at = r + kw;
             }
             yp[oh * OW + ow] = best;
+            if (ip) ip[oh * OW + ow] = p * H * W + at;
           }
         }
       }
     });
+  }
+
+  // 2x2 windows with stride 2 and no padding (the usual downsampling), as
+  // selects rather than branches: which tap wins is data-dependent.
+  static void pool_2x2(const float* xp, int64_t W, int64_t OH, int64_t OW, int64_t base, float* yp, int64_t* ip) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const float* r0 = xp + 2 * oh * W;
+      const float* r1 = r0 + W;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        float best = a;
+        int64_t at = 0;
+        at = b > best ? 1 : at, best = b > best ? b : best;
+        at = c > best ? W : at, best = c > best ? c : best;
+        at = d > best ? W + 1 : at, best = d > best ? d : best;
+        yp[oh * OW + ow] = best;
+        if (ip) ip[oh * OW + ow] = base + 2 * oh * W + 2 * ow + at;
+      }
+    }
   }
 
   // Position within the plane as the Indices output stores it.

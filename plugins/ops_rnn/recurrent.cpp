@@ -2,7 +2,7 @@
 #include "recurrent.hpp"
 
 #include "blas_threads.hpp"
-#include "sgemm.hpp"
+#include "dnnl_sgemm.hpp"
 
 #include <cblas.h>
 

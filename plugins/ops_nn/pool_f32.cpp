@@ -1,0 +1,117 @@
+#include "pool_f32.hpp"
+
+#include <avx512_region.hpp>
+
+#ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
+#include <immintrin.h>
+
+namespace singa {
+namespace nn {
+
+SINGA_AVX512_BEGIN
+
+namespace {
+
+__mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); }
+
+// A candidate tap replaces the best so far only when strictly greater
+// (ordered: a NaN candidate never replaces, a NaN best is never replaced).
+inline void take(__m512 v, __m512i at_v, __m512& best, __m512i& at) {
+  const __mmask16 m = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+  best = _mm512_mask_mov_ps(best, m, v);
+  at = _mm512_mask_mov_epi32(at, m, at_v);
+}
+
+}  // namespace
+
+void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t base, float* y, int64_t* idx) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i tap_b = _mm512_set1_epi32(1), tap_c = _mm512_set1_epi32(int32_t(W)), tap_d = _mm512_set1_epi32(int32_t(W + 1));
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* r0 = x + 2 * oh * W;
+    const float* r1 = r0 + W;
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+      const int64_t n = OW - ow < 16 ? OW - ow : 16;
+      const __mmask16 m_lo = lanes(2 * n), m_hi = lanes(2 * n - 16);
+      const __m512 t0 = _mm512_maskz_loadu_ps(m_lo, r0 + 2 * ow), t1 = _mm512_maskz_loadu_ps(m_hi, r0 + 2 * ow + 16);
+      const __m512 u0 = _mm512_maskz_loadu_ps(m_lo, r1 + 2 * ow), u1 = _mm512_maskz_loadu_ps(m_hi, r1 + 2 * ow + 16);
+      __m512 best = _mm512_permutex2var_ps(t0, even, t1);
+      __m512i at = zero;
+      take(_mm512_permutex2var_ps(t0, odd, t1), tap_b, best, at);
+      take(_mm512_permutex2var_ps(u0, even, u1), tap_c, best, at);
+      take(_mm512_permutex2var_ps(u0, odd, u1), tap_d, best, at);
+      const __mmask16 out = lanes(n);
+      _mm512_mask_storeu_ps(y + oh * OW + ow, out, best);
+      if (!idx) continue;
+      // Position of the window's first tap: 2 * oh * W + 2 * (ow + lane).
+      const __m512i first = _mm512_add_epi32(_mm512_set1_epi32(int32_t(2 * oh * W + 2 * ow)), even);
+      const __m512i pos = _mm512_add_epi32(first, at);
+      const __m512i b = _mm512_set1_epi64(base);
+      // (maskz forms: GCC 12's plain ones start from an "undefined" register
+      // that -Wmaybe-uninitialized reports)
+      const __m512i lo = _mm512_add_epi64(b, _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, pos, 0)));
+      const __m512i hi = _mm512_add_epi64(b, _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, pos, 1)));
+      _mm512_mask_storeu_epi64(idx + oh * OW + ow, __mmask8(out & 0xFF), lo);
+      _mm512_mask_storeu_epi64(idx + oh * OW + ow + 8, __mmask8(out >> 8), hi);
+    }
+  }
+}
+
+bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
+                           int64_t OW, float* dx) {
+  // Lane i of the pair (lo, hi) interleaved: tap a of window i goes to
+  // column 2i, tap b to 2i + 1.
+  const __m512i inter_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i inter_hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i twice = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i tap_b = _mm512_set1_epi64(1), tap_c = _mm512_set1_epi64(W), tap_d = _mm512_set1_epi64(W + 1);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* r0 = dx + 2 * oh * W;
+    float* r1 = r0 + W;
+    for (int64_t ow = 0; ow < OW; ow += 16) {
+      const int64_t n = OW - ow < 16 ? OW - ow : 16;
+      const __mmask16 out = lanes(n);
+      const __m512 g = _mm512_maskz_loadu_ps(out, dy + oh * OW + ow);
+      // Index relative to the window's first tap, 8 windows at a time.
+      const __m512i first = _mm512_add_epi64(_mm512_set1_epi64(base + 2 * oh * W + 2 * ow), twice);
+      const int64_t* ip = idx + oh * OW + ow;
+      const __m512i rel_lo = _mm512_sub_epi64(_mm512_maskz_loadu_epi64(__mmask8(out), ip), first);
+      const __m512i rel_hi = _mm512_sub_epi64(_mm512_maskz_loadu_epi64(__mmask8(out >> 8), ip + 8),
+                                              _mm512_add_epi64(first, _mm512_set1_epi64(16)));
+      auto is = [&](__m512i tap) {
+        return __mmask16(_mm512_cmpeq_epi64_mask(rel_lo, tap) | (_mm512_cmpeq_epi64_mask(rel_hi, tap) << 8));
+      };
+      const __mmask16 ma = is(_mm512_setzero_si512()), mb = is(tap_b), mc = is(tap_c), md = is(tap_d);
+      if (((ma | mb | mc | md) & out) != out) return false;
+      const __m512 a = _mm512_maskz_mov_ps(ma, g), b = _mm512_maskz_mov_ps(mb, g);
+      const __m512 c = _mm512_maskz_mov_ps(mc, g), d = _mm512_maskz_mov_ps(md, g);
+      const __mmask16 lo = lanes(2 * n), hi = lanes(2 * n - 16);
+      _mm512_mask_storeu_ps(r0 + 2 * ow, lo, _mm512_permutex2var_ps(a, inter_lo, b));
+      _mm512_mask_storeu_ps(r0 + 2 * ow + 16, hi, _mm512_permutex2var_ps(a, inter_hi, b));
+      _mm512_mask_storeu_ps(r1 + 2 * ow, lo, _mm512_permutex2var_ps(c, inter_lo, d));
+      _mm512_mask_storeu_ps(r1 + 2 * ow + 16, hi, _mm512_permutex2var_ps(c, inter_hi, d));
+    }
+    for (int64_t iw = 2 * OW; iw < W; ++iw) r0[iw] = r1[iw] = 0.f;  // columns no window covers
+  }
+  for (int64_t i = 2 * OH * W; i < H * W; ++i) dx[i] = 0.f;  // rows no window covers
+  return true;
+}
+
+SINGA_AVX512_END
+
+}  // namespace nn
+}  // namespace singa
+#else
+#include <cstdlib>
+
+namespace singa {
+namespace nn {
+void max_pool_2x2_f32(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t*) { std::abort(); }
+bool max_pool_2x2_grad_f32(const float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, int64_t, float*) {
+  std::abort();
+}
+}  // namespace nn
+}  // namespace singa
+#endif

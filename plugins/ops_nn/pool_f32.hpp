@@ -1,0 +1,28 @@
+// pool_f32.hpp - AVX-512 float pooling for the training path (pool_f32.cpp):
+// call only where fast::avx512() holds.
+#ifndef SINGA_OPS_NN_POOL_F32_HPP
+#define SINGA_OPS_NN_POOL_F32_HPP
+
+#include <cstdint>
+
+namespace singa {
+namespace nn {
+
+// 2x2 windows, stride 2, no padding, over one plane of width W (2 * OH rows
+// and 2 * OW columns of it are read). Writes each window's maximum to y and,
+// when idx is not null, base + its row-major position in the plane. Ties
+// keep the first tap in row-major order and NaN never wins, as the generic
+// MaxPool loop does. The plane must have fewer than 2^31 elements.
+void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t base, float* y, int64_t* idx);
+
+// Its gradient: dx (the whole plane, H x W) gets each window's dy at the tap
+// idx names (idx as max_pool_2x2_f32 writes it, base included) and 0 at
+// every other position. Returns false, with dx partly written, when some
+// index is not a tap of its own window (not this pooling's Indices): the
+// caller then runs its generic scatter.
+bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
+                           int64_t OW, float* dx);
+
+}  // namespace nn
+}  // namespace singa
+#endif
