@@ -72,7 +72,7 @@ class NodeKernel {
   std::vector<int64_t> host_ints(const sdk::Tensor& t, const char* name) const {
     check(t.raw()->device.device_type == kDLCPU, std::string("input '") + name + "' must be on the host");
     check(t.ndim() <= 1, std::string("input '") + name + "' must be 0-d or 1-d, got shape " + shape_str(t.shape()));
-    check((sdk::kIntTypes & sdk::bit(singa_onnx_dtype(t.dtype()))) != 0,
+    check((sdk::kIntTypes & sdk::bit(t.dtype())) != 0,
           std::string("input '") + name + "' must hold integers, got " + sdk::dtype_name(t.dtype()));
     return t.to_int_vector();
   }

@@ -230,7 +230,7 @@ class ConstantOfShape : public NodeKernel {
     if (node.has_attr("value")) {
       sdk::Tensor t = node.attr_tensor("value");
       if (!t.present() || t.numel() != 1) fail("attribute 'value' must be a one-element tensor");
-      if (!(kFixedSizeTypes & bit(singa_onnx_dtype(t.dtype()))) || elem_size(t) > sizeof(value_))
+      if (!(kFixedSizeTypes & bit(t.dtype())) || elem_size(t) > sizeof(value_))
         fail(std::string("value of type ") + sdk::dtype_name(t.dtype()) + " is not supported on cuda",
              SINGA_UNIMPLEMENTED);
       dtype_ = t.dtype();

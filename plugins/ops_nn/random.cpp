@@ -147,7 +147,7 @@ class RandomDistribution : public RandomKernel {
       dtype_ = read_dtype(node, 0, sdk::kFloatTypes);
       if (dtype_ == 0) {
         int32_t in = node.input_info(0).onnx_dtype;
-        if (in != 0 && !(sdk::kFloatTypes & bit(singa_onnx_dtype(in))))
+        if (in != 0 && !(sdk::kFloatTypes & bit(in)))
           node.fail(std::string("input type ") + sdk::dtype_name(in) +
                     " is not a float type; set attribute dtype to choose the output type");
       }
@@ -167,7 +167,7 @@ class RandomDistribution : public RandomKernel {
       sdk::Tensor x = required(ctx, 0, "input");
       shape = x.shape();
       if (dtype == 0) dtype = x.dtype();
-      check((sdk::kFloatTypes & bit(singa_onnx_dtype(dtype))) != 0,
+      check((sdk::kFloatTypes & bit(dtype)) != 0,
             std::string("input type ") + sdk::dtype_name(dtype) +
                 " is not a float type; set attribute dtype to choose the output type");
     }

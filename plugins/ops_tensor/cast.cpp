@@ -187,7 +187,7 @@ class Cast : public CastBase {
     to_ = name.empty() ? int32_t(node.attr_int("to", 0)) : dtype_from_name(name);
     if (to_ <= 0 || to_ > 16)
       sdk::fail("attribute 'to' is missing or names no known type (" + (name.empty() ? std::to_string(to_) : name) + ")");
-    if (!(sdk::bit(singa_onnx_dtype(to_)) & (kCastTypes | sdk::bit(SINGA_ONNX_STRING))))
+    if (!(sdk::bit(to_) & (kCastTypes | sdk::bit(SINGA_ONNX_STRING))))
       sdk::fail(std::string("casting to ") + sdk::dtype_name(to_) + " is not supported");
   }
 

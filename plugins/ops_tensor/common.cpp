@@ -24,7 +24,7 @@ std::vector<int64_t> KernelBase::read_ints(const Tensor& t, const char* what) co
   check(t.present(), std::string("input '") + what + "' is missing");
   check(t.ndim() <= 1, std::string("input '") + what + "' must be 0-d or 1-d, got shape " + shape_str(t.shape()));
   int32_t dt = t.dtype();
-  check((sdk::kIntTypes & sdk::bit(singa_onnx_dtype(dt))) != 0,
+  check((sdk::kIntTypes & sdk::bit(dt)) != 0,
         std::string("input '") + what + "' must hold integers, got " + sdk::dtype_name(dt));
   return read_index_tensor(t);
 }

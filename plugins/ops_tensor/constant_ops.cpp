@@ -112,7 +112,7 @@ class ConstantOfShape : public KernelBase {
 class EyeLike : public KernelBase {
  public:
   explicit EyeLike(const Node& node) : KernelBase(node), dtype_(int32_t(node.attr_int("dtype", 0))), k_(node.attr_int("k", 0)) {
-    if (dtype_ != 0 && !(sdk::bit(singa_onnx_dtype(dtype_)) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))))
+    if (dtype_ != 0 && !(sdk::bit(dtype_) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))))
       sdk::fail(std::string("attribute 'dtype' names unsupported type ") + sdk::dtype_name(dtype_));
   }
 

@@ -136,7 +136,7 @@ class Pad : public KernelBase {
       return;
     }
     int32_t dt = x.dtype();
-    check((sdk::bit(singa_onnx_dtype(dt)) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))) != 0,
+    check((sdk::bit(dt) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))) != 0,
           std::string("constant padding of element type ") + sdk::dtype_name(dt) + " is not supported");
     sdk::dispatch(dt, [&](auto tag) {
       using T = decltype(tag);

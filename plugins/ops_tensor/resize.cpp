@@ -61,7 +61,7 @@ T from_double(double v) {
 std::vector<double> read_floats(const Tensor& t, const char* what) {
   std::vector<double> v(size_t(t.numel()));
   int32_t dt = t.dtype();
-  if ((sdk::bit(singa_onnx_dtype(dt)) & sdk::kFloatTypes) == 0)
+  if ((sdk::bit(dt) & sdk::kFloatTypes) == 0)
     sdk::fail(std::string("input '") + what + "' must hold floats, got " + sdk::dtype_name(dt));
   sdk::dispatch(
       dt,
@@ -261,7 +261,7 @@ class Resize : public KernelBase {
     const size_t r = maps.size(), es = elem_size(x);
     char fill[16] = {};
     if (coord_ == Coord::kTfCropAndResize) {
-      check((sdk::bit(singa_onnx_dtype(x.dtype())) & sdk::kNumericTypes) != 0,
+      check((sdk::bit(x.dtype()) & sdk::kNumericTypes) != 0,
             std::string("extrapolation for element type ") + sdk::dtype_name(x.dtype()) + " is not supported");
       sdk::dispatch(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
@@ -301,7 +301,7 @@ class Resize : public KernelBase {
   // double buffer.
   void interpolate(const Context& ctx, const Tensor& x, const Tensor& y, const std::vector<AxisMap>& maps) const {
     const int32_t dt = x.dtype();
-    check((sdk::bit(singa_onnx_dtype(dt)) & sdk::kNumericTypes) != 0,
+    check((sdk::bit(dt) & sdk::kNumericTypes) != 0,
           std::string("linear/cubic resize of element type ") + sdk::dtype_name(dt) + " is not supported");
     Shape cur = x.shape();
     std::vector<double> buf(size_t(x.numel()));

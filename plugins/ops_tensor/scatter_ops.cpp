@@ -61,7 +61,7 @@ class ScatterBase : public KernelBase {
     });
   }
   void check_reduction_dtype(const Tensor& x) const {
-    check(reduction_ == Reduction::kNone || (sdk::bit(singa_onnx_dtype(x.dtype())) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))),
+    check(reduction_ == Reduction::kNone || (sdk::bit(x.dtype()) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))),
           std::string("reduction is not supported for element type ") + sdk::dtype_name(x.dtype()));
   }
 

@@ -95,7 +95,9 @@ inline void throw_if(singa_status* st) {
 
 // ------------------------------------------------------------- dtypes
 
-constexpr uint64_t bit(singa_onnx_dtype t) { return SINGA_DTYPE_BIT(t); }
+// Takes the code as an int: a model may name any number, and an out-of-range
+// value in the enum type is undefined behaviour before the range check runs.
+constexpr uint64_t bit(int32_t t) { return SINGA_DTYPE_BIT(t); }
 constexpr uint64_t kFloatTypes = bit(SINGA_ONNX_FLOAT) | bit(SINGA_ONNX_DOUBLE) | bit(SINGA_ONNX_FLOAT16);
 constexpr uint64_t kSignedIntTypes =
     bit(SINGA_ONNX_INT8) | bit(SINGA_ONNX_INT16) | bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64);
