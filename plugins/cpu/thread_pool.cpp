@@ -1,11 +1,46 @@
 #include "thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace singa {
 namespace cpu {
 
-ThreadPool::ThreadPool(int threads) { start(threads); }
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t spin_ns_from_env() {
+  const char* env = std::getenv("SINGA_SPIN_US");
+  const long us = env ? std::strtol(env, nullptr, 10) : 200;
+  return us > 0 ? int64_t(us) * 1000 : 0;
+}
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Spins until `done()` or `ns` have passed; true when done.
+template <class F>
+bool spin_until(int64_t ns, F&& done) {
+  if (ns <= 0) return done();
+  const auto deadline = Clock::now() + std::chrono::nanoseconds(ns);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    relax();
+    if ((i & 63) == 63 && Clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) : spin_ns_(spin_ns_from_env()) { start(threads); }
 ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::start(int threads) {
@@ -38,19 +73,22 @@ void ThreadPool::run_chunks() {
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
+  uint64_t seen = published_.load();
   for (;;) {
+    spin_until(spin_ns_, [&] { return published_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return quit_ || generation_ != seen; });
       if (quit_) return;
       seen = generation_;
       ++active_;
+      busy_.store(active_);
     }
     run_chunks();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (--active_ == 0) done_cv_.notify_all();
+      busy_.store(--active_);
+      if (active_ == 0) done_cv_.notify_all();
     }
   }
 }
@@ -73,9 +111,12 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, singa_parallel_fn fn, vo
     chunk_ = chunk;
     next_.store(0);
     ++generation_;
+    published_.store(generation_, std::memory_order_release);
   }
   cv_.notify_all();
   run_chunks();
+  // Workers that took a chunk are counted in busy_ before they run it.
+  spin_until(spin_ns_, [&] { return busy_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   // Workers that woke for this generation finish their chunks; those that have
   // not woken yet will find no chunk left.
