@@ -254,9 +254,16 @@ void dispatch(int32_t onnx, F&& f, uint64_t allowed = kNumericTypes | bit(SINGA_
 
 using Shape = std::vector<int64_t>;
 
+// The element count; a shape whose count does not fit in int64 (a model can
+// ask for any dims) is an error, not a wrapped-around number.
 inline int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) {
+      std::string dims;
+      for (int64_t e : s) dims += (dims.empty() ? "" : ",") + std::to_string(e);
+      throw Error(SINGA_INVALID_ARGUMENT, "shape [" + dims + "] has more elements than a 64-bit count holds");
+    }
   return n;
 }
 
