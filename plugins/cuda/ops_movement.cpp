@@ -6,6 +6,8 @@
 #include "register.hpp"
 #include "strided.hpp"
 
+#include <slice_rule.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -176,47 +178,14 @@ class Slice : public NodeKernel {
       if (ctx.has_input(3)) axes = host_ints(ctx.input(3), "axes");
       if (ctx.has_input(4)) steps = host_ints(ctx.input(4), "steps");
     }
-    const size_t n = starts.size();
-    check(ends.size() == n, "starts " + shape_str(starts) + " and ends " + shape_str(ends) + " differ in length");
-    if (axes.empty())
-      for (size_t i = 0; i < n; ++i) axes.push_back(int64_t(i));
-    if (steps.empty()) steps.assign(n, 1);
-    check(axes.size() == n && steps.size() == n,
-          "axes " + shape_str(axes) + " and steps " + shape_str(steps) + " must have " + std::to_string(n) + " entries");
-    const sdk::Shape in = x.shape();
-    const std::vector<int64_t> in_strides = contiguous_strides(in);
-    sdk::Shape out = in;
-    std::vector<int64_t> src_strides = in_strides;
-    int64_t offset = 0;
-    std::vector<bool> seen(in.size(), false);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t a = size_t(axis_in(axes[i], int64_t(in.size()), "axis"));
-      check(!seen[a], "axes " + shape_str(axes) + " repeat an axis");
-      seen[a] = true;
-      const int64_t step = steps[i], dim = in[a];
-      check(step != 0, "steps " + shape_str(steps) + " contain 0");
-      int64_t s = starts[i], e = ends[i], len;
-      if (s < 0) s += dim;
-      if (e < 0) e += dim;
-      if (step > 0) {
-        s = std::clamp<int64_t>(s, 0, dim);
-        e = std::clamp<int64_t>(e, 0, dim);
-        len = e > s ? (e - s - 1) / step + 1 : 0;
-      } else {
-        s = std::clamp<int64_t>(s, 0, dim - 1);
-        e = std::clamp<int64_t>(e, -1, dim - 1);
-        len = s > e ? (s - e - 1) / -step + 1 : 0;
-      }
-      out[a] = len;
-      if (len > 0) offset += s * in_strides[a];
-      src_strides[a] = in_strides[a] * step;
-    }
+    const ops::SlicePlan plan = ops::plan_slice(x.shape(), starts, ends, axes, steps);
+    const sdk::Shape& out = plan.out;
     sdk::Tensor y = ctx.output(0, out, x.dl_dtype());
     if (y.numel() == 0) return;
     const size_t es = elem_size(x);
     DeviceGuard guard(device_of(ctx));
-    strided_copy(ctx, *this, es, out, y.data_ptr(), contiguous_strides(out), bytes(x) + offset * int64_t(es),
-                 src_strides);
+    strided_copy(ctx, *this, es, out, y.data_ptr(), contiguous_strides(out), bytes(x) + plan.offset * int64_t(es),
+                 plan.src_strides);
   }
 
  private:

@@ -2,6 +2,7 @@
 // The slice is a strided view of the input, copied out in one strided copy.
 #include "common.hpp"
 #include "registry.hpp"
+#include <slice_rule.hpp>
 
 #include <algorithm>
 
@@ -30,45 +31,13 @@ class Slice : public KernelBase {
       if (ctx.has_input(3)) axes = read_ints(ctx.input(3), "axes");
       if (ctx.has_input(4)) steps = read_ints(ctx.input(4), "steps");
     }
-    const size_t n = starts.size();
-    check(ends.size() == n, "starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
-    if (axes.empty())
-      for (size_t i = 0; i < n; ++i) axes.push_back(int64_t(i));
-    if (steps.empty()) steps.assign(n, 1);
-    check(axes.size() == n && steps.size() == n,
-          "axes " + ints_str(axes) + " and steps " + ints_str(steps) + " must have " + std::to_string(n) + " entries");
-
-    const Shape in = x.shape();
-    const Shape in_strides = contiguous_strides(in);
-    Shape out = in, src_strides = in_strides;
-    int64_t offset = 0;
-    std::vector<bool> seen(in.size(), false);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t a = size_t(normalize_axis(axes[i], int64_t(in.size()), "axis"));
-      check(!seen[a], "axes " + ints_str(axes) + " repeat an axis");
-      seen[a] = true;
-      const int64_t step = steps[i], dim = in[a];
-      check(step != 0, "steps " + ints_str(steps) + " contain 0");
-      int64_t s = starts[i], e = ends[i], len;
-      if (s < 0) s += dim;
-      if (e < 0) e += dim;
-      if (step > 0) {
-        s = std::clamp<int64_t>(s, 0, dim);
-        e = std::clamp<int64_t>(e, 0, dim);
-        len = e > s ? (e - s - 1) / step + 1 : 0;
-      } else {
-        s = std::clamp<int64_t>(s, 0, dim - 1);
-        e = std::clamp<int64_t>(e, -1, dim - 1);
-        len = s > e ? (s - e - 1) / -step + 1 : 0;
-      }
-      out[a] = len;
-      if (len > 0) offset += s * in_strides[a];
-      src_strides[a] = in_strides[a] * step;
-    }
+    const SlicePlan plan = plan_slice(x.shape(), starts, ends, axes, steps);
+    const Shape& out = plan.out;
     Tensor y = ctx.output(0, out, x.dl_dtype());
     if (y.numel() == 0) return;
     const size_t es = elem_size(x);
-    strided_copy(ctx, out, mutable_bytes(y), contiguous_strides(out), bytes(x) + offset * int64_t(es), src_strides, es);
+    strided_copy(ctx, out, mutable_bytes(y), contiguous_strides(out), bytes(x) + plan.offset * int64_t(es),
+                 plan.src_strides, es);
   }
 
  private:
