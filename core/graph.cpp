@@ -79,7 +79,8 @@ void bind_dims(::onnx::ModelProto& model, const std::map<std::string, int64_t>& 
 // inputs: it takes the kernel's spatial sizes from W's shape and then indexes
 // per-axis vectors sized by X's rank (a W of another rank reads past their
 // end), it divides by `strides` (a zero stride is SIGFPE), and Gemm's reads
-// dim 1 of A and B whatever their rank. All of these crash
+// dim 1 of A and B whatever their rank, and Einsum's frees a pointer it does
+// not own on an upper-case subscript. All of these crash
 // the process (found by fuzz/fuzz_model). Inference therefore goes through
 // this registry, which hands out copies of those schemas whose inference
 // checks these first; a bad model becomes an ordinary inference error.
@@ -90,17 +91,18 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (!s || !s->has_type_and_shape_inference_function() || (!domain.empty() && domain != "ai.onnx")) return s;
     const int w = same_rank_input(key);
     const bool window = has_window(key);
-    const bool matrices = key == "Gemm";
-    if (w < 0 && !window && !matrices) return s;
+    const bool matrices = key == "Gemm", einsum = key == "Einsum";
+    if (w < 0 && !window && !matrices && !einsum) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto& guarded = guarded_[s];
     if (!guarded) {
       guarded = std::make_unique<::onnx::OpSchema>(*s);
       auto inner = s->GetTypeAndShapeInferenceFunction();
-      guarded->TypeAndShapeInferenceFunction([inner, w, window, matrices](::onnx::InferenceContext& ctx) {
+      guarded->TypeAndShapeInferenceFunction([inner, w, window, matrices, einsum](::onnx::InferenceContext& ctx) {
         if (w >= 0) check_ranks(ctx, w);
         if (window) check_window(ctx);
         if (matrices) check_matrices(ctx);
+        if (einsum) check_einsum(ctx);
         inner(ctx);
       });
     }
@@ -132,6 +134,15 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (xr != kr)
       throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but input " +
                                    std::to_string(w) + " has rank " + std::to_string(kr) + "; they must be equal");
+  }
+  // ONNX 1.12 infers Einsum's rank from lower-case subscripts only.
+  static void check_einsum(::onnx::InferenceContext& ctx) {
+    const ::onnx::AttributeProto* a = ctx.getAttribute("equation");
+    if (!a) return;
+    for (char ch : a->s())
+      if (ch >= 'A' && ch <= 'Z')
+        throw ::onnx::InferenceError("[ShapeInferenceError] equation '" + a->s() +
+                                     "' has upper-case subscripts, which ONNX's Einsum inference cannot read");
   }
   // Gemm's A and B are matrices.
   static void check_matrices(::onnx::InferenceContext& ctx) {
