@@ -80,7 +80,8 @@ void bind_dims(::onnx::ModelProto& model, const std::map<std::string, int64_t>& 
 // per-axis vectors sized by X's rank (a W of another rank reads past their
 // end), it divides by `strides` (a zero stride is SIGFPE), and Gemm's reads
 // dim 1 of A and B whatever their rank, and Einsum's frees a pointer it does
-// not own on an upper-case subscript. All of these crash
+// not own on an upper-case subscript, and LayerNormalization's indexes X's
+// dims with an unchecked `axis`. All of these crash
 // the process (found by fuzz/fuzz_model). Inference therefore goes through
 // this registry, which hands out copies of those schemas whose inference
 // checks these first; a bad model becomes an ordinary inference error.
@@ -91,18 +92,19 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (!s || !s->has_type_and_shape_inference_function() || (!domain.empty() && domain != "ai.onnx")) return s;
     const int w = same_rank_input(key);
     const bool window = has_window(key);
-    const bool matrices = key == "Gemm", einsum = key == "Einsum";
-    if (w < 0 && !window && !matrices && !einsum) return s;
+    const bool matrices = key == "Gemm", einsum = key == "Einsum", axis = key == "LayerNormalization";
+    if (w < 0 && !window && !matrices && !einsum && !axis) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto& guarded = guarded_[s];
     if (!guarded) {
       guarded = std::make_unique<::onnx::OpSchema>(*s);
       auto inner = s->GetTypeAndShapeInferenceFunction();
-      guarded->TypeAndShapeInferenceFunction([inner, w, window, matrices, einsum](::onnx::InferenceContext& ctx) {
+      guarded->TypeAndShapeInferenceFunction([inner, w, window, matrices, einsum, axis](::onnx::InferenceContext& ctx) {
         if (w >= 0) check_ranks(ctx, w);
         if (window) check_window(ctx);
         if (matrices) check_matrices(ctx);
         if (einsum) check_einsum(ctx);
+        if (axis) check_axis(ctx);
         inner(ctx);
       });
     }
@@ -134,6 +136,16 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
     if (xr != kr)
       throw ::onnx::InferenceError("[ShapeInferenceError] X has rank " + std::to_string(xr) + " but input " +
                                    std::to_string(w) + " has rank " + std::to_string(kr) + "; they must be equal");
+  }
+  // `axis` must name a dim of input 0.
+  static void check_axis(::onnx::InferenceContext& ctx) {
+    const ::onnx::AttributeProto* a = ctx.getAttribute("axis");
+    const ::onnx::TypeProto* x = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
+    if (!a || !x || !x->has_tensor_type() || !x->tensor_type().has_shape()) return;
+    const int64_t r = x->tensor_type().shape().dim_size();
+    if (a->i() < -r || a->i() >= r)
+      throw ::onnx::InferenceError("[ShapeInferenceError] axis " + std::to_string(a->i()) + " is out of range for rank " +
+                                   std::to_string(r));
   }
   // ONNX 1.12 infers Einsum's rank from lower-case subscripts only.
   static void check_einsum(::onnx::InferenceContext& ctx) {
