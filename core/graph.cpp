@@ -141,10 +141,10 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
   static void check_axis(::onnx::InferenceContext& ctx) {
     const ::onnx::AttributeProto* a = ctx.getAttribute("axis");
     const ::onnx::TypeProto* x = ctx.getNumInputs() > 0 ? ctx.getInputType(0) : nullptr;
-    if (!a || !x || !x->has_tensor_type() || !x->tensor_type().has_shape()) return;
-    const int64_t r = x->tensor_type().shape().dim_size();
-    if (a->i() < -r || a->i() >= r)
-      throw ::onnx::InferenceError("[ShapeInferenceError] axis " + std::to_string(a->i()) + " is out of range for rank " +
+    if (!x || !x->has_tensor_type() || !x->tensor_type().has_shape()) return;
+    const int64_t r = x->tensor_type().shape().dim_size(), axis = a ? a->i() : -1;  // -1: the default
+    if (axis < -r || axis >= r)
+      throw ::onnx::InferenceError("[ShapeInferenceError] axis " + std::to_string(axis) + " is out of range for rank " +
                                    std::to_string(r));
   }
   // ONNX 1.12 infers Einsum's rank from lower-case subscripts only.
