@@ -12,10 +12,10 @@ namespace {
 
 Tensor op1(const char* op, const Tensor& a) { return run1(op, {a}); }
 Tensor op2(const char* op, const Tensor& a, const Tensor& b) { return run1(op, {a, b}); }
-Tensor mul(const Tensor& a, const Tensor& b) { return op2("Mul", a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return op2("Div", a, b); }
-Tensor add(const Tensor& a, const Tensor& b) { return op2("Add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return op2("Sub", a, b); }
+using eager::add;
+using eager::div;
+using eager::mul;
+using eager::sub;
 Tensor sq(const Tensor& a) { return mul(a, a); }
 Tensor num(double v, const Tensor& like) { return scalar(v, like.dtype()); }
 // 1.0 where `mask` (bool) holds, else 0.0, in the element type of `like`.

@@ -5,9 +5,9 @@ namespace singa {
 namespace autograd {
 namespace {
 
-Tensor neg(const Tensor& t) { return run1("Neg", {t}); }
-Tensor mul(const Tensor& a, const Tensor& b) { return run1("Mul", {a, b}); }
-Tensor div(const Tensor& a, const Tensor& b) { return run1("Div", {a, b}); }
+using eager::div;
+using eager::mul;
+using eager::neg;
 
 // Swaps the last two axes.
 Tensor t_last2(const Tensor& t) {

@@ -59,6 +59,14 @@ const GradRule* find_rule(const std::string& domain, const std::string& op_type)
 std::vector<Tensor> run(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {},
                         size_t outputs = 1, const std::string& domain = "");
 Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}, const std::string& domain = "");
+// Elementwise arithmetic on plain tensors for the rules (broadcasting as the ops do).
+namespace eager {
+inline Tensor neg(const Tensor& a) { return run1("Neg", {a}); }
+inline Tensor add(const Tensor& a, const Tensor& b) { return run1("Add", {a, b}); }
+inline Tensor sub(const Tensor& a, const Tensor& b) { return run1("Sub", {a, b}); }
+inline Tensor mul(const Tensor& a, const Tensor& b) { return run1("Mul", {a, b}); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return run1("Div", {a, b}); }
+}  // namespace eager
 // Runs a grad-domain op carrying over the forward node's attributes.
 std::vector<Tensor> run_grad(const std::string& op, const ::onnx::NodeProto& forward, const std::vector<Tensor>& in,
                              const std::vector<bool>& want, const Attrs& extra = {});
