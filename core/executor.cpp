@@ -1,6 +1,7 @@
 #include "executor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 namespace singa {
@@ -153,7 +154,8 @@ void Executor::select(ExecNode& e, bool fallback) {
                                        "; kernels exist for " + versions_of(all));
 }
 
-std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, bool keep_all) const {
+std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, bool keep_all,
+                                 std::vector<std::pair<size_t, double>>* timings) const {
   std::vector<Value> env(g_.values.size());
   for (size_t v = 0; v < g_.values.size(); ++v)
     if (g_.values[v].is_initializer) env[v] = g_.values[v].constant;
@@ -164,10 +166,15 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, 
   stop = std::min(stop, exec_.size());
   for (size_t i = 0; i < stop; ++i) {
     const ExecNode& e = exec_[i];
+    const auto t0 = timings ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (e.core)
       run_core(e, env);
     else
       run_kernel(e, i, env, keep_all);
+    if (timings) {
+      if (e.device) e.device->synchronize(e.device_id);
+      timings->emplace_back(i, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
     if (!keep_all)
       for (int v : e.release) env[size_t(v)] = Value();
   }

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace singa {
@@ -39,8 +40,11 @@ class Executor {
   const std::vector<ExecNode>& nodes() const { return exec_; }
   // Runs nodes [0, stop). `inputs` are aligned with graph().inputs, then
   // graph().outer (a subgraph's values from enclosing scopes).
-  // Returns the values by id; `keep_all` keeps every intermediate.
-  std::vector<Value> run(const std::vector<Value>& inputs, size_t stop, bool keep_all) const;
+  // Returns the values by id; `keep_all` keeps every intermediate. With
+  // `timings`, appends (node index, milliseconds) per node, synchronizing the
+  // node's device after it.
+  std::vector<Value> run(const std::vector<Value>& inputs, size_t stop, bool keep_all,
+                         std::vector<std::pair<size_t, double>>* timings = nullptr) const;
   // The graph's outputs, in order, for the given inputs (subgraph bodies).
   std::vector<Value> run_outputs(const std::vector<Value>& inputs) const;
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -96,19 +97,100 @@ Tensor random_input(const onnx::ValueInfo& vi, const Shape& shape, std::mt19937_
   return t;
 }
 
+// Per-op-type and per-node time over `runs` profiled runs, heaviest first.
+struct Profile {
+  struct Row {
+    std::string name, op_type, device;
+    double ms = 0;  // per run
+    int nodes = 0;
+  };
+  std::vector<Row> by_op, by_node;
+  double total_ms = 0;  // per run, sum of the nodes
+};
+
+Profile profile_runs(const onnx::Rep& rep, const std::vector<Tensor>& inputs, int runs) {
+  std::map<std::string, Profile::Row> ops;
+  std::vector<Profile::Row> nodes;
+  onnx::RunOptions ro;
+  std::vector<onnx::NodeTiming> t;
+  ro.profile = &t;
+  for (int r = 0; r < runs; ++r) {
+    t.clear();
+    rep.run(inputs, ro);
+    if (nodes.empty())
+      for (const auto& n : t) nodes.push_back({n.node, n.op_type, n.device, 0, 1});
+    for (size_t i = 0; i < t.size() && i < nodes.size(); ++i) nodes[i].ms += t[i].ms / runs;
+  }
+  Profile p;
+  for (const auto& n : nodes) {
+    auto& o = ops[n.op_type];
+    o.op_type = n.op_type;
+    o.ms += n.ms;
+    o.nodes += 1;
+    p.total_ms += n.ms;
+  }
+  for (auto& [k, o] : ops) p.by_op.push_back(o);
+  auto heavier = [](const Profile::Row& a, const Profile::Row& b) { return a.ms > b.ms; };
+  std::sort(p.by_op.begin(), p.by_op.end(), heavier);
+  p.by_node = nodes;
+  std::stable_sort(p.by_node.begin(), p.by_node.end(), heavier);
+  return p;
+}
+
+void print_profile(const Profile& p, size_t top_nodes, std::ostream& os) {
+  auto pct = [&](double ms) { return p.total_ms > 0 ? 100.0 * ms / p.total_ms : 0.0; };
+  char line[256];
+  os << "profile:    " << p.total_ms << " ms per run in nodes (each node timed, its device synchronized)\n";
+  std::snprintf(line, sizeof line, "  %-28s %6s %10s %7s\n", "op type", "nodes", "ms/run", "share");
+  os << line;
+  for (const auto& o : p.by_op) {
+    std::snprintf(line, sizeof line, "  %-28s %6d %10.3f %6.1f%%\n", o.op_type.c_str(), o.nodes, o.ms, pct(o.ms));
+    os << line;
+  }
+  os << "  heaviest nodes:\n";
+  for (size_t i = 0; i < p.by_node.size() && i < top_nodes; ++i) {
+    const auto& n = p.by_node[i];
+    std::snprintf(line, sizeof line, "  %-52s %-12s %8.3f %6.1f%%\n", (n.name.empty() ? "(unnamed)" : n.name).c_str(), n.op_type.c_str(),
+                  n.ms, pct(n.ms));
+    os << line;
+  }
+}
+
+std::string profile_json(const Profile& p) {
+  std::vector<std::string> ops;
+  for (const auto& o : p.by_op) {
+    JsonObject j;
+    j.str("op_type", o.op_type).integer("nodes", o.nodes).num("ms", o.ms);
+    ops.push_back(j.dump());
+  }
+  std::vector<std::string> nodes;
+  for (const auto& n : p.by_node) {
+    JsonObject j;
+    j.str("node", n.name).str("op_type", n.op_type).str("device", n.device).num("ms", n.ms);
+    nodes.push_back(j.dump());
+  }
+  JsonObject j;
+  j.num("total_ms", p.total_ms).raw("by_op", json_array(ops)).raw("nodes", json_array(nodes));
+  return j.dump();
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
-  CommandSpec spec{"bench", "MODEL [--threads N] [--iters K] [--warmup W] [--batch B] [--dim NAME=V] [--json]",
+  CommandSpec spec{"bench", "MODEL [--threads N] [--iters K] [--warmup W] [--batch B] [--dim NAME=V] [--profile[=N]] [--json]",
                    "Times a model on random inputs: prepares it once (timed), runs W untimed warm-up iterations,\n"
                    "then K timed ones, and prints the median, min and mean latency, the prepare time and the\n"
                    "process's peak resident memory (getrusage). The leading symbolic dimension of each input is\n"
-                   "bound to B; other symbolic dimensions take --dim values (1 when not given)."};
+                   "bound to B; other symbolic dimensions take --dim values (1 when not given). --profile then\n"
+                   "runs K more times timing every node (not counted in the latency) and prints where the time\n"
+                   "goes, by op type and by node."};
   po::options_description own("Options");
   own.add_options()("iters", po::value<int>(), "timed iterations (default 20)")(
       "warmup", po::value<int>(), "untimed iterations first (default 3)")("batch", po::value<int>(), "batch size (default 1)")(
       "dim", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE for a symbolic dimension (repeatable)")(
-      "no-optimize", "skip the graph passes (constant folding, fusions)")("json", "print one JSON line");
+      "no-optimize", "skip the graph passes (constant folding, fusions)")(
+      "profile", po::value<int>()->implicit_value(15), "also time each node over K more runs; show the N heaviest nodes (default 15)")(
+      "json", "print one JSON line");
   Parsed p = parse_command(spec, args, own, "model");
   if (p.help) {
     print_command_help(spec, own);
@@ -170,6 +252,9 @@ int cmd_bench(const std::vector<std::string>& args) {
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / double(n);
   const double rss = peak_rss_mib();
+  const int top_nodes = p.vm.count("profile") ? std::max(0, p.vm["profile"].as<int>()) : -1;
+  Profile prof;
+  if (top_nodes >= 0) prof = profile_runs(*rep, inputs, iters);
 
   if (json) {
     JsonObject o;
@@ -177,6 +262,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     o.integer("iters", iters).integer("warmup", warmup).str("inputs", shapes);
     o.num("median_ms", median).num("min_ms", sorted.front()).num("mean_ms", mean).num("prepare_ms", prepare_ms);
     o.num("peak_rss_mib", rss).num("rss_before_prepare_mib", rss_before).boolean("optimized", popts.optimize);
+    if (top_nodes >= 0) o.raw("profile", profile_json(prof));
     std::cout << o.dump() << "\n";
     return kExitOk;
   }
@@ -189,6 +275,7 @@ int cmd_bench(const std::vector<std::string>& args) {
             << " iterations after " << warmup << " warm-up)\n"
             << "throughput: " << 1000.0 * batch / median << " samples/s\n"
             << "peak RSS:   " << rss << " MiB (" << rss_before << " MiB before prepare)\n";
+  if (top_nodes >= 0) print_profile(prof, size_t(top_nodes), std::cout);
   return kExitOk;
 }
 

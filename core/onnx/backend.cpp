@@ -226,7 +226,12 @@ NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& 
                                               std::to_string(total) + ")");
     stop = total - size_t(-options.last_layers);
   }
-  std::vector<Value> env = exec.run(inputs, stop, options.all_outputs);
+  std::vector<std::pair<size_t, double>> timings;
+  std::vector<Value> env = exec.run(inputs, stop, options.all_outputs, options.profile ? &timings : nullptr);
+  for (const auto& [i, ms] : timings) {
+    const ExecNode& e = exec.nodes()[i];
+    options.profile->push_back({e.node->proto.name(), e.node->proto.op_type(), e.device ? e.device->name() : "cpu", ms});
+  }
   NamedValues out;
   auto emit = [&](int v) {
     if (v < 0) return;

@@ -32,11 +32,22 @@ struct PrepareOptions {
   size_t max_tensor_bytes = size_t(16) << 30;  // refuse larger allocations
 };
 
+// One node's share of a run, for RunOptions::profile.
+struct NodeTiming {
+  std::string node, op_type, device;
+  double ms = 0;  // wall time of the node, its device synchronized after it
+};
+
 struct RunOptions {
   // <= 0: stop |last_layers| nodes before the end (the outputs are then those
   // of the last node that runs), as in sonnx.
   int last_layers = 0;
   bool all_outputs = false;  // return every intermediate value by name
+  // When set, each node that runs appends its timing here, in run order (the
+  // top-level graph's nodes; a Loop/If/Scan counts as one). Profiling waits for
+  // the device after every node, so a profiled run is slower than a plain one
+  // on asynchronous devices; sum by op type to see where the time goes.
+  std::vector<NodeTiming>* profile = nullptr;
 };
 
 struct ValueInfo {
