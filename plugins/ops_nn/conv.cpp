@@ -8,6 +8,7 @@
 #include "conv_dnnl.hpp"
 #include "conv_gemm_f32.hpp"
 #include "conv_impl.hpp"
+#include "conv_nchw_f32.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
@@ -75,6 +76,14 @@ class Conv : public NodeKernel {
     for (int64_t d : g.out_dims()) ys.push_back(d);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (sdk::numel(ys) == 0) return;
+    if (x.dtype() == SINGA_ONNX_FLOAT && nchw_fast(g, C, M)) {
+      const float* bias = b.present() ? b.data<float>() : nullptr;
+      if (pointwise_fits(g, group_))
+        conv_pointwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, M, g.in_size(), act_);
+      else
+        conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, g, act_);
+      return;
+    }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M, Cg);
@@ -86,6 +95,16 @@ class Conv : public NodeKernel {
   }
 
  private:
+  // The NCHW paths of conv_nchw_f32.hpp take pointwise and depthwise float
+  // convs ahead of oneDNN (SINGA_NCHW_FAST=0 turns them off, to compare).
+  bool nchw_fast(const Geometry& g, int64_t C, int64_t M) const {
+    static const bool off = [] {
+      const char* e = std::getenv("SINGA_NCHW_FAST");
+      return e && *e == '0';
+    }();
+    return !off && (pointwise_fits(g, group_) || depthwise_fits(g, C, M, group_));
+  }
+
   template <class T, class A>
   const A* weights(const sdk::Context& ctx, const sdk::Tensor& w) const {
     if constexpr (std::is_same<T, A>::value) {
@@ -148,6 +167,7 @@ class Conv : public NodeKernel {
     if (xs.size() != 4 || (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)) return nullptr;
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
+      if (nchw_fast(g, xs[1], ws[0])) return nullptr;
       return DnnlConv::plan(xs, w, b, g, group_, act_);
     } catch (const std::exception&) {
       return nullptr;  // bad window attributes: compute() reports them with the shapes involved

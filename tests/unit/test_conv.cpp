@@ -123,3 +123,68 @@ TEST(ConvDnnl, ShapeUnknownAtPrepareIsPlannedOnTheFirstRun) {
     EXPECT_LE(worst, 1e-4);
   }
 }
+
+// The NCHW paths (plugins/ops_nn/conv_nchw_f32.cpp: pointwise as a product,
+// depthwise 3x3/5x5 through phase planes), with a fused Relu or Clip, against
+// the same model in float64 (which takes the generic loops), at 1 to 3 threads.
+TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  const std::vector<Case> cases = {
+      {"pointwise", 2, 16, 9, 11, 24, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, many column blocks", 1, 8, 70, 70, 12, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"depthwise 3x3", 2, 6, 7, 7, 6, 3, 3, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"depthwise 3x3 stride 2, odd sizes", 1, 5, 15, 13, 5, 3, 3, 5, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"depthwise 3x3 no padding", 1, 3, 9, 20, 3, 3, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"depthwise 5x5 stride 2, uneven pads", 2, 4, 17, 12, 4, 5, 5, 4, {2, 2}, {1, 2, 2, 1}, {1, 1}},
+      {"depthwise 5x5", 1, 3, 20, 33, 3, 5, 5, 3, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+  };
+  auto to_double = [](const Tensor& t) {
+    Tensor d(t.shape(), SINGA_ONNX_DOUBLE);
+    for (int64_t i = 0; i < t.numel(); ++i) d.data<double>()[i] = t.data<float>()[i];
+    return d;
+  };
+  const int32_t saved = rt.cpu()->num_threads();
+  for (const Case& c : cases) {
+    for (const char* act : {"Relu", "Clip", ""}) {
+      SCOPED_TRACE(std::string(c.name) + " + " + act);
+      const int64_t OH = (c.H + c.pads[0] + c.pads[2] - c.KH) / c.strides[0] + 1;
+      const int64_t OW = (c.W + c.pads[1] + c.pads[3] - c.KW) / c.strides[1] + 1;
+      const Tensor w = random_floats({c.M, c.C / c.group, c.KH, c.KW}, 7), b = random_floats({c.M}, 8);
+      const Tensor x = random_floats({c.N, c.C, c.H, c.W}, 9);
+      auto build = [&](int32_t dtype) {
+        ModelBuilder m;
+        const bool dbl = dtype == SINGA_ONNX_DOUBLE;
+        m.input("x", dtype, {c.N, c.C, c.H, c.W})
+            .initializer("W", dbl ? to_double(w) : w)
+            .initializer("B", dbl ? to_double(b) : b)
+            .node("Conv", {"x", "W", "B"}, {std::string(act).empty() ? "y" : "c"}, "conv");
+        add_ints(m.last(), "strides", c.strides);
+        add_ints(m.last(), "pads", c.pads);
+        add_ints(m.last(), "group", {c.group});
+        if (std::string(act) == "Relu") m.node("Relu", {"c"}, {"y"}, "act");
+        if (std::string(act) == "Clip") {
+          Tensor lo({}, dtype), hi({}, dtype);
+          if (dbl) lo.data<double>()[0] = 0, hi.data<double>()[0] = 0.5;
+          else lo.data<float>()[0] = 0, hi.data<float>()[0] = 0.5f;
+          m.initializer("lo", lo).initializer("hi", hi).node("Clip", {"c", "lo", "hi"}, {"y"}, "act");
+        }
+        m.output("y", dtype, {c.N, c.M, OH, OW});
+        return singa::onnx::prepare_bytes(m.bytes(), {});
+      };
+      auto want = build(SINGA_ONNX_DOUBLE)->run({to_double(x)});
+      auto fast = build(SINGA_ONNX_FLOAT);
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        rt.cpu()->set_num_threads(threads);
+        auto got = fast->run({x});
+        ASSERT_EQ(got[0].second.shape(), want[0].second.shape());
+        double worst = 0;
+        for (int64_t i = 0; i < got[0].second.numel(); ++i)
+          worst = std::max(worst, std::fabs(got[0].second.data<float>()[i] - want[0].second.data<double>()[i]));
+        EXPECT_LE(worst, 1e-5);
+      }
+    }
+  }
+  rt.cpu()->set_num_threads(saved);
+}

@@ -1,0 +1,183 @@
+#include "conv_nchw_f32.hpp"
+
+#include "dnnl_sgemm.hpp"
+#include "vec_math.hpp"  // SINGA_VEC_CLONES
+
+#include <algorithm>
+#include <vector>
+
+namespace singa {
+namespace nn {
+
+using ops::FusedActivation;
+
+namespace {
+
+// Bias and activation over `rows` rows of `n` values, `ld` apart.
+void epilogue(float* y, int64_t rows, int64_t n, int64_t ld, const float* bias, const FusedActivation& act) {
+  if (!bias && act.kind == FusedActivation::kNone) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* p = y + r * ld;
+    const float b = bias ? bias[r] : 0.f;
+    switch (act.kind) {
+      case FusedActivation::kRelu:
+        for (int64_t i = 0; i < n; ++i) p[i] = std::max(p[i] + b, 0.f);
+        break;
+      case FusedActivation::kClip:
+        for (int64_t i = 0; i < n; ++i) p[i] = std::min(std::max(p[i] + b, act.lo), act.hi);
+        break;
+      case FusedActivation::kLeakyRelu:
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = p[i] + b;
+          p[i] = v >= 0.f ? v : act.alpha * v;
+        }
+        break;
+      default:
+        for (int64_t i = 0; i < n; ++i) p[i] += b;
+    }
+  }
+}
+
+}  // namespace
+
+bool pointwise_fits(const Geometry& g, int64_t group) {
+  if (group != 1) return false;
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (g.k[i] != 1 || g.s[i] != 1 || g.pb[i] != 0 || g.pe[i] != 0) return false;
+  return true;
+}
+
+void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
+                        int64_t C, int64_t M, int64_t HW, const FusedActivation& act) {
+  // Column blocks small enough that the block of X and of Y stay in L2 for
+  // the epilogue, wide enough that sgemm runs near its best (multiples of 16).
+  const int64_t bytes_per_col = (C + M) * int64_t(sizeof(float));
+  int64_t nb = std::max<int64_t>(64, (int64_t(512) << 10) / bytes_per_col) / 16 * 16;
+  const int64_t threads = std::max(1, ctx.num_threads());
+  // Enough blocks for every thread even on a small image.
+  while (nb > 64 && N * ((HW + nb - 1) / nb) < 2 * threads) nb = std::max<int64_t>(64, nb / 2 / 16 * 16);
+  const int64_t blocks = (HW + nb - 1) / nb;
+  ctx.parallel_for(N * blocks, 1, [&](int64_t b0, int64_t b1) {
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    for (int64_t t = b0; t < b1; ++t) {
+      const int64_t n = t / blocks, c0 = t % blocks * nb, cn = std::min(nb, HW - c0);
+      const float* xb = x + n * C * HW + c0;
+      float* yb = y + n * M * HW + c0;
+      dnnl_status_t st = dnnl_sgemm('N', 'N', M, cn, C, 1.f, w, C, xb, HW, 0.f, yb, HW);
+      if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+      epilogue(yb, M, cn, HW, bias, act);
+    }
+  });
+}
+
+bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group) {
+  if (group != C || M != C || g.rank != 2) return false;
+  const int64_t k = g.k[1], s = g.s[1];
+  if (g.k[2] != k || (k != 3 && k != 5) || g.s[2] != s || (s != 1 && s != 2)) return false;
+  if (g.d[1] != 1 || g.d[2] != 1) return false;
+  for (int i = 1; i < kMaxSpatial; ++i)
+    if (g.pb[i] < 0 || g.pe[i] < 0 || g.pb[i] >= k || g.pe[i] >= k) return false;
+  return g.out[1] > 0 && g.out[2] > 0;
+}
+
+namespace {
+
+// The K x K stencil over a whole plane as one flat loop: src[i] is where tap i
+// reads for output 0, and every output f reads src[i][f]. Rows of the flat
+// output are as wide as the phase planes, so each row ends in a few columns of
+// garbage that depthwise_plane drops; in exchange the vector loop runs over
+// the whole plane, not over rows of 7 or 14 values (MobileNet's deep layers).
+// n is a multiple of kLanes, so there is no scalar tail (a 7x7 plane's 63
+// outputs would otherwise spend most of their time in it).
+constexpr int64_t kLanes = 16;
+
+template <int K>
+SINGA_VEC_CLONES void stencil_flat(const float* const* src_in, const float* wk, float b, int64_t n, float* __restrict out) {
+  float wv[K * K];
+  const float* src[K * K];
+  for (int i = 0; i < K * K; ++i) wv[i] = wk[i], src[i] = src_in[i];
+  for (int64_t f0 = 0; f0 < n; f0 += kLanes) {
+    float acc[kLanes];
+    for (int j = 0; j < kLanes; ++j) acc[j] = b;
+#pragma GCC unroll 25
+    for (int i = 0; i < K * K; ++i)
+      for (int j = 0; j < kLanes; ++j) acc[j] += wv[i] * src[i][f0 + j];
+    for (int j = 0; j < kLanes; ++j) out[f0 + j] = acc[j];
+  }
+}
+
+// One channel. The zero-padded input plane is split into S x S phase planes
+// (phase (a, c) holds padded rows a, a + S, ... and columns c, c + S, ...), so
+// with stride S output (oy, ox) reads phase (ky % S, kx % S) at row
+// oy + ky / S, column ox + kx / S: unit stride for every tap.
+template <int K, int S>
+void depthwise_plane(const float* x, const float* wk, float b, float* y, const Geometry& g, std::vector<float>& scratch,
+                     const FusedActivation& act) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t pt = g.pb[1], pl = g.pb[2];
+  // The padded plane covers input rows -pt .. (OH - 1) * S - pt + K - 1, columns likewise.
+  const int64_t PW = (OW - 1) * S + K, PH = (OH - 1) * S + K;
+  const int64_t Ws = (PW + S - 1) / S, Hs = (PH + S - 1) / S;
+  const int64_t n = (OH * Ws + kLanes - 1) / kLanes * kLanes;  // flat outputs, whole vectors
+  // Slack: the garbage columns of the last row, and the last vector, read past the end.
+  const int64_t plane = Hs * Ws + Ws + K + kLanes;
+  const int64_t inner = std::max<int64_t>(0, std::min(W, S * Ws - pl));  // input columns inside a padded row
+  scratch.resize(size_t(S * S * plane + n + S * Ws));
+  float* phases = scratch.data();
+  float* flat = phases + S * S * plane;
+  float* row = flat + n;  // one padded row before it is split into phases
+  for (int64_t py = 0; py < S * Hs; ++py) {
+    const int64_t iy = py - pt;
+    float* dst = phases + (py % S) * S * plane + (py / S) * Ws;  // phase (py % S, 0)
+    if (iy < 0 || iy >= H || py >= PH) {
+      for (int c = 0; c < S; ++c) std::fill(dst + c * plane, dst + c * plane + Ws, 0.f);
+      continue;
+    }
+    float* padded = S == 1 ? dst : row;
+    std::fill(padded, padded + pl, 0.f);
+    std::copy(x + iy * W, x + iy * W + inner, padded + pl);
+    std::fill(padded + pl + inner, padded + S * Ws, 0.f);
+    if (S == 2)
+      for (int64_t j = 0; j < Ws; ++j) {
+        dst[j] = row[2 * j];
+        dst[plane + j] = row[2 * j + 1];
+      }
+  }
+  for (int p = 0; p < S * S; ++p) std::fill(phases + p * plane + Hs * Ws, phases + (p + 1) * plane, 0.f);
+  const float* src[K * K];
+  for (int ky = 0; ky < K; ++ky)
+    for (int kx = 0; kx < K; ++kx)
+      src[ky * K + kx] = phases + ((ky % S) * S + kx % S) * plane + (ky / S) * Ws + kx / S;
+  stencil_flat<K>(src, wk, b, n, flat);
+  for (int64_t oy = 0; oy < OH; ++oy) std::copy(flat + oy * Ws, flat + oy * Ws + OW, y + oy * OW);
+  epilogue(y, 1, OH * OW, 0, nullptr, act);
+}
+
+template <int K, int S>
+void depthwise(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C,
+               const Geometry& g, const FusedActivation& act) {
+  const int64_t in_plane = g.in[1] * g.in[2], out_plane = g.out[1] * g.out[2];
+  ctx.parallel_for(N * C, 1, [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<float> scratch;
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p % C;
+      depthwise_plane<K, S>(x + p * in_plane, w + c * K * K, bias ? bias[c] : 0.f, y + p * out_plane, g, scratch, act);
+    }
+  });
+}
+
+}  // namespace
+
+void conv_depthwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
+                        int64_t C, const Geometry& g, const FusedActivation& act) {
+  const int64_t k = g.k[1], s = g.s[1];
+  if (k == 3 && s == 1) return depthwise<3, 1>(ctx, x, w, bias, y, N, C, g, act);
+  if (k == 3 && s == 2) return depthwise<3, 2>(ctx, x, w, bias, y, N, C, g, act);
+  if (k == 5 && s == 1) return depthwise<5, 1>(ctx, x, w, bias, y, N, C, g, act);
+  return depthwise<5, 2>(ctx, x, w, bias, y, N, C, g, act);
+}
+
+}  // namespace nn
+}  // namespace singa

@@ -1,0 +1,40 @@
+// conv_nchw_f32.hpp - two float32 convolutions that run straight on NCHW
+// activations, without oneDNN's reorders into its blocked layout and back:
+//
+//  - pointwise (1x1 kernel, stride 1, no padding, one group): per image the
+//    convolution is the product Y[M, H*W] = W[M, C] X[C, H*W], run through
+//    oneDNN's sgemm on column blocks, with bias and the fused activation
+//    applied to each block while it is still in cache;
+//  - depthwise (one input and one output channel per group, 3x3 or 5x5
+//    kernel, stride 1 or 2, no dilation, any padding): each channel's plane is
+//    copied once into a zero-padded scratch plane (split into even and odd
+//    columns for stride 2), so the stencil's inner loop has no bounds checks
+//    and walks memory with unit stride (the compiler vectorizes it).
+//
+// Both are memory-bound in MobileNet-style networks, where the two reorders
+// around each oneDNN convolution moved more bytes than the convolution itself
+// (docs/performance.md).
+#ifndef SINGA_OPS_NN_CONV_NCHW_F32_HPP
+#define SINGA_OPS_NN_CONV_NCHW_F32_HPP
+
+#include "fused_activation.hpp"
+#include "spatial.hpp"
+
+namespace singa {
+namespace nn {
+
+// True when conv_pointwise_f32 computes this convolution (2-D).
+bool pointwise_fits(const Geometry& g, int64_t group);
+// x [N, C, H*W], w [M, C], bias [M] or null, y [N, M, H*W].
+void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
+                        int64_t C, int64_t M, int64_t HW, const ops::FusedActivation& act);
+
+// True when conv_depthwise_f32 computes this convolution (2-D, C == M == group).
+bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group);
+// x [N, C, H, W], w [C, 1, K, K], bias [C] or null, y [N, C, OH, OW].
+void conv_depthwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
+                        int64_t C, const Geometry& g, const ops::FusedActivation& act);
+
+}  // namespace nn
+}  // namespace singa
+#endif
