@@ -4,6 +4,7 @@
 #include "register.hpp"
 #include "sgemm.hpp"
 #include "spatial.hpp"
+#include "vec_math.hpp"  // SINGA_VEC_CLONES
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +32,39 @@ inline Taps taps(int64_t o, int64_t s, int64_t pb, int64_t d, int64_t k, int64_t
   if (t.start + (k - 1) * d >= hi) t.ke = hi > t.start ? ceil_div(hi - t.start, d) : 0;
   if (t.ke < t.kb) t.ke = t.kb;
   return t;
+}
+
+// Output columns [0, n) of one output row of a K x K max pool with stride S
+// whose windows all lie inside the plane: row[kh] is input row kh of the
+// window, at the first window's column. Same rule as the scalar loop (the
+// first tap, then strictly greater taps in row-major order), as selects: with
+// K and S fixed the taps unroll and the column loop vectorizes, where the
+// scalar loop's data-dependent branches mispredicted on every other tap.
+template <int K, int S>
+SINGA_VEC_CLONES void max_row_inside(const float* const* row, int64_t n, float* __restrict y) {
+  const float* r[K];
+  for (int kh = 0; kh < K; ++kh) r[kh] = row[kh];
+  for (int64_t ow = 0; ow < n; ++ow) {
+    float best = r[0][ow * S];
+    for (int kh = 0; kh < K; ++kh)
+      for (int kw = kh == 0 ? 1 : 0; kw < K; ++kw) {
+        const float v = r[kh][ow * S + kw];
+        best = v > best ? v : best;
+      }
+    y[ow] = best;
+  }
+}
+
+using MaxRowFn = void (*)(const float* const*, int64_t, float*);
+
+// The vector row kernel for K x K windows with stride S (equal on both axes),
+// or null.
+inline MaxRowFn max_row_kernel(int64_t k, int64_t s) {
+  if (k == 2 && s == 1) return max_row_inside<2, 1>;
+  if (k == 2 && s == 2) return max_row_inside<2, 2>;
+  if (k == 3 && s == 1) return max_row_inside<3, 1>;
+  if (k == 3 && s == 2) return max_row_inside<3, 2>;
+  return nullptr;
 }
 
 // Calls visit(plane, out_offset, taps_d, taps_h, taps_w) for every output
@@ -154,6 +188,13 @@ class MaxPool : public PoolBase {
     const bool two_by_two = g.k[1] == 2 && g.k[2] == 2 && g.s[1] == 2 && g.s[2] == 2 && g.pb[1] == 0 && g.pb[2] == 0 &&
                             2 * OH <= H && 2 * OW <= W;
     const bool vector_2x2 = two_by_two && fast::avx512() && H * W < (int64_t(1) << 31);
+    // Without Indices, square windows of 2 or 3 with stride 1 or 2: the
+    // columns whose windows lie inside the plane, [ow_in0, ow_in1).
+    const MaxRowFn vector_row = !idx && g.k[1] == g.k[2] && g.s[1] == g.s[2] ? max_row_kernel(g.k[1], g.s[1]) : nullptr;
+    int64_t ow_in0 = 0, ow_in1 = 0;
+    while (ow_in0 < OW && !(cols[size_t(ow_in0)].kb == 0 && cols[size_t(ow_in0)].ke == g.k[2])) ++ow_in0;
+    ow_in1 = ow_in0;
+    while (ow_in1 < OW && cols[size_t(ow_in1)].kb == 0 && cols[size_t(ow_in1)].ke == g.k[2]) ++ow_in1;
     ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2])),
                      [&](int64_t pb, int64_t pe) {
       for (int64_t p = pb; p < pe; ++p) {
@@ -170,7 +211,19 @@ class MaxPool : public PoolBase {
         }
         for (int64_t oh = 0; oh < OH; ++oh) {
           const Taps& th = rows[size_t(oh)];
+          // Whole windows of this row go through the vector kernel; the
+          // edge columns (and rows that touch the padding) take the loop.
+          const bool row_inside = th.kb == 0 && th.ke == g.k[1];
+          int64_t skip_from = -1;
+          if (vector_row && row_inside && ow_in1 > ow_in0) {
+            const float* r[3];
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) r[kh] = xp + (th.start + kh) * W + cols[size_t(ow_in0)].start;
+            vector_row(r, ow_in1 - ow_in0, yp + oh * OW + ow_in0);
+            skip_from = ow_in0;
+          }
           for (int64_t ow = 0; ow < OW; ++ow) {
+            if (ow == skip_from) ow = ow_in1;
+            if (ow >= OW) break;
             const Taps& tw = cols[size_t(ow)];
             if (th.count() == 0 || tw.count() == 0) {
               yp[oh * OW + ow] = -std::numeric_limits<float>::infinity();

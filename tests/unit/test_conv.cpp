@@ -1,4 +1,4 @@
-// The oneDNN convolution path (plugins/ops_nn/conv_dnnl.cpp) against the
+// Window ops. The oneDNN convolution path (plugins/ops_nn/conv_dnnl.cpp) against the
 // im2col/direct path (SINGA_NO_DNNL=1), at 1, 2 and 3 threads on one prepared
 // model: each thread count builds its own split (bands of rows, or slices of
 // output channels for weight-heavy layers), and every split must give the
@@ -187,4 +187,58 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
     }
   }
   rt.cpu()->set_num_threads(saved);
+}
+
+// MaxPool's vector rows (plugins/ops_nn/pool.cpp, taken without Indices)
+// against the scalar loop (taken when Indices is asked for), NaNs included:
+// both keep the first tap and let a later tap win only when strictly greater.
+TEST(MaxPoolRows, MatchTheScalarLoopNaNsIncluded) {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  struct PoolCase {
+    const char* name;
+    int64_t k, s;
+    std::vector<int64_t> pads;
+    int64_t ceil;
+  };
+  const std::vector<PoolCase> cases = {
+      {"3x3 stride 2, ceil_mode (SqueezeNet)", 3, 2, {0, 0, 0, 0}, 1},
+      {"3x3 stride 2, pads 1 (ResNet)", 3, 2, {1, 1, 1, 1}, 0},
+      {"3x3 stride 1, pads 1", 3, 1, {1, 1, 1, 1}, 0},
+      {"2x2 stride 1", 2, 1, {0, 0, 0, 0}, 0},
+      {"2x2 stride 2, uneven pads", 2, 2, {1, 0, 0, 1}, 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t H = 23, W = 37;
+    Tensor x = random_floats({2, 3, H, W}, 11);
+    for (int64_t i = 0; i < x.numel(); i += 17) x.data<float>()[i] = std::nanf("");
+    auto build = [&](bool indices) {
+      ModelBuilder m;
+      m.input("x", SINGA_ONNX_FLOAT, {2, 3, H, W});
+      m.node("MaxPool", {"x"}, indices ? std::vector<std::string>{"y", "i"} : std::vector<std::string>{"y"}, "pool");
+      add_ints(m.last(), "kernel_shape", {c.k, c.k});
+      add_ints(m.last(), "strides", {c.s, c.s});
+      add_ints(m.last(), "pads", c.pads);
+      auto* a = m.last()->add_attribute();
+      a->set_name("ceil_mode");
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(c.ceil);
+      const std::vector<int64_t> any{-1, -1, -1, -1};
+      const std::vector<std::string> names{"n", "c", "h", "w"};
+      m.output("y", SINGA_ONNX_FLOAT, any, names);
+      if (indices) m.output("i", SINGA_ONNX_INT64, any, names);
+      return singa::onnx::prepare_bytes(m.bytes(), {});
+    };
+    auto want = build(true)->run({x}), got = build(false)->run({x});
+    ASSERT_EQ(got[0].second.shape(), want[0].second.shape());
+    int64_t differ = 0, nans = 0;
+    for (int64_t i = 0; i < got[0].second.numel(); ++i) {
+      const float a = got[0].second.data<float>()[i], b = want[0].second.data<float>()[i];
+      nans += std::isnan(b);
+      differ += std::isnan(a) != std::isnan(b) || (!std::isnan(a) && a != b);
+    }
+    EXPECT_EQ(differ, 0);
+    EXPECT_GT(nans, 0);  // some windows start on a NaN
+  }
 }
