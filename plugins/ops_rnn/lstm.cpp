@@ -3,6 +3,7 @@
 //   i = f(Xi + Hp*Ri + Pi.*Cp + b),  ft = f(Xf + Hp*Rf + Pf.*Cp + b)  (1 - i with input_forget)
 //   c = g(Xc + Hp*Rc + b),           C = ft.*Cp + i.*c
 //   o = f(Xo + Hp*Ro + Po.*C + b),   H = o.*h(C)
+#include "dnnl_sgemm.hpp"
 #include "recurrent.hpp"
 #include "registry.hpp"
 #include "vec_math.hpp"
@@ -58,6 +59,15 @@ class Lstm {
       const T* Pi = P ? P + d * 3 * H : nullptr;
       const T* Po = P ? Pi + H : nullptr;
       const T* Pf = P ? Pi + 2 * H : nullptr;
+      if constexpr (std::is_same<T, float>::value) {
+        const int64_t parts = std::min<int64_t>(ctx.num_threads(), H / 64);
+        if (fast && parts >= 2) {
+          parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y);
+          store_state(p, h, d, out.states[0]);
+          store_state(p, c, d, out.states[1]);
+          continue;
+        }
+      }
       for (int64_t s = 0; s < steps; ++s) {
         recurrent_product(p, d, h.data(), hr.data());
         for (int64_t b = 0; b < p.batch; ++b) {
@@ -90,6 +100,67 @@ class Lstm {
       }
       store_state(p, h, d, out.states[0]);
       store_state(p, c, d, out.states[1]);
+    }
+  }
+
+  // The default float cell with the step split over the pool by hidden
+  // units: part q computes the four gates' pre-activations of its units
+  // (their rows of R, against the whole previous h), then their cell. One
+  // step's product is too small for the column split of ops::sgemm (an LSTM
+  // ran single-threaded at any --threads); here each step is one parallel_for
+  // whose end is the barrier the next step's product needs.
+  void parallel_steps(const sdk::Context& ctx, const Problem<float>& p, int64_t d, bool rev, int64_t parts,
+                      const float* proj, std::vector<float>& h, std::vector<float>& c, float* Y) const {
+    const int64_t H = p.hidden, G = 4 * H, N = p.batch, steps = longest(p.lens);
+    const float* R = p.R + d * G * H;
+    const float* rb = p.B ? p.B + d * 2 * G + G : nullptr;
+    std::vector<float> h_next(h.size()), z(size_t(N * G));
+    for (int64_t s = 0; s < steps; ++s) {
+      ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
+#ifdef _OPENMP
+        omp_set_num_threads(1);
+#endif
+        for (int64_t q = q0; q < q1; ++q) {
+          // Units [j0, j1): whole vectors of 16 except at the end.
+          const int64_t j0 = H * q / parts / 16 * 16, j1 = q + 1 == parts ? H : H * (q + 1) / parts / 16 * 16;
+          const int64_t n = j1 - j0;
+          for (int64_t b = 0; b < N; ++b)
+            for (int64_t gate = 0; gate < 4; ++gate) {
+              float* zr = z.data() + b * G + gate * H + j0;
+              if (rb) std::copy(rb + gate * H + j0, rb + gate * H + j1, zr);
+              else std::fill(zr, zr + n, 0.f);
+            }
+          for (int64_t gate = 0; gate < 4; ++gate) {
+            dnnl_status_t st = dnnl_sgemm('N', 'T', N, n, H, 1.f, h.data(), H, R + (gate * H + j0) * H, H, 1.f,
+                                          z.data() + gate * H + j0, G);
+            if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+          }
+          for (int64_t b = 0; b < N; ++b) {
+            const int64_t len = p.lens[size_t(b)];
+            float* hn = h_next.data() + b * H;
+            if (s >= len) {  // this sequence has ended: its state stays
+              std::copy(h.data() + b * H + j0, h.data() + b * H + j1, hn + j0);
+              continue;
+            }
+            const int64_t t = step_time(rev, s, len);
+            const float* x = proj + p.x_row(t, b) * G;
+            float* zb = z.data() + b * G;
+            for (int64_t gate = 0; gate < 4; ++gate)
+              for (int64_t j = j0; j < j1; ++j) zb[gate * H + j] = clip(x[gate * H + j] + zb[gate * H + j]);
+            for (int64_t gate = 0; gate < 3; ++gate) vec::sigmoid_inplace(zb + gate * H + j0, n);  // i, o, f
+            vec::tanh_inplace(zb + 3 * H + j0, n);
+            float* cb = c.data() + b * H;
+            for (int64_t j = j0; j < j1; ++j) {
+              cb[j] = zb[2 * H + j] * cb[j] + zb[j] * zb[3 * H + j];
+              hn[j] = cb[j];
+            }
+            vec::tanh_inplace(hn + j0, n);
+            for (int64_t j = j0; j < j1; ++j) hn[j] *= zb[H + j];
+            if (Y) std::copy(hn + j0, hn + j1, Y + p.y_off(t, d, b) + j0);
+          }
+        }
+      });
+      h.swap(h_next);
     }
   }
 
