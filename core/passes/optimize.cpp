@@ -18,6 +18,7 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   if (o.fuse_conv_bn) s.conv_bn += fuse_conv_batchnorm(g);
   if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g);
   if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
+  if (o.fuse_layer_norm && o.device == "cpu") s.layer_norms += fuse_layer_norm(g);
 }
 
 }  // namespace passes

@@ -23,7 +23,8 @@ struct PassStats {
   int conv_bn = 0;           // BatchNormalization folded into the Conv before it
   int matmul_add = 0;        // MatMul + Add -> Gemm
   int activations = 0;       // Relu/LeakyRelu/Clip fused into Conv or Gemm
-  int total() const { return folded_constants + removed_dead + conv_bn + matmul_add + activations; }
+  int layer_norms = 0;       // LayerNormalization's arithmetic -> one node
+  int total() const { return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms; }
 };
 
 struct PassOptions {
@@ -35,6 +36,7 @@ struct PassOptions {
   bool fuse_conv_bn = true;
   bool fuse_matmul_add = true;
   bool fuse_activations = true;
+  bool fuse_layer_norm = true;  // CPU only, like the activations
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -51,6 +53,7 @@ int remove_dead_nodes(graph::Graph& g);
 int fuse_conv_batchnorm(graph::Graph& g);
 int fuse_matmul_add(graph::Graph& g);
 int fuse_activations(graph::Graph& g);
+int fuse_layer_norm(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

@@ -229,3 +229,68 @@ TEST(Passes, OptimizedModelShowsTheFusedActivation) {
   // The folded weights replace the originals, which nothing reads any more.
   for (const auto& init : out.graph().initializer()) EXPECT_NE(init.name(), "scale");
 }
+
+namespace {
+
+// LayerNormalization as PyTorch exports it before opset 17, over the last
+// axis of x [2, 5, C];
+// the residual Add keeps x read twice, as in a transformer.
+ModelBuilder decomposed_layer_norm(int64_t opset, int64_t C, bool with_bias, const std::vector<int64_t>& x_dims) {
+  ModelBuilder m(opset);
+  m.input("x", SINGA_ONNX_FLOAT, x_dims, {"", "S", ""})
+      .initializer("two", floats({}, {2.f}))
+      .initializer("eps", floats({}, {1e-5f}))
+      .initializer("gamma", random_floats({C}, 20, 0.5f, 1.5f))
+      .initializer("beta", random_floats({C}, 21));
+  auto mean = [&](const std::string& in, const std::string& out) {
+    m.node("ReduceMean", {in}, {out});
+    auto* a = m.last()->add_attribute();
+    a->set_name("axes");
+    a->set_type(::onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+  };
+  m.node("Add", {"x", "x"}, {"r"});
+  mean("r", "m");
+  m.node("Sub", {"r", "m"}, {"d"}).node("Pow", {"d", "two"}, {"p"});
+  mean("p", "v");
+  m.node("Add", {"v", "eps"}, {"ve"}).node("Sqrt", {"ve"}, {"s"}).node("Div", {"d", "s"}, {"n"});
+  m.node("Mul", {"gamma", "n"}, {with_bias ? "g" : "y"});  // gamma first: either order fuses
+  if (with_bias) m.node("Add", {"g", "beta"}, {"y"});
+  m.output("y", SINGA_ONNX_FLOAT, {-1, -1, -1}, {"a", "b", "c"});
+  return m;
+}
+
+}  // namespace
+
+TEST(Passes, DecomposedLayerNormBecomesOneNode) {
+  ensure_loaded();
+  const int64_t C = 40;
+  for (int64_t opset : {13, 17}) {
+    for (bool bias : {true, false}) {
+      SCOPED_TRACE("opset " + std::to_string(opset) + (bias ? " with bias" : " without bias"));
+      ModelBuilder m = decomposed_layer_norm(opset, C, bias, {2, -1, C});
+      singa::onnx::PrepareOptions o;
+      o.dims["S"] = 5;
+      auto ops = check_same(m, {random_floats({2, 5, C}, 22, -3.f, 3.f)}, 1e-5, o);
+      EXPECT_EQ(ops, (std::vector<std::string>{"Add", "LayerNormalization"}));
+      EXPECT_EQ(stats_of(m).layer_norms, 1);
+    }
+  }
+}
+
+TEST(Passes, LayerNormPatternsThatDoNotMatchStay) {
+  ensure_loaded();
+  // Over a middle axis: not the last one.
+  ModelBuilder m = decomposed_layer_norm(13, 5, true, {2, 5, 5});
+  for (auto& n : *m.model.mutable_graph()->mutable_node())
+    if (n.op_type() == "ReduceMean") n.mutable_attribute(0)->set_ints(0, 1);
+  EXPECT_EQ(stats_of(m).layer_norms, 0);
+  check_same(m, {random_floats({2, 5, 5}, 23)}, 1e-5);
+  // The centred values also read elsewhere (a graph output): they must stay.
+  ModelBuilder m2 = decomposed_layer_norm(13, 8, true, {2, 3, 8});
+  m2.output("d", SINGA_ONNX_FLOAT, {2, 3, 8});
+  EXPECT_EQ(stats_of(m2).layer_norms, 0);
+  // gamma of one value against an unknown last dim (it could be broadcasting).
+  ModelBuilder m3 = decomposed_layer_norm(13, 1, true, {2, 3, -1});
+  EXPECT_EQ(stats_of(m3).layer_norms, 0);
+}
