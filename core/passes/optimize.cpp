@@ -19,6 +19,7 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g);
   if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
   if (o.fuse_layer_norm && o.device == "cpu") s.layer_norms += fuse_layer_norm(g);
+  if (o.fuse_gelu && o.device == "cpu") s.gelus += fuse_gelu(g);
 }
 
 }  // namespace passes

@@ -24,7 +24,8 @@ struct PassStats {
   int matmul_add = 0;        // MatMul + Add -> Gemm
   int activations = 0;       // Relu/LeakyRelu/Clip fused into Conv or Gemm
   int layer_norms = 0;       // LayerNormalization's arithmetic -> one node
-  int total() const { return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms; }
+  int gelus = 0;             // GELU's arithmetic (Erf form) -> one Gelu node
+  int total() const { return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus; }
 };
 
 struct PassOptions {
@@ -37,6 +38,7 @@ struct PassOptions {
   bool fuse_matmul_add = true;
   bool fuse_activations = true;
   bool fuse_layer_norm = true;  // CPU only, like the activations
+  bool fuse_gelu = true;        // CPU only
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -54,6 +56,7 @@ int fuse_conv_batchnorm(graph::Graph& g);
 int fuse_matmul_add(graph::Graph& g);
 int fuse_activations(graph::Graph& g);
 int fuse_layer_norm(graph::Graph& g);
+int fuse_gelu(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

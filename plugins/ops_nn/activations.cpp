@@ -1,6 +1,7 @@
 // Elementwise activations (Relu, Sigmoid, Elu, ...) and PRelu.
 #include "nn_common.hpp"
 #include "register.hpp"
+#include "vec_math.hpp"
 
 #include <broadcast.hpp>
 
@@ -205,6 +206,55 @@ class Shrink : public NodeKernel {
   float lambd_, bias_;
 };
 
+// Gelu (opset 20): x/2 * (1 + erf(x/sqrt(2))). The ONNX library here (1.12)
+// loads models up to opset 17, so only the GELU fusion pass reaches this
+// (core/passes/fuse_gelu.cpp), and it writes approximate "none": the "tanh"
+// form is refused rather than carried untested. Floats run through
+// vec_math.hpp's vectorized erf in blocks.
+class Gelu : public NodeKernel {
+ public:
+  explicit Gelu(const sdk::Node& node) : NodeKernel(node) {
+    const std::string a = node.attr_string("approximate", "none");
+    if (a != "none") fail("attribute approximate '" + a + "' is not supported (only \"none\")");
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X");
+    sdk::Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
+    if (x.dtype() == SINGA_ONNX_FLOAT) {
+      const float* px = x.data<float>();
+      float* py = y.data<float>();
+      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+        constexpr int64_t kBlock = 1024;  // the block stays in L1 between the passes
+        float t[kBlock];
+        for (int64_t b0 = b; b0 < e; b0 += kBlock) {
+          const int64_t n = std::min(kBlock, e - b0);
+          const float* xb = px + b0;
+          for (int64_t i = 0; i < n; ++i) t[i] = xb[i] * kInvSqrt2;
+          vec::erf_inplace(t, n);
+          for (int64_t i = 0; i < n; ++i) py[b0 + i] = 0.5f * xb[i] * (1.f + t[i]);
+        }
+      });
+      return;
+    }
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      using A = acc_t<T>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const A v = to_acc<A>(px[i]);
+          py[i] = from_acc<T>(A(0.5) * v * (A(1) + std::erf(v * A(kInvSqrt2))));
+        }
+      });
+    });
+  }
+
+ private:
+  static constexpr float kInvSqrt2 = 0.70710678118654752f;
+};
+
 template <class Op>
 void reg_unary(sdk::Registrar& reg, const char* op, int since, int end, uint64_t types) {
   reg.kernel<Unary<Op>>("", op, since, end, "cpu", {{"T", 0, types}}, SINGA_KERNEL_MAY_INPLACE);
@@ -228,6 +278,7 @@ void register_activations(sdk::Registrar& reg) {
   reg_unary<SoftplusOp>(reg, "Softplus", 1, 17, kRealTypes);
   reg_unary<SoftsignOp>(reg, "Softsign", 1, 17, kRealTypes);
   reg_unary<ThresholdedReluOp>(reg, "ThresholdedRelu", 10, 17, kRealTypes);
+  reg.kernel<Gelu>("", "Gelu", 20, 20, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);
   reg.kernel<Shrink>("", "Shrink", 9, 17, "cpu", {{"T", 0, sdk::kNumericTypes}}, SINGA_KERNEL_MAY_INPLACE);
   // PRelu-9 adds integer types.
   const uint64_t prelu_ints = bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64) | bit(SINGA_ONNX_UINT32) | bit(SINGA_ONNX_UINT64);

@@ -294,3 +294,53 @@ TEST(Passes, LayerNormPatternsThatDoNotMatchStay) {
   ModelBuilder m3 = decomposed_layer_norm(13, 1, true, {2, 3, -1});
   EXPECT_EQ(stats_of(m3).layer_norms, 0);
 }
+
+namespace {
+
+// GELU as PyTorch exports it before opset 20: Div(x, sqrt 2) -> Erf -> Add 1
+// -> Mul x -> Mul 0.5 (optionally Mul by 1/sqrt 2 and operands swapped).
+ModelBuilder decomposed_gelu(int32_t dtype, bool swapped) {
+  ModelBuilder m;
+  auto scalar = [&](const char* name, double v) {
+    Tensor t({}, dtype);
+    if (dtype == SINGA_ONNX_DOUBLE) t.data<double>()[0] = v;
+    else t.data<float>()[0] = float(v);
+    m.initializer(name, t);
+  };
+  m.input("x", dtype, {3, 50});
+  scalar("one", 1.0);
+  scalar("half", 0.5);
+  if (swapped) {
+    scalar("k", 1 / std::sqrt(2.0));
+    m.node("Mul", {"k", "x"}, {"t"});
+  } else {
+    scalar("k", std::sqrt(2.0));
+    m.node("Div", {"x", "k"}, {"t"});
+  }
+  m.node("Erf", {"t"}, {"e"});
+  m.node("Add", swapped ? std::vector<std::string>{"one", "e"} : std::vector<std::string>{"e", "one"}, {"a"});
+  m.node("Mul", swapped ? std::vector<std::string>{"a", "x"} : std::vector<std::string>{"x", "a"}, {"p"});
+  m.node("Mul", swapped ? std::vector<std::string>{"half", "p"} : std::vector<std::string>{"p", "half"}, {"y"});
+  m.output("y", dtype, {3, 50});
+  return m;
+}
+
+}  // namespace
+
+TEST(Passes, DecomposedGeluBecomesOneNode) {
+  ensure_loaded();
+  for (bool swapped : {false, true}) {
+    SCOPED_TRACE(swapped ? "Mul by 1/sqrt(2), operands swapped" : "Div by sqrt(2)");
+    ModelBuilder m = decomposed_gelu(SINGA_ONNX_FLOAT, swapped);
+    auto ops = check_same(m, {random_floats({3, 50}, 30, -6.f, 6.f)}, 2e-6);
+    EXPECT_EQ(ops, (std::vector<std::string>{"Gelu"}));
+    EXPECT_EQ(stats_of(m).gelus, 1);
+  }
+  // Other element types keep the nodes.
+  EXPECT_EQ(stats_of(decomposed_gelu(SINGA_ONNX_DOUBLE, false)).gelus, 0);
+  // A different constant (not GELU) keeps them too.
+  ModelBuilder odd = decomposed_gelu(SINGA_ONNX_FLOAT, false);
+  for (auto& t : *odd.model.mutable_graph()->mutable_initializer())
+    if (t.name() == "half") t.set_raw_data(std::string("\x00\x00\x40\x3f", 4));  // 0.75
+  EXPECT_EQ(stats_of(odd).gelus, 0);
+}
