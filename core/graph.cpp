@@ -243,8 +243,11 @@ std::string strip_source(const std::string& message, const std::string& source) 
   return message.compare(0, source.size() + 2, source + ": ") == 0 ? message.substr(source.size() + 2) : message;
 }
 
-// Converts one GraphProto (the model's or a subgraph) into `g`.
-void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope) {
+// Converts one GraphProto (the model's or a subgraph) into `g`. `converted`:
+// initializers already turned into tensors (whose data the proto no longer
+// holds), by name.
+void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope,
+                std::map<std::string, Tensor>* converted = nullptr) {
   const std::string& source = g.source;
   const std::string& base_dir = g.base_dir;
   auto add_value = [&](const std::string& name) -> int {
@@ -264,7 +267,13 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope) {
     Value& val = g.values[v];
     val.is_initializer = true;
     try {
-      val.constant = onnx::from_proto(init, base_dir);
+      auto done = converted ? converted->find(init.name()) : std::map<std::string, Tensor>::iterator();
+      if (converted && done != converted->end()) {
+        val.constant = std::move(done->second);
+        converted->erase(done);
+      } else {
+        val.constant = onnx::from_proto(init, base_dir);
+      }
     } catch (const Error& e) {
       throw Error(e.code(), source + ": initializer '" + init.name() + "': " + e.what());
     }
@@ -477,6 +486,21 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
     }
   }
   bind_dims(model, options.dims);
+  // Large initializers become tensors now and leave the proto, before the
+  // copy shape inference works on: otherwise the weights sat in memory three
+  // times (the caller's proto, this one and the copy) when the tensors were
+  // made, and that set the peak memory of a whole run. Shape inference needs
+  // the values of shape-like initializers only, which are small.
+  std::map<std::string, Tensor> converted;
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+    if (init.raw_data().size() < (size_t(64) << 10) || init.name().empty() || converted.count(init.name())) continue;
+    try {
+      converted[init.name()] = onnx::from_proto(init, base_dir);
+    } catch (const Error& e) {
+      throw Error(e.code(), source + ": initializer '" + init.name() + "': " + e.what());
+    }
+    std::string().swap(*init.mutable_raw_data());
+  }
   // Strict first, so a shape contradiction is reported; some valid models
   // trip ONNX's inference, so fall back to lenient and keep the message.
   try {
@@ -493,7 +517,7 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
     }
   }
 
-  build_body(model.graph(), g, nullptr);
+  build_body(model.graph(), g, nullptr, &converted);
   return g;
 }
 

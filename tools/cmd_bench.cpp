@@ -227,7 +227,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       else if (d == 0) popts.dims[sym] = batch;
     }
   }
-  auto rep = onnx::prepare_at(model, popts, path, std::filesystem::path(path).parent_path().string());
+  auto rep = onnx::prepare_at(std::move(model), popts, path, std::filesystem::path(path).parent_path().string());
   const double prepare_ms = ms_since(t0);
 
   std::mt19937_64 rng(42);

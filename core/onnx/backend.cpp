@@ -82,14 +82,23 @@ std::shared_ptr<Rep> prepare(const ::onnx::ModelProto& model, const PrepareOptio
   return prepare_at(model, options, source, "");
 }
 
+std::shared_ptr<Rep> prepare(::onnx::ModelProto&& model, const PrepareOptions& options, const std::string& source) {
+  return prepare_at(std::move(model), options, source, "");
+}
+
 std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source,
+                                const std::string& base_dir) {
+  return prepare_at(::onnx::ModelProto(model), options, source, base_dir);
+}
+
+std::shared_ptr<Rep> prepare_at(::onnx::ModelProto&& model, const PrepareOptions& options, const std::string& source,
                                 const std::string& base_dir) {
   auto& rt = Runtime::instance();
   if (!rt.loaded()) rt.load();
   auto dev = resolve_device(options.device);
   if (options.threads > 0)
     if (Device* cpu = rt.cpu()) cpu->set_num_threads(options.threads);
-  graph::Graph g = graph::build(model, source, base_dir, options);
+  graph::Graph g = graph::build(std::move(model), source, base_dir, options);
   for (const auto& w : g.warnings)
     if (std::getenv("SINGA_VERBOSE")) std::cerr << "singa: warning: " << source << ": " << w << "\n";
   std::shared_ptr<const graph::Graph> plain;
@@ -122,8 +131,7 @@ std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOp
 }
 
 std::shared_ptr<Rep> prepare(const std::string& path, const PrepareOptions& options) {
-  ::onnx::ModelProto model = load_model(path);
-  return prepare_at(model, options, path, boost::filesystem::path(path).parent_path().string());
+  return prepare_at(load_model(path), options, path, boost::filesystem::path(path).parent_path().string());
 }
 
 std::shared_ptr<Rep> prepare_bytes(const std::string& bytes, const PrepareOptions& options) {

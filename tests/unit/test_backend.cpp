@@ -270,3 +270,51 @@ TEST(Backend, FallbackToCpuInsertsCopies) {
   EXPECT_NE(err.find("no kernel on device 'fakeaccel'"), std::string::npos) << err;
   EXPECT_NE(err.find("fallback disabled"), std::string::npos) << err;
 }
+
+// Large initializers (>= 64 KiB) become tensors before shape inference and
+// leave the proto (core/graph.cpp): shapes are still inferred through them,
+// the consuming overload gives the same Rep as the copying one, and a large
+// initializer whose data disagrees with its shape is still named.
+TEST(Backend, LargeInitializersLeaveTheProtoEarly) {
+  ensure_loaded();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Tensor w({256, 128}, SINGA_ONNX_FLOAT);  // 128 KiB
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = u(rng);
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {-1, 256}, {"N"})
+      .initializer("W", w)
+      .initializer("shape", Tensor::from_vector({2}, SINGA_ONNX_INT64, std::vector<int64_t>{-1, 64}))
+      .node("MatMul", {"x", "W"}, {"h"})
+      .node("Reshape", {"h", "shape"}, {"y"})
+      .output("y", SINGA_ONNX_FLOAT, {-1, 64}, {"M"});
+  Tensor x({3, 256}, SINGA_ONNX_FLOAT);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  auto copied = singa::onnx::prepare(m.model);
+  ::onnx::ModelProto moved = m.model;
+  auto consumed = singa::onnx::prepare(std::move(moved));
+  auto a = copied->run({x}), b = consumed->run({x});
+  ASSERT_EQ(a[0].second.shape(), (singa::Shape{6, 64}));
+  ASSERT_EQ(b[0].second.shape(), a[0].second.shape());
+  double ref = 0;  // y[0][0] = x[0] . W[:, 0]
+  for (int64_t k = 0; k < 256; ++k) ref += double(x.data<float>()[k]) * w.data<float>()[k * 128];
+  EXPECT_NEAR(a[0].second.data<float>()[0], ref, 1e-4);
+  for (int64_t i = 0; i < a[0].second.numel(); ++i) ASSERT_EQ(a[0].second.data<float>()[i], b[0].second.data<float>()[i]);
+  EXPECT_EQ(copied->parameters().at("W").numel(), 256 * 128);
+  // The matmul's output shape came from inference with W's data gone.
+  const auto& info = consumed->outputs()[0];
+  EXPECT_TRUE(info.rank_known);
+
+  // A large initializer with too few bytes: the error names it.
+  ::onnx::ModelProto bad = m.model;
+  for (auto& t : *bad.mutable_graph()->mutable_initializer())
+    if (t.name() == "W") t.mutable_raw_data()->resize(t.raw_data().size() - 4);
+  singa::onnx::PrepareOptions no_check;
+  no_check.check_model = false;
+  try {
+    singa::onnx::prepare(bad, no_check);
+    FAIL() << "a short initializer was accepted";
+  } catch (const singa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("initializer 'W'"), std::string::npos) << e.what();
+  }
+}

@@ -98,9 +98,15 @@ class Rep {
 
 std::shared_ptr<Rep> prepare(const ::onnx::ModelProto& model, const PrepareOptions& options = {},
                              const std::string& source = "<model>");
+// The same, consuming the model: its weights are not copied, so the peak
+// memory of prepare is about one copy of them instead of two.
+std::shared_ptr<Rep> prepare(::onnx::ModelProto&& model, const PrepareOptions& options = {},
+                             const std::string& source = "<model>");
 std::shared_ptr<Rep> prepare(const std::string& path, const PrepareOptions& options = {});
 // As prepare(model), resolving external data relative to `base_dir`.
 std::shared_ptr<Rep> prepare_at(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source,
+                                const std::string& base_dir);
+std::shared_ptr<Rep> prepare_at(::onnx::ModelProto&& model, const PrepareOptions& options, const std::string& source,
                                 const std::string& base_dir);
 std::shared_ptr<Rep> prepare_bytes(const std::string& bytes, const PrepareOptions& options = {});
 
