@@ -1,6 +1,7 @@
 // GlobalAveragePool, GlobalMaxPool, GlobalLpPool: one value per (n, c) plane.
 #include "nn_common.hpp"
 #include "register.hpp"
+#include "vec_math.hpp"  // SINGA_VEC_CLONES
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,21 @@
 namespace singa {
 namespace nn {
 namespace {
+
+// A float plane's sum in double, in 8 independent lanes so that the loop
+// vectorizes (one dependent add per element ran a ResNet/SqueezeNet head's
+// GlobalAveragePool at ~2 GB/s).
+SINGA_VEC_CLONES double sum_widened(const float* x, int64_t n) {
+  constexpr int L = 8;
+  double acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) acc[l] += double(x[i + l]);
+  double s = 0;
+  for (int l = 0; l < L; ++l) s += acc[l];
+  for (; i < n; ++i) s += double(x[i]);
+  return s;
+}
 
 enum class Reduce { Mean, Max, Lp };
 
@@ -50,7 +66,11 @@ class GlobalPool : public NodeKernel {
           } else if (kKind == Reduce::Mean) {
             // Widened sum: float planes can be large.
             double s = 0;
-            for (int64_t i = 0; i < size; ++i) s += double(to_acc<A>(xp[i]));
+            if constexpr (std::is_same<T, float>::value) {
+              s = sum_widened(xp, size);
+            } else {
+              for (int64_t i = 0; i < size; ++i) s += double(to_acc<A>(xp[i]));
+            }
             r = A(s / double(size));
           } else {
             double s = 0;

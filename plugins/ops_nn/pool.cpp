@@ -63,7 +63,9 @@ inline MaxRowFn max_row_kernel(int64_t k, int64_t s) {
   if (k == 2 && s == 1) return max_row_inside<2, 1>;
   if (k == 2 && s == 2) return max_row_inside<2, 2>;
   if (k == 3 && s == 1) return max_row_inside<3, 1>;
-  if (k == 3 && s == 2) return max_row_inside<3, 2>;
+  // GCC does not vectorize the stride-2 loads of the generic row; the
+  // AVX-512 one splits even and odd columns with permutes.
+  if (k == 3 && s == 2) return fast::avx512() ? max_pool_row_3s2_f32 : max_row_inside<3, 2>;
   return nullptr;
 }
 

@@ -59,6 +59,34 @@ void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t
   }
 }
 
+void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t ow = 0; ow < n; ow += 16) {
+    const int64_t m = n - ow < 16 ? n - ow : 16;
+    // Output lane i reads columns 2i, 2i + 1, 2i + 2 of the window rows: the
+    // even and odd columns of the 2m values from 2 * ow, and the even ones
+    // of the 2m values from 2 * ow + 2 (column 2i + 2 may be the row's last).
+    const __mmask16 m_lo = lanes(2 * m), m_hi = lanes(2 * m - 16);
+    const __mmask16 s_lo = lanes(2 * m - 1), s_hi = lanes(2 * m - 17);
+    __m512 best = _mm512_setzero_ps();
+    for (int r = 0; r < 3; ++r) {
+      const float* p = rows[r] + 2 * ow;
+      const __m512 t0 = _mm512_maskz_loadu_ps(m_lo, p), t1 = _mm512_maskz_loadu_ps(m_hi, p + 16);
+      const __m512 u0 = _mm512_maskz_loadu_ps(s_lo, p + 2), u1 = _mm512_maskz_loadu_ps(s_hi, p + 18);
+      const __m512 a = _mm512_permutex2var_ps(t0, even, t1), b = _mm512_permutex2var_ps(t0, odd, t1);
+      const __m512 c = _mm512_permutex2var_ps(u0, even, u1);
+      // The first tap, then strictly greater taps in row-major order (a NaN
+      // never replaces, a NaN best is never replaced), as the scalar loop.
+      if (r == 0) best = a;
+      else best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(a, best, _CMP_GT_OQ), a);
+      best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ), b);
+      best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ), c);
+    }
+    _mm512_mask_storeu_ps(y + ow, lanes(m), best);
+  }
+}
+
 bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
                            int64_t OW, float* dx) {
   // Lane i of the pair (lo, hi) interleaved: tap a of window i goes to
@@ -109,6 +137,7 @@ SINGA_AVX512_END
 namespace singa {
 namespace nn {
 void max_pool_2x2_f32(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t*) { std::abort(); }
+void max_pool_row_3s2_f32(const float* const*, int64_t, float*) { std::abort(); }
 bool max_pool_2x2_grad_f32(const float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, int64_t, float*) {
   std::abort();
 }

@@ -15,6 +15,11 @@ namespace nn {
 // MaxPool loop does. The plane must have fewer than 2^31 elements.
 void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t base, float* y, int64_t* idx);
 
+// One output row of a 3x3, stride-2 max pool whose n windows lie inside the
+// plane: rows[kh] is window row kh at the first window's column. Same
+// first-tap / strictly-greater rule as the scalar loop.
+void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y);
+
 // Its gradient: dx (the whole plane, H x W) gets each window's dy at the tap
 // idx names (idx as max_pool_2x2_f32 writes it, base included) and 0 at
 // every other position. Returns false, with dx partly written, when some
