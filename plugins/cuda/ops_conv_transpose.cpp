@@ -92,43 +92,20 @@ class ConvTranspose : public NodeKernel {
  private:
   // Per spatial axis: the full scattered extent, the output size and the
   // begin pad (the CPU's transpose_geometry).
+  // ONNX's output size and padding (plugins/common/window_geometry.hpp), per
+  // spatial axis; full is the extent the input scatters to before cropping.
   void geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, std::vector<int64_t>& full,
                 std::vector<int64_t>& out, std::vector<int64_t>& begin, std::vector<int64_t>& strides,
                 std::vector<int64_t>& dilations) const {
+    const window::Geometry g = window::resolve_transpose(attrs_, in, kernel, output_padding_, output_shape_, *this);
     const size_t r = in.size();
-    auto check_len = [&](const std::vector<int64_t>& v, size_t want, const char* name) {
-      check(v.empty() || v.size() == want, std::string("attribute ") + name + " has " + std::to_string(v.size()) +
-                                               " values " + shape_str(v) + " for " + std::to_string(r) + " spatial dims");
-    };
-    check_len(attrs_.strides, r, "strides");
-    check_len(attrs_.dilations, r, "dilations");
-    check_len(attrs_.pads, 2 * r, "pads");
-    check_len(output_padding_, r, "output_padding");
-    std::vector<int64_t> shape = output_shape_;
-    if (shape.size() == r + 2) shape.erase(shape.begin(), shape.begin() + 2);  // some exporters include N, C
-    check_len(shape, r, "output_shape");
-    const bool same = attrs_.auto_pad == AutoPad::kSameUpper || attrs_.auto_pad == AutoPad::kSameLower;
     for (size_t i = 0; i < r; ++i) {
-      strides[i] = attrs_.strides.empty() ? 1 : attrs_.strides[i];
-      dilations[i] = attrs_.dilations.empty() ? 1 : attrs_.dilations[i];
-      const int64_t dk = (kernel[i] - 1) * dilations[i] + 1;
-      const int64_t op = output_padding_.empty() ? 0 : output_padding_[i];
-      check(op >= 0, "attribute output_padding must not be negative, got " + shape_str(output_padding_));
-      full[i] = strides[i] * (in[i] - 1) + dk;
-      const int64_t extent = full[i] + op;
-      if (!shape.empty() || same) {
-        out[i] = !shape.empty() ? shape[i] : in[i] * strides[i];
-        check(out[i] > 0, "attribute output_shape must be positive, got " + shape_str(output_shape_));
-        // Positions past the scattered extent (total < 0) stay zero.
-        const int64_t total = std::max<int64_t>(0, extent - out[i]);
-        begin[i] = attrs_.auto_pad == AutoPad::kSameLower ? total - total / 2 : total / 2;
-        continue;
-      }
-      const bool explicit_pads = attrs_.auto_pad == AutoPad::kNotSet && !attrs_.pads.empty();
-      begin[i] = explicit_pads ? attrs_.pads[i] : 0;
-      const int64_t end = explicit_pads ? attrs_.pads[i + r] : 0;
-      out[i] = extent - begin[i] - end;
-      check(out[i] > 0, "pads " + shape_str(attrs_.pads) + " leave no output along spatial axis " + std::to_string(i));
+      const int j = window::kMaxSpatial - int(r) + int(i);
+      strides[i] = g.s[j];
+      dilations[i] = g.d[j];
+      out[i] = g.out[j];
+      begin[i] = g.pb[j];
+      full[i] = g.s[j] * (in[i] - 1) + (g.k[j] - 1) * g.d[j] + 1;
     }
   }
 
