@@ -5,6 +5,7 @@
 // floating types only, so that integer shape arithmetic stays on the CPU
 // instead of travelling to the device and back.
 #include "ops_common.hpp"
+#include "squeeze_rules.hpp"
 #include "register.hpp"
 #include "reshape_rule.hpp"
 
@@ -69,53 +70,27 @@ class Flatten : public NodeKernel {
   explicit Flatten(const sdk::Node& node) : NodeKernel(node), axis_(node.attr_int("axis", 1)) {}
 
   void compute(sdk::Context& ctx) const {
-    sdk::Tensor x = required(ctx, 0, "input");
-    const sdk::Shape in = x.shape();
-    const int64_t r = int64_t(in.size());
-    check(axis_ >= -r && axis_ <= r, "axis " + std::to_string(axis_) + " is out of range for input of shape " + shape_str(in));
-    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= in[size_t(i)];
-    emit(ctx, *this, x, {outer, inner});
+    auto x = required(ctx, 0, "input");
+    emit(ctx, *this, x, ops::flatten_shape(x.shape(), axis_));
   }
 
  private:
   int64_t axis_;
 };
 
-// Squeeze and Unsqueeze: axes are an attribute until opset 12, input 1 from 13.
+// Squeeze and Unsqueeze (plugins/common/squeeze_rules.hpp).
 class AxesKernel : public NodeKernel {
  public:
-  explicit AxesKernel(const sdk::Node& node) : NodeKernel(node), from_input_(node.opset() >= 13) {
-    if (!from_input_) {
-      has_attr_ = node.has_attr("axes");
-      attr_axes_ = node.attr_ints("axes");
-    }
-  }
+  explicit AxesKernel(const sdk::Node& node) : NodeKernel(node), axes_(node) {}
 
  protected:
   // The axes, or false when none are given.
   bool axes(const sdk::Context& ctx, std::vector<int64_t>& out) const {
-    if (!from_input_) {
-      out = attr_axes_;
-      return has_attr_;
-    }
-    if (!ctx.has_input(1)) return false;
-    out = host_ints(*this, ctx.input(1), "axes");
-    return true;
-  }
-  std::vector<int64_t> normalized(std::vector<int64_t> axes, int64_t rank) const {
-    for (int64_t& a : axes) a = normalize_axis(*this, a, rank);
-    std::vector<int64_t> sorted = axes;
-    std::sort(sorted.begin(), sorted.end());
-    check(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "axes " + shape_str(axes) + " repeat an axis");
-    return axes;
+    return axes_.get(ctx, [&](const sdk::Tensor& t) { return host_ints(*this, t, "axes"); }, out);
   }
 
  private:
-  bool from_input_;
-  bool has_attr_ = false;
-  std::vector<int64_t> attr_axes_;
+  ops::SqueezeAxes axes_;
 };
 
 class Squeeze : public AxesKernel {
@@ -123,22 +98,10 @@ class Squeeze : public AxesKernel {
   using AxesKernel::AxesKernel;
 
   void compute(sdk::Context& ctx) const {
-    sdk::Tensor x = required(ctx, 0, "data");
-    const sdk::Shape in = x.shape();
+    auto x = required(ctx, 0, "data");
     std::vector<int64_t> given;
-    std::vector<bool> drop(in.size(), false);
-    if (!axes(ctx, given)) {
-      for (size_t i = 0; i < in.size(); ++i) drop[i] = in[i] == 1;
-    } else {
-      for (int64_t a : normalized(given, int64_t(in.size()))) drop[size_t(a)] = true;
-    }
-    sdk::Shape out;
-    for (size_t i = 0; i < in.size(); ++i) {
-      check(!drop[i] || in[i] == 1, "cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(in[i]) +
-                                        " (input " + shape_str(in) + ")");
-      if (!drop[i]) out.push_back(in[i]);
-    }
-    emit(ctx, *this, x, out);
+    const bool has = axes(ctx, given);
+    emit(ctx, *this, x, ops::squeeze_shape(x.shape(), has ? &given : nullptr));
   }
 };
 
@@ -147,18 +110,10 @@ class Unsqueeze : public AxesKernel {
   using AxesKernel::AxesKernel;
 
   void compute(sdk::Context& ctx) const {
-    sdk::Tensor x = required(ctx, 0, "data");
-    const sdk::Shape in = x.shape();
+    auto x = required(ctx, 0, "data");
     std::vector<int64_t> given;
     check(axes(ctx, given), "axes are required");
-    const int64_t rank = int64_t(in.size() + given.size());
-    check(rank <= SINGA_MAX_DIMS, "result rank " + std::to_string(rank) + " exceeds " + std::to_string(SINGA_MAX_DIMS));
-    std::vector<bool> inserted(size_t(rank), false);
-    for (int64_t a : normalized(given, rank)) inserted[size_t(a)] = true;
-    sdk::Shape out;
-    size_t j = 0;
-    for (int64_t i = 0; i < rank; ++i) out.push_back(inserted[size_t(i)] ? 1 : in[j++]);
-    emit(ctx, *this, x, out);
+    emit(ctx, *this, x, ops::unsqueeze_shape(x.shape(), given));
   }
 };
 
