@@ -59,6 +59,16 @@ class ScanOp : public CoreOp {
       check_lengths(tensor_of(*c.inputs[0], "sequence_lens", where_), scans);
     // Opset 8: axis 0 is the batch, each entry scans its own axis 1 (axis 0 once the batch is taken).
     int64_t batch = scans[0].ndim() > 0 ? scans[0].shape()[0] : 0;
+    // Every state and scan input is sliced along axis 0 for each batch entry,
+    // so all of them must have that axis with the same length.
+    auto check_batch = [&](const Tensor& t, const std::string& what) {
+      if (t.ndim() < 1 || t.shape()[0] != batch)
+        throw Error(SINGA_INVALID_ARGUMENT, where_ + ": " + what + " has shape " + shape_to_string(t.shape()) +
+                                                ", but opset 8's Scan needs the batch (" + std::to_string(batch) +
+                                                ") as its first dimension");
+    };
+    for (size_t k = 0; k < n_; ++k) check_batch(states[k], "initial state " + std::to_string(k));
+    for (size_t k = 0; k < m_; ++k) check_batch(scans[k], "scan input " + std::to_string(k));
     std::vector<std::vector<Tensor>> per_output(n_ + k_);
     std::vector<int64_t> axes(m_, 0);
     for (int64_t b = 0; b < batch; ++b) {

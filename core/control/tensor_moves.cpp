@@ -142,6 +142,10 @@ std::vector<Tensor> split(const Tensor& tensor, int64_t axis, const std::vector<
 Tensor take(const Tensor& tensor, int64_t axis, int64_t i) {
   Tensor t = tensor.to_host();
   Shape shape = t.shape();
+  // Callers check the shapes against the model; this is the last guard.
+  if (axis < 0 || size_t(axis) >= shape.size() || i < 0 || i >= shape[size_t(axis)])
+    throw Error(SINGA_INTERNAL, "take: index " + std::to_string(i) + " along axis " + std::to_string(axis) + " of shape " +
+                                    shape_to_string(shape) + " is out of range");
   int64_t len = shape[size_t(axis)];
   int64_t outer = prod(shape, 0, size_t(axis));
   int64_t inner = prod(shape, size_t(axis) + 1, shape.size());
