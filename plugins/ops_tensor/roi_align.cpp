@@ -125,8 +125,11 @@ class RoiAlign : public KernelBase {
       rh = std::max(rh, 1.0);
     }
     const double bh = rh / double(out_h_), bw = rw / double(out_w_);
-    const int64_t gh = sampling_ > 0 ? sampling_ : int64_t(std::ceil(rh / double(out_h_)));
-    const int64_t gw = sampling_ > 0 ? sampling_ : int64_t(std::ceil(rw / double(out_w_)));
+    const int64_t gh = sampling_ > 0 ? sampling_ : grid(rh / double(out_h_));
+    const int64_t gw = sampling_ > 0 ? sampling_ : grid(rw / double(out_w_));
+    if (double(gh) * double(gw) * double(out_h_) * double(out_w_) > double(kMaxSamples))
+      fail("a region needs " + std::to_string(gh) + " x " + std::to_string(gw) + " samples per bin over " +
+           std::to_string(out_h_) + " x " + std::to_string(out_w_) + " bins, more than " + std::to_string(kMaxSamples));
     samples.clear();
     for (int64_t ph = 0; ph < out_h_; ++ph)
       for (int64_t pw = 0; pw < out_w_; ++pw) {
@@ -143,11 +146,20 @@ class RoiAlign : public KernelBase {
     return double(std::max<int64_t>(gh * gw, 1));
   }
 
-  // Samples more than one pixel outside the image contribute zero; others
-  // clamp to the border.
+  // The adaptive sampling grid along one axis: ceil(bin size), none for a
+  // region whose coordinates are not finite; the caller refuses grids past
+  // kMaxSamples (a region of 1e30 pixels would ask for that many).
+  static int64_t grid(double bin) {
+    if (!(bin > 0)) return 0;  // NaN too
+    return bin < double(kMaxSamples) ? int64_t(std::ceil(bin)) : kMaxSamples + 1;
+  }
+  static constexpr int64_t kMaxSamples = int64_t(1) << 22;  // per region: 256 MiB of samples
+
+  // Samples more than one pixel outside the image (or at a NaN coordinate)
+  // contribute zero; others clamp to the border.
   static Sample bilinear(double y, double x, int64_t h, int64_t w) {
     Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
-    if (y < -1.0 || y > double(h) || x < -1.0 || x > double(w) || h == 0 || w == 0) return s;
+    if (!(y >= -1.0 && y <= double(h) && x >= -1.0 && x <= double(w)) || h == 0 || w == 0) return s;
     y = std::max(y, 0.0);
     x = std::max(x, 0.0);
     int64_t ylo = int64_t(y), xlo = int64_t(x), yhi, xhi;

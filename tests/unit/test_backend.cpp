@@ -318,3 +318,38 @@ TEST(Backend, LargeInitializersLeaveTheProtoEarly) {
     EXPECT_NE(std::string(e.what()).find("initializer 'W'"), std::string::npos) << e.what();
   }
 }
+
+// RoiAlign with hostile regions (found by fuzz_model): a NaN coordinate
+// samples nothing (zeros, no undefined conversion), a region of 1e30 pixels
+// is refused before it asks for that many samples.
+TEST(Backend, RoiAlignHostileRegions) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {1, 1, 4, 4}).input("rois", SINGA_ONNX_FLOAT, {1, 4}).input("idx", SINGA_ONNX_INT64, {1});
+  m.node("RoiAlign", {"x", "rois", "idx"}, {"y"}, "roi");
+  m.output("y", SINGA_ONNX_FLOAT, {1, 1, 1, 1});
+  auto* a = m.last()->add_attribute();
+  a->set_name("output_height");
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(1);
+  auto* b = m.last()->add_attribute();
+  b->set_name("output_width");
+  b->set_type(::onnx::AttributeProto::INT);
+  b->set_i(1);
+  auto rep = singa::onnx::prepare_bytes(m.bytes());
+  Tensor x({1, 1, 4, 4}, SINGA_ONNX_FLOAT);
+  for (int64_t i = 0; i < 16; ++i) x.data<float>()[i] = float(i);
+  Tensor idx = Tensor::from_vector({1}, SINGA_ONNX_INT64, std::vector<int64_t>{0});
+  auto rois = [](float a, float b, float c, float d) { return Tensor::from_vector({1, 4}, SINGA_ONNX_FLOAT, std::vector<float>{a, b, c, d}); };
+  // A normal region still averages the pixels it covers.
+  EXPECT_GT(rep->run({x, rois(0, 0, 3, 3), idx})[0].second.data<float>()[0], 0.f);
+  EXPECT_EQ(rep->run({x, rois(std::nanf(""), 0, 3, 3), idx})[0].second.data<float>()[0], 0.f);
+  try {
+    rep->run({x, rois(0, 0, 1e30f, 1e30f), idx});
+    FAIL() << "a region of 1e30 pixels was sampled";
+  } catch (const singa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("samples per bin"), std::string::npos) << e.what();
+  }
+  // The Rep still runs afterwards.
+  EXPECT_GT(rep->run({x, rois(0, 0, 3, 3), idx})[0].second.data<float>()[0], 0.f);
+}
