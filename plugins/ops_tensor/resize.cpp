@@ -124,10 +124,12 @@ class Resize : public KernelBase {
 
     std::vector<AxisMap> maps(r);
     Shape out(r);
+    std::vector<double> axis_scale(r), axis_width(r);
     for (size_t d = 0; d < r; ++d) {
       AxisMap& m = maps[d];
       m.in = in[d];
-      double scale, width;
+      double& scale = axis_scale[d];
+      double& width = axis_width[d];
       if (!sizes.empty()) {
         m.out = sizes[d];
         check(m.out >= 0, "sizes " + ints_str(sizes) + " must not be negative");
@@ -139,12 +141,17 @@ class Resize : public KernelBase {
         scale = scales[d];
         check(scale > 0, "scales must be positive, got " + std::to_string(scale) + " on axis " + std::to_string(d));
         width = scale * double(m.in);
+        // (an infinite or absurd size is undefined as an integer)
+        check(width < 9.0e18, "scales give axis " + std::to_string(d) + " a size of " + std::to_string(width));
         m.out = int64_t(std::floor(width));
       }
       out[d] = m.out;
-      build_axis(m, scale, width, roi.empty() ? 0.0 : roi[d], roi.empty() ? 1.0 : roi[d + r]);
     }
+    // The output first: its allocation checks the size against the memory
+    // limit before the per-axis tables (as long as the output axes) are built.
     Tensor y = ctx.output(0, out, x.dl_dtype());
+    for (size_t d = 0; d < r; ++d)
+      build_axis(maps[d], axis_scale[d], axis_width[d], roi.empty() ? 0.0 : roi[d], roi.empty() ? 1.0 : roi[d + r]);
     if (y.numel() == 0) return;
     if (mode_ == Mode::kNearest) gather(ctx, x, y, maps);
     else interpolate(ctx, x, y, maps);
@@ -204,10 +211,14 @@ class Resize : public KernelBase {
     m.outside.assign(size_t(m.out), 0);
     for (int64_t o = 0; o < m.out; ++o) {
       double p = source(o, m.in, scale, width, roi0, roi1);
-      if (coord_ == Coord::kTfCropAndResize && (p < 0 || p > double(m.in - 1))) {
+      if (coord_ == Coord::kTfCropAndResize && !(p >= 0 && p <= double(m.in - 1))) {  // NaN roi too
         m.outside[size_t(o)] = 1;
         continue;
       }
+      // Every tap clamps to the axis, so a position further out than the
+      // widest kernel reads what the edge does; clamping keeps the integer
+      // conversion below defined for huge (or NaN) positions.
+      p = std::isnan(p) ? 0.0 : std::clamp(p, -3.0, double(m.in) + 2.0);
       // Left neighbour i0 and ratio in (0, 1]: an exact hit counts as the
       // right end of the interval to its left.
       double f = std::floor(p);

@@ -353,3 +353,40 @@ TEST(Backend, RoiAlignHostileRegions) {
   // The Rep still runs afterwards.
   EXPECT_GT(rep->run({x, rois(0, 0, 3, 3), idx})[0].second.data<float>()[0], 0.f);
 }
+
+// Resize with hostile scales and regions: an infinite scale is refused by
+// name, a NaN crop region gives the extrapolation value, and neither reaches
+// an undefined float-to-integer conversion.
+TEST(Backend, ResizeHostileScalesAndRegions) {
+  ensure_loaded();
+  auto build = [](const char* coord) {
+    ModelBuilder m;
+    m.input("x", SINGA_ONNX_FLOAT, {1, 1, 2, 2}).input("roi", SINGA_ONNX_FLOAT, {8}).input("scales", SINGA_ONNX_FLOAT, {4});
+    m.node("Resize", {"x", "roi", "scales"}, {"y"}, "resize");
+    auto* a = m.last()->add_attribute();
+    a->set_name("coordinate_transformation_mode");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(coord);
+    auto* mode = m.last()->add_attribute();
+    mode->set_name("mode");
+    mode->set_type(::onnx::AttributeProto::STRING);
+    mode->set_s("linear");
+    m.output("y", SINGA_ONNX_FLOAT, {-1, -1, -1, -1}, {"a", "b", "c", "d"});
+    return singa::onnx::prepare_bytes(m.bytes());
+  };
+  Tensor x = Tensor::from_vector({1, 1, 2, 2}, SINGA_ONNX_FLOAT, std::vector<float>{1, 2, 3, 4});
+  auto floats = [](std::vector<float> v) { return Tensor::from_vector({int64_t(v.size())}, SINGA_ONNX_FLOAT, v); };
+  auto half_pixel = build("half_pixel");
+  try {
+    half_pixel->run({x, floats({0, 0, 0, 0, 1, 1, 1, 1}), floats({1, 1, INFINITY, 1})});
+    FAIL() << "an infinite scale was accepted";
+  } catch (const singa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("scales give axis 2"), std::string::npos) << e.what();
+  }
+  auto ok = half_pixel->run({x, floats({0, 0, 0, 0, 1, 1, 1, 1}), floats({1, 1, 2, 2})});
+  EXPECT_EQ(ok[0].second.shape(), (singa::Shape{1, 1, 4, 4}));
+  auto crop = build("tf_crop_and_resize");
+  auto out = crop->run({x, floats({0, 0, NAN, 0, 1, 1, 1, 1}), floats({1, 1, 2, 2})});
+  ASSERT_EQ(out[0].second.shape(), (singa::Shape{1, 1, 4, 4}));
+  EXPECT_EQ(out[0].second.data<float>()[0], 0.f);  // extrapolation_value's default
+}
