@@ -17,12 +17,10 @@ int fuse_conv_batchnorm(graph::Graph& g) {
     graph::Node& conv = g.nodes[i];
     if (!plain_onnx_node(conv) || conv.proto.op_type() != "Conv" || conv.outputs.size() != 1 || conv.outputs[0] < 0) continue;
     const int y = conv.outputs[0];
-    if (!single_use(g, y)) continue;
-    const size_t j = size_t(g.values[size_t(y)].consumers[0]);
-    graph::Node& bn = g.nodes[j];
-    if (!plain_onnx_node(bn) || bn.proto.op_type() != "BatchNormalization" || bn.inputs.size() != 5 || bn.inputs[0] != y ||
-        bn.outputs.empty() || bn.outputs[0] < 0)
-      continue;
+    graph::Node* bnp = sole_reader(g, y, "BatchNormalization", 5);
+    if (!bnp || bnp->inputs[0] != y || bnp->outputs.empty() || bnp->outputs[0] < 0) continue;
+    graph::Node& bn = *bnp;
+    const size_t j = index_of(g, bn);
     // Training-mode outputs (running statistics) mean the node is not a plain affine map.
     bool extra_outputs = false;
     for (size_t k = 1; k < bn.outputs.size(); ++k) extra_outputs = extra_outputs || bn.outputs[k] >= 0;

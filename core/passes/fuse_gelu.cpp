@@ -17,12 +17,6 @@ namespace singa {
 namespace passes {
 namespace {
 
-graph::Node* only_reader(graph::Graph& g, int value, const char* op) {
-  if (value < 0 || !single_use(g, value)) return nullptr;
-  graph::Node& n = g.nodes[size_t(g.values[size_t(value)].consumers[0])];
-  return plain_onnx_node(n) && n.proto.op_type() == op && n.inputs.size() == 2 ? &n : nullptr;
-}
-
 // The two-input node's other operand is a float scalar initializer near `want`.
 bool other_is(const graph::Graph& g, const graph::Node& n, int one, float want) {
   const size_t slot = n.inputs[0] == one ? 1 : 0;
@@ -56,13 +50,13 @@ int fuse_gelu(graph::Graph& g) {
       for (int c : {scale.inputs[0], scale.inputs[1]})
         if (x < 0 && other_is(g, scale, c, inv_sqrt2)) x = c;
     if (x < 0 || g.values[size_t(x)].dtype != SINGA_ONNX_FLOAT) continue;
-    graph::Node* add = only_reader(g, erf.outputs[0], "Add");
+    graph::Node* add = sole_reader(g, erf.outputs[0], "Add", 2);
     if (!add || !other_is(g, *add, erf.outputs[0], 1.f)) continue;
-    graph::Node* mul = only_reader(g, add->outputs[0], "Mul");
+    graph::Node* mul = sole_reader(g, add->outputs[0], "Mul", 2);
     if (!mul || (mul->inputs[0] == x ? mul->inputs[1] : mul->inputs[0]) != add->outputs[0] ||
         (mul->inputs[0] != x && mul->inputs[1] != x))
       continue;
-    graph::Node* half = only_reader(g, mul->outputs[0], "Mul");
+    graph::Node* half = sole_reader(g, mul->outputs[0], "Mul", 2);
     if (!half || !other_is(g, *half, mul->outputs[0], 0.5f)) continue;
 
     ::onnx::NodeProto p;
@@ -75,7 +69,7 @@ int fuse_gelu(graph::Graph& g) {
     half->explicit_inputs = 1;
     half->opset = 20;
     half->label = "node '" + (p.name().empty() ? p.output(0) : p.name()) + "' (Gelu, fused)";
-    for (graph::Node* n : {&scale, &erf, add, mul}) dead[size_t(n - g.nodes.data())] = true;
+    for (graph::Node* n : {&scale, &erf, add, mul}) dead[index_of(g, *n)] = true;
     ++fused;
   }
   if (fused) compact(g, dead);

@@ -19,15 +19,6 @@ namespace singa {
 namespace passes {
 namespace {
 
-// The only node reading `value`, when it is a plain ONNX node of type `op`.
-graph::Node* only_reader(graph::Graph& g, int value, const char* op) {
-  if (value < 0 || !single_use(g, value)) return nullptr;
-  graph::Node& n = g.nodes[size_t(g.values[size_t(value)].consumers[0])];
-  return plain_onnx_node(n) && n.proto.op_type() == op ? &n : nullptr;
-}
-
-int index_of(const graph::Graph& g, const graph::Node& n) { return int(&n - g.nodes.data()); }
-
 // A float scalar initializer at `slot` (one element, any rank).
 bool scalar_at(const graph::Graph& g, const graph::Node& n, size_t slot, float& out) {
   const Tensor* t = float_constant(g, n, slot);
@@ -97,17 +88,17 @@ int fuse_layer_norm(graph::Graph& g) {
     }
     float two = 0, eps = 0;
     if (!pow || !div || !scalar_at(g, *pow, 1, two) || two != 2.f) continue;
-    graph::Node* var = only_reader(g, pow->outputs[0], "ReduceMean");
+    graph::Node* var = sole_reader(g, pow->outputs[0], "ReduceMean");
     if (!var || !mean_over_last_axis(*var, rank)) continue;
-    graph::Node* add_eps = only_reader(g, var->outputs[0], "Add");
-    if (!add_eps || add_eps->inputs.size() != 2) continue;
+    graph::Node* add_eps = sole_reader(g, var->outputs[0], "Add", 2);
+    if (!add_eps) continue;
     const size_t eps_slot = add_eps->inputs[0] == var->outputs[0] ? 1 : 0;
     if (!scalar_at(g, *add_eps, eps_slot, eps) || !(eps >= 0) || !std::isfinite(eps)) continue;
-    graph::Node* sqrt = only_reader(g, add_eps->outputs[0], "Sqrt");
+    graph::Node* sqrt = sole_reader(g, add_eps->outputs[0], "Sqrt");
     if (!sqrt || div->inputs[1] != sqrt->outputs[0] || !single_use(g, sqrt->outputs[0])) continue;
     // Scale, then an optional bias.
-    graph::Node* mul = only_reader(g, div->outputs[0], "Mul");
-    if (!mul || mul->inputs.size() != 2) continue;
+    graph::Node* mul = sole_reader(g, div->outputs[0], "Mul", 2);
+    if (!mul) continue;
     const int gamma = other_input(*mul, div->outputs[0]);
     if (gamma < 0 || !g.values[size_t(gamma)].is_initializer) continue;
     const int64_t C = g.values[size_t(gamma)].constant.numel();
@@ -117,7 +108,7 @@ int fuse_layer_norm(graph::Graph& g) {
     if (!per_channel(g, gamma, C)) continue;
     graph::Node* last = mul;
     int beta = -1;
-    if (graph::Node* add = only_reader(g, mul->outputs[0], "Add"); add && add->inputs.size() == 2) {
+    if (graph::Node* add = sole_reader(g, mul->outputs[0], "Add", 2)) {
       const int b = other_input(*add, mul->outputs[0]);
       if (per_channel(g, b, C)) beta = b, last = add;
     }
@@ -143,7 +134,7 @@ int fuse_layer_norm(graph::Graph& g) {
     last->opset = 17;
     last->label = "node '" + (p.name().empty() ? p.output(0) : p.name()) + "' (LayerNormalization, fused)";
     for (graph::Node* n : {&mean, &sub, pow, var, add_eps, sqrt, div, mul})
-      if (n != last) dead[size_t(index_of(g, *n))] = true;
+      if (n != last) dead[index_of(g, *n)] = true;
     ++fused;
   }
   if (fused) compact(g, dead);

@@ -20,11 +20,10 @@ int fuse_matmul_add(graph::Graph& g) {
     const Tensor* b = float_constant(g, mm, 1);
     if (a.dtype != SINGA_ONNX_FLOAT || !a.rank_known || a.dims.size() != 2 || !b || b->ndim() != 2) continue;
     const int64_t M = a.dims[0], N = b->shape()[1];
-    const size_t j = size_t(g.values[size_t(y)].consumers[0]);
-    graph::Node& add = g.nodes[j];
-    if (!plain_onnx_node(add) || add.proto.op_type() != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 ||
-        add.outputs[0] < 0 || add.inputs[0] == add.inputs[1])
-      continue;
+    graph::Node* addp = sole_reader(g, y, "Add", 2);
+    if (!addp || addp->outputs.size() != 1 || addp->outputs[0] < 0 || addp->inputs[0] == addp->inputs[1]) continue;
+    graph::Node& add = *addp;
+    const size_t j = index_of(g, add);
     const size_t other = add.inputs[0] == y ? 1 : 0;
     const Tensor* c = float_constant(g, add, other);
     if (!c) continue;

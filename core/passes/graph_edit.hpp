@@ -26,6 +26,13 @@ bool plain_onnx_node(const graph::Node& n);
 // The value's only reader is one node and it is not a graph output.
 bool single_use(const graph::Graph& g, int value);
 
+// That only reader, when it is a plain ONNX node of type `op` with `arity`
+// inputs (0: any number); else null. For walking a fused pattern's chain.
+graph::Node* sole_reader(graph::Graph& g, int value, const char* op, size_t arity = 0);
+
+// The position of `n` (a node of `g`) in g.nodes.
+size_t index_of(const graph::Graph& g, const graph::Node& n);
+
 // A float initializer (host tensor) at input slot `slot` of node `n`, or null.
 const Tensor* float_constant(const graph::Graph& g, const graph::Node& n, size_t slot);
 
