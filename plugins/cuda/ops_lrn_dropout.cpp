@@ -2,16 +2,15 @@
 // kernel rather than cuDNN's cross-channel LRN: cuDNN limits the window to
 // 1..16 channels and centres even windows its own way, while this mirrors
 // ops_nn/lrn.cpp for every size. Dropout draws its keep mask on the host
-// with the CPU kernel's generator and construction (ops_nn/dropout.cpp), so
+// with the CPU kernel's generator and construction (plugins/common/dropout_rules.hpp), so
 // a seeded node masks the same elements on either device.
+#include "dropout_rules.hpp"
 #include "kernels_data.hpp"
 #include "kernels_nn.hpp"
 #include "ops_common.hpp"
 #include "register.hpp"
 
 #include <cstring>
-#include <mutex>
-#include <random>
 
 namespace singa {
 namespace cuda {
@@ -49,47 +48,20 @@ class LRN : public NodeKernel {
 // ratio and scales the rest by 1 / (1 - ratio).
 class Dropout : public NodeKernel {
  public:
-  explicit Dropout(const sdk::Node& node) : NodeKernel(node) {
-    // Before opset 10 the optional mask has the data's type; after, bool.
-    mask_is_bool_ = node.opset() >= 10;
-    inputs_drive_training_ = node.opset() >= 12;
-    // `is_test` (opsets 1-6) is ignored: old models always run in test mode.
-    if (!inputs_drive_training_) {
-      const float ratio = node.attr_float("ratio", 0.5f);
-      if (!(ratio >= 0.0f && ratio < 1.0f)) fail("attribute ratio must be in [0, 1), got " + std::to_string(ratio));
-    }
-    int64_t seed = 0;
-    if (node.has_attr("seed")) {
-      seed = node.attr_int("seed", 0);
-    } else {
-      std::random_device rd;
-      seed = (int64_t(rd()) << 32) ^ rd();
-    }
-    rng_.seed(static_cast<std::mt19937::result_type>(seed));
-  }
+  explicit Dropout(const sdk::Node& node) : NodeKernel(node), rules_(node) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "data");
-    bool training = false;
-    double ratio = 0.5;
-    if (inputs_drive_training_) {
-      if (ctx.has_input(2)) {
-        sdk::Tensor t = ctx.input(2);
-        check(t.dtype() == SINGA_ONNX_BOOL && t.numel() == 1, "training_mode must be a bool scalar");
-        training = *t.data<uint8_t>() != 0;
-      }
-      if (ctx.has_input(1)) {
-        sdk::Tensor r = ctx.input(1);
-        check(r.numel() == 1, "ratio must be a scalar, got shape " + shape_str(r.shape()));
-        check_real(r, "ratio");
-        ratio = is_double(r) ? r.data<double>()[0] : double(r.data<float>()[0]);
-      }
-    }
-    if (training) check(ratio >= 0.0 && ratio < 1.0, "ratio must be in [0, 1), got " + std::to_string(ratio));
+    const ops::DropoutRules::Mode m = rules_.mode(ctx, [&](const sdk::Tensor& r) {
+      check_real(r, "ratio");
+      return is_double(r) ? r.data<double>()[0] : double(r.data<float>()[0]);
+    });
+    const bool training = m.training;
+    const double ratio = m.ratio;
     sdk::Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
     sdk::Tensor mask;
     if (ctx.num_outputs() > 1)
-      mask = ctx.output(1, x.shape(), mask_is_bool_ ? sdk::dl_dtype(SINGA_ONNX_BOOL) : x.dl_dtype());
+      mask = ctx.output(1, x.shape(), rules_.mask_is_bool() ? sdk::dl_dtype(SINGA_ONNX_BOOL) : x.dl_dtype());
     const int64_t n = x.numel();
     if (n == 0) return;
     DeviceGuard guard(device_of(ctx));
@@ -100,7 +72,7 @@ class Dropout : public NodeKernel {
       return;
     }
     std::vector<uint8_t> keep(static_cast<size_t>(n));
-    draw_keep_mask(ratio, keep);
+    rules_.draw_keep_mask(ratio, keep);
     const uint8_t* dkeep = static_cast<const uint8_t*>(upload(ctx, keep.data(), keep.size(), where()));
     check_launch(launch_dropout(dtype_of(x), x.data_ptr(), dkeep, y.data_ptr(),
                                 mask.present() ? mask.data<uint8_t>() : nullptr, n, 1.0 / (1.0 - ratio), stream),
@@ -108,17 +80,6 @@ class Dropout : public NodeKernel {
   }
 
  private:
-  // Uniform doubles in [0, 1) with 53 random bits from two 32-bit draws, as
-  // the CPU kernel draws them; the generator advances across calls.
-  void draw_keep_mask(double ratio, std::vector<uint8_t>& keep) const {
-    std::lock_guard<std::mutex> lock(rng_mutex_);
-    for (auto& k : keep) {
-      const uint32_t a = rng_() >> 5, b = rng_() >> 6;
-      const double u = (double(a) * 67108864.0 + double(b)) / 9007199254740992.0;
-      k = u >= ratio;
-    }
-  }
-
   // The bytes of 1 in the mask's type (bool, float or double).
   static uint64_t one_bits(const sdk::Tensor& mask) {
     uint64_t bits = 0;
@@ -134,10 +95,7 @@ class Dropout : public NodeKernel {
     return bits;
   }
 
-  bool mask_is_bool_ = true;
-  bool inputs_drive_training_ = true;
-  mutable std::mutex rng_mutex_;
-  mutable std::mt19937 rng_;
+  ops::DropoutRules rules_;
 };
 
 }  // namespace
