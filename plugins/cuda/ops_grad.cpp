@@ -4,6 +4,7 @@
 // checks of the CPU kernels (ops_grad/*.cpp). ConvGrad is in ops_conv_grad.cpp.
 #include "kernels_nn.hpp"
 #include "register.hpp"
+#include "sce_grad_rules.hpp"
 #include "window.hpp"
 
 #include <cmath>
@@ -182,64 +183,44 @@ class BatchNormGrad : public NodeKernel {
 
 // SoftmaxCrossEntropyLossGrad(dLoss, log_prob, labels[, weights]) -> dScores.
 // Labels and weights are read on the host, where they are checked and the
-// mean's denominator is formed, exactly as the CPU does.
+// mean's denominator is formed (plugins/common/sce_grad_rules.hpp, as on the CPU).
 class SceGrad : public NodeKernel {
  public:
-  explicit SceGrad(const sdk::Node& node)
-      : NodeKernel(node), reduction_(node.attr_string("reduction", "mean")), has_ignore_(node.has_attr("ignore_index")),
-        ignore_(node.attr_int("ignore_index", 0)) {
-    if (reduction_ != "mean" && reduction_ != "sum" && reduction_ != "none")
-      fail("attribute reduction must be none, sum or mean, got '" + reduction_ + "'");
-  }
+  explicit SceGrad(const sdk::Node& node) : NodeKernel(node), rules_(node) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor dl = required(ctx, 0, "dLoss"), lp = required(ctx, 1, "log_prob"), lab = required(ctx, 2, "labels");
     sdk::Tensor wt = ctx.input(3);
-    const sdk::Shape ls = lp.shape();
-    check(ls.size() >= 2, "log_prob must be [N, C, ...]");
     check_real(dl, "dLoss");
-    const int64_t N = ls[0], C = ls[1], D = lp.numel() / std::max<int64_t>(1, N * C);
-    check(lab.numel() == N * D, "labels must hold N x D values for log_prob " + shape_str(ls));
-    check(lab.dtype() == SINGA_ONNX_INT64 || lab.dtype() == SINGA_ONNX_INT32, "labels must be int32 or int64");
-    check(reduction_ != "none" ? dl.numel() == 1 : dl.numel() == N * D, "dLoss has the wrong number of values");
     std::vector<double> w;
     if (wt.present()) {
       check_real(wt, "weights");
       check(wt.raw()->device.device_type == kDLCPU, "weights must be on the host");
       for (int64_t i = 0; i < wt.numel(); ++i) w.push_back(is_double(wt) ? wt.data<double>()[i] : wt.data<float>()[i]);
-      check(int64_t(w.size()) == C, "weights must hold one value per class");
     }
     check(lab.raw()->device.device_type == kDLCPU, "labels must be on the host");
-    const std::vector<int64_t> labels = lab.to_int_vector();
-    double denom = 0;
-    for (int64_t l : labels) {
-      if (has_ignore_ && l == ignore_) continue;
-      check(l >= 0 && l < C, "label " + std::to_string(l) + " outside [0, " + std::to_string(C) + ")");
-      denom += w.empty() ? 1.0 : w[size_t(l)];
-    }
-    sdk::Tensor ds = ctx.output(0, ls, lp.dl_dtype());
+    const ops::SceGradRules::Plan plan = rules_.plan(dl, lp, lab, w);
+    sdk::Tensor ds = ctx.output(0, lp.shape(), lp.dl_dtype());
     if (ds.numel() == 0) return;
     DeviceGuard guard(device_of(ctx));
     SceGradArgs a;
     a.dloss = real_vec(dl);
-    a.per_item = reduction_ == "none";
-    a.mean = reduction_ == "mean";
-    a.has_ignore = has_ignore_;
-    a.ignore = ignore_;
-    a.denom = denom;
-    a.labels = static_cast<const int64_t*>(upload(ctx, labels.data(), labels.size() * sizeof(int64_t), where()));
+    a.per_item = rules_.per_item();
+    a.mean = rules_.mean();
+    a.has_ignore = rules_.has_ignore();
+    a.ignore = rules_.ignore_index();
+    a.denom = plan.denom;
+    a.labels = static_cast<const int64_t*>(upload(ctx, plan.labels.data(), plan.labels.size() * sizeof(int64_t), where()));
     if (!w.empty()) a.weights = static_cast<const double*>(upload(ctx, w.data(), w.size() * sizeof(double), where()));
-    a.N = N;
-    a.C = C;
-    a.D = D;
+    a.N = plan.N;
+    a.C = plan.C;
+    a.D = plan.D;
     check_launch(launch_sce_grad(dtype_of(lp), lp.data_ptr(), ds.data_ptr(), a, stream_of(ctx)),
                  "cross entropy gradient kernel");
   }
 
  private:
-  std::string reduction_;
-  bool has_ignore_;
-  int64_t ignore_;
+  ops::SceGradRules rules_;
 };
 
 }  // namespace
