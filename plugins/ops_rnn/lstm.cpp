@@ -80,7 +80,7 @@ class Lstm {
           T* cb = c.data() + b * H;
           if constexpr (std::is_same<T, float>::value) {
             if (fast) {
-              default_cell(x, hr.data() + b * G, cb, hb, H);
+              default_cell(x, hr.data() + b * G, cb, hb, H, 0, H);
               if (out.Y) std::copy(hb, hb + H, out.Y + p.y_off(t, d, b));
               continue;
             }
@@ -143,19 +143,7 @@ class Lstm {
               continue;
             }
             const int64_t t = step_time(rev, s, len);
-            const float* x = proj + p.x_row(t, b) * G;
-            float* zb = z.data() + b * G;
-            for (int64_t gate = 0; gate < 4; ++gate)
-              for (int64_t j = j0; j < j1; ++j) zb[gate * H + j] = clip(x[gate * H + j] + zb[gate * H + j]);
-            for (int64_t gate = 0; gate < 3; ++gate) vec::sigmoid_inplace(zb + gate * H + j0, n);  // i, o, f
-            vec::tanh_inplace(zb + 3 * H + j0, n);
-            float* cb = c.data() + b * H;
-            for (int64_t j = j0; j < j1; ++j) {
-              cb[j] = zb[2 * H + j] * cb[j] + zb[j] * zb[3 * H + j];
-              hn[j] = cb[j];
-            }
-            vec::tanh_inplace(hn + j0, n);
-            for (int64_t j = j0; j < j1; ++j) hn[j] *= zb[H + j];
+            default_cell(proj + p.x_row(t, b) * G, z.data() + b * G, c.data() + b * H, hn, H, j0, j1);
             if (Y) std::copy(hn + j0, hn + j1, Y + p.y_off(t, d, b) + j0);
           }
         }
@@ -164,21 +152,23 @@ class Lstm {
     }
   }
 
-  // The cell with the default activations and no peepholes, as whole-array
-  // passes the compiler vectorizes (vec_math.hpp); z is the step's gate
-  // pre-activations from R, overwritten.
-  void default_cell(const float* x, float* z, float* c, float* h, int64_t H) const {
-    const int64_t G = 4 * H;
-    for (int64_t j = 0; j < G; ++j) z[j] = clip(x[j] + z[j]);
-    vec::sigmoid_inplace(z, 3 * H);  // i, o, f
-    vec::tanh_inplace(z + 3 * H, H);
+  // The cell with the default activations and no peepholes for hidden units
+  // [j0, j1), as whole-array passes the compiler vectorizes (vec_math.hpp); z
+  // is the step's gate pre-activations from R (gates i, o, f, c, H apart),
+  // overwritten; c is updated and h written for those units.
+  void default_cell(const float* x, float* z, float* c, float* h, int64_t H, int64_t j0, int64_t j1) const {
+    const int64_t n = j1 - j0;
+    for (int64_t gate = 0; gate < 4; ++gate)
+      for (int64_t j = j0; j < j1; ++j) z[gate * H + j] = clip(x[gate * H + j] + z[gate * H + j]);
+    for (int64_t gate = 0; gate < 3; ++gate) vec::sigmoid_inplace(z + gate * H + j0, n);  // i, o, f
+    vec::tanh_inplace(z + 3 * H + j0, n);
     const float *gi = z, *go = z + H, *gf = z + 2 * H, *gc = z + 3 * H;
-    for (int64_t j = 0; j < H; ++j) {
+    for (int64_t j = j0; j < j1; ++j) {
       c[j] = gf[j] * c[j] + gi[j] * gc[j];
       h[j] = c[j];
     }
-    vec::tanh_inplace(h, H);
-    for (int64_t j = 0; j < H; ++j) h[j] *= go[j];
+    vec::tanh_inplace(h + j0, n);
+    for (int64_t j = j0; j < j1; ++j) h[j] *= go[j];
   }
 
   template <typename T>
