@@ -11,35 +11,6 @@ namespace nn {
 
 using ops::FusedActivation;
 
-namespace {
-
-// Bias and activation over `rows` rows of `n` values, `ld` apart.
-void epilogue(float* y, int64_t rows, int64_t n, int64_t ld, const float* bias, const FusedActivation& act) {
-  if (!bias && act.kind == FusedActivation::kNone) return;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* p = y + r * ld;
-    const float b = bias ? bias[r] : 0.f;
-    switch (act.kind) {
-      case FusedActivation::kRelu:
-        for (int64_t i = 0; i < n; ++i) p[i] = std::max(p[i] + b, 0.f);
-        break;
-      case FusedActivation::kClip:
-        for (int64_t i = 0; i < n; ++i) p[i] = std::min(std::max(p[i] + b, act.lo), act.hi);
-        break;
-      case FusedActivation::kLeakyRelu:
-        for (int64_t i = 0; i < n; ++i) {
-          const float v = p[i] + b;
-          p[i] = v >= 0.f ? v : act.alpha * v;
-        }
-        break;
-      default:
-        for (int64_t i = 0; i < n; ++i) p[i] += b;
-    }
-  }
-}
-
-}  // namespace
-
 bool pointwise_fits(const Geometry& g, int64_t group) {
   if (group != 1) return false;
   for (int i = 0; i < kMaxSpatial; ++i)
@@ -67,7 +38,7 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
       float* yb = y + n * M * HW + c0;
       dnnl_status_t st = dnnl_sgemm('N', 'N', M, cn, C, 1.f, w, C, xb, HW, 0.f, yb, HW);
       if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
-      epilogue(yb, M, cn, HW, bias, act);
+      act.apply_rows(yb, M, cn, HW, bias);
     }
   });
 }
@@ -152,7 +123,7 @@ void depthwise_plane(const float* x, const float* wk, float b, float* y, const G
       src[ky * K + kx] = phases + ((ky % S) * S + kx % S) * plane + (ky / S) * Ws + kx / S;
   stencil_flat<K>(src, wk, b, n, flat);
   for (int64_t oy = 0; oy < OH; ++oy) std::copy(flat + oy * Ws, flat + oy * Ws + OW, y + oy * OW);
-  epilogue(y, 1, OH * OW, 0, nullptr, act);
+  act.apply_rows(y, 1, OH * OW, 0, nullptr);
 }
 
 template <int K, int S>
