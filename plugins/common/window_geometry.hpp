@@ -12,6 +12,8 @@
 #ifndef SINGA_PLUGINS_COMMON_WINDOW_GEOMETRY_HPP
 #define SINGA_PLUGINS_COMMON_WINDOW_GEOMETRY_HPP
 
+#include "broadcast.hpp"  // shape_str
+
 #include <singa/kernel.hpp>
 
 #include <algorithm>
@@ -25,11 +27,7 @@ constexpr int kMaxSpatial = 3;
 
 enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 
-inline std::string list_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using ops::shape_str;
 
 // The window attributes of a node, as written (lengths are checked once the
 // spatial rank is known, in resolve()).
@@ -61,10 +59,10 @@ struct Attrs {
                                   {&strides, "strides"},
                                   {&dilations, "dilations"}})
       for (int64_t x : *v)
-        if (x <= 0) k.fail(std::string("attribute ") + name + " must be positive, got " + list_str(*v));
+        if (x <= 0) k.fail(std::string("attribute ") + name + " must be positive, got " + shape_str(*v));
     for (int64_t p : pads)
-      if (p < 0) k.fail("attribute pads must not be negative, got " + list_str(pads));
-    if (pads.size() % 2) k.fail("attribute pads must hold a begin and an end per axis, got " + list_str(pads));
+      if (p < 0) k.fail("attribute pads must not be negative, got " + shape_str(pads));
+    if (pads.size() % 2) k.fail("attribute pads must hold a begin and an end per axis, got " + shape_str(pads));
   }
   bool same() const { return auto_pad == AutoPad::SameUpper || auto_pad == AutoPad::SameLower; }
 };
@@ -101,7 +99,7 @@ struct Geometry {
 template <class K>
 std::vector<int64_t> spatial_dims(const std::vector<int64_t>& s, const char* what, const K& k) {
   if (s.size() < 3 || s.size() > 2 + size_t(kMaxSpatial))
-    k.fail(std::string(what) + " must be [N, C, D1, ...] with 1 to 3 spatial dims, got shape " + list_str(s));
+    k.fail(std::string(what) + " must be [N, C, D1, ...] with 1 to 3 spatial dims, got shape " + shape_str(s));
   return std::vector<int64_t>(s.begin() + 2, s.end());
 }
 
@@ -110,7 +108,7 @@ namespace detail {
 template <class K>
 void check_len(const std::vector<int64_t>& v, size_t want, const char* name, size_t rank, const K& k) {
   if (!v.empty() && v.size() != want)
-    k.fail(std::string("attribute ") + name + " has " + std::to_string(v.size()) + " values " + list_str(v) +
+    k.fail(std::string("attribute ") + name + " has " + std::to_string(v.size()) + " values " + shape_str(v) +
            " but the input has " + std::to_string(rank) + " spatial dims (expected " + std::to_string(want) + ")");
 }
 
@@ -119,8 +117,8 @@ template <class K>
 Geometry start(const Attrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, const K& k) {
   const size_t r = in.size();
   if (kernel.size() != r)
-    k.fail("kernel has " + std::to_string(kernel.size()) + " dims " + list_str(kernel) + " but the input has " +
-           std::to_string(r) + " spatial dims " + list_str(in));
+    k.fail("kernel has " + std::to_string(kernel.size()) + " dims " + shape_str(kernel) + " but the input has " +
+           std::to_string(r) + " spatial dims " + shape_str(in));
   check_len(a.kernel_shape, r, "kernel_shape", r, k);
   check_len(a.strides, r, "strides", r, k);
   check_len(a.dilations, r, "dilations", r, k);
@@ -130,7 +128,7 @@ Geometry start(const Attrs& a, const std::vector<int64_t>& in, const std::vector
   const int off = kMaxSpatial - int(r);
   for (size_t i = 0; i < r; ++i) {
     const int j = off + int(i);
-    if (kernel[i] < 1) k.fail("kernel spatial dims " + list_str(kernel) + " must all be at least 1");
+    if (kernel[i] < 1) k.fail("kernel spatial dims " + shape_str(kernel) + " must all be at least 1");
     g.in[j] = in[i];
     g.k[j] = kernel[i];
     g.s[j] = a.strides.empty() ? 1 : a.strides[i];
@@ -193,11 +191,11 @@ Geometry resolve_transpose(const Attrs& a, const std::vector<int64_t>& in, const
     const int j = kMaxSpatial - int(r) + int(i);
     const int64_t extent = (g.k[j] - 1) * g.d[j] + 1;
     const int64_t op = output_padding.empty() ? 0 : output_padding[i];
-    if (op < 0) k.fail("attribute output_padding must not be negative, got " + list_str(output_padding));
+    if (op < 0) k.fail("attribute output_padding must not be negative, got " + shape_str(output_padding));
     const int64_t full = g.s[j] * (g.in[j] - 1) + op + extent;
     if (!shape.empty() || a.same()) {
       g.out[j] = !shape.empty() ? shape[i] : g.in[j] * g.s[j];
-      if (g.out[j] <= 0) k.fail("attribute output_shape must be positive, got " + list_str(output_shape));
+      if (g.out[j] <= 0) k.fail("attribute output_shape must be positive, got " + shape_str(output_shape));
       // Positions past the scattered extent (total < 0) stay zero.
       const int64_t total = std::max<int64_t>(0, full - g.out[j]);
       g.pb[j] = a.auto_pad == AutoPad::SameLower ? total - total / 2 : total / 2;
@@ -206,7 +204,7 @@ Geometry resolve_transpose(const Attrs& a, const std::vector<int64_t>& in, const
     }
     g.out[j] = full - g.pb[j] - g.pe[j];
     if (g.out[j] <= 0)
-      k.fail("pads " + list_str(a.pads) + " leave no output along spatial axis " + std::to_string(i) + " (input " +
+      k.fail("pads " + shape_str(a.pads) + " leave no output along spatial axis " + std::to_string(i) + " (input " +
              std::to_string(g.in[j]) + ", stride " + std::to_string(g.s[j]) + ", kernel " + std::to_string(g.k[j]) + ")");
   }
   return g;
