@@ -18,18 +18,11 @@ namespace {
 
 constexpr const char* kGradDomain = "ai.singa.grad";
 
-// Whether output i of the node is wanted (an absent optional output is not).
-bool wants_output(const sdk::Node& node, size_t i) {
-  singa_value_info info{};
-  info.struct_size = sizeof(info);
-  return i < node.num_outputs() && sdk::host().node_output_info(node.raw(), i, &info);
-}
-
 class ConvGrad : public NodeKernel {
  public:
   explicit ConvGrad(const sdk::Node& node) : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)) {
     if (group_ < 1) fail("attribute group must be positive");
-    for (size_t i = 0; i < 3; ++i) want_[i] = wants_output(node, i);
+    for (size_t i = 0; i < 3; ++i) want_[i] = node.has_output(i);
   }
 
   void compute(sdk::Context& ctx) const {

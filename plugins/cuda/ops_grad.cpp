@@ -16,12 +16,6 @@ namespace {
 
 constexpr const char* kGradDomain = "ai.singa.grad";
 
-bool wants_output(const sdk::Node& node, size_t i) {
-  singa_value_info info{};
-  info.struct_size = sizeof(info);
-  return i < node.num_outputs() && sdk::host().node_output_info(node.raw(), i, &info);
-}
-
 RealVec real_vec(const sdk::Tensor& t) { return RealVec{t.data_ptr(), is_double(t)}; }
 
 template <ActGrad Op>
@@ -137,7 +131,7 @@ class BatchNormGrad : public NodeKernel {
  public:
   explicit BatchNormGrad(const sdk::Node& node)
       : NodeKernel(node), eps_(node.attr_float("epsilon", 1e-5f)), training_(node.attr_int("training_mode", 0) != 0) {
-    for (size_t i = 0; i < 3; ++i) want_[i] = wants_output(node, i);
+    for (size_t i = 0; i < 3; ++i) want_[i] = node.has_output(i);
   }
 
   void compute(sdk::Context& ctx) const {

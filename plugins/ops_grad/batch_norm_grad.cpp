@@ -19,11 +19,7 @@ class BatchNormGrad : public NodeKernel {
  public:
   explicit BatchNormGrad(const sdk::Node& node)
       : NodeKernel(node), eps_(node.attr_float("epsilon", 1e-5f)), training_(node.attr_int("training_mode", 0) != 0) {
-    for (size_t i = 0; i < 3; ++i) {
-      singa_value_info info{};
-      info.struct_size = sizeof(info);
-      want_[i] = i < node.num_outputs() && sdk::host().node_output_info(node.raw(), i, &info);
-    }
+    for (size_t i = 0; i < 3; ++i) want_[i] = node.has_output(i);
   }
 
   void compute(sdk::Context& ctx) const {

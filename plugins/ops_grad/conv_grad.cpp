@@ -72,11 +72,7 @@ class ConvGrad : public NodeKernel {
   explicit ConvGrad(const sdk::Node& node)
       : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)) {
     if (group_ < 1) fail("attribute group must be positive");
-    for (size_t i = 0; i < 3; ++i) {
-      singa_value_info info{};
-      info.struct_size = sizeof(info);
-      want_[i] = i < node.num_outputs() && sdk::host().node_output_info(node.raw(), i, &info);
-    }
+    for (size_t i = 0; i < 3; ++i) want_[i] = node.has_output(i);
   }
 
   void compute(sdk::Context& ctx) const {

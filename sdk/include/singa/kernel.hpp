@@ -319,6 +319,13 @@ class Node {
     info.struct_size = sizeof(info);
     return i < num_inputs() && host().node_input_info(n_, i, &info);
   }
+  // Whether output i is wanted (an absent optional output is not): kernels
+  // with optional outputs (the gradients) skip computing the rest.
+  bool has_output(size_t i) const {
+    singa_value_info info{};
+    info.struct_size = sizeof(info);
+    return i < num_outputs() && host().node_output_info(n_, i, &info);
+  }
   singa_value_info input_info(size_t i) const {
     singa_value_info info{};
     info.struct_size = sizeof(info);
