@@ -112,7 +112,7 @@ class CastBase : public KernelBase {
   // Number -> string: the shortest text that reads back as the same value
   // (what numpy's str gives), "NaN"/"INF"/"-INF" as the ONNX reference writes.
   void format_strings(const Context& ctx, const Tensor& x) const {
-    Tensor y = ctx.output(0, x.shape(), SINGA_ONNX_STRING);
+    ctx.output(0, x.shape(), SINGA_ONNX_STRING);  // the strings go in through set_string
     if (x.dtype() == SINGA_ONNX_STRING) {
       for (int64_t i = 0; i < x.numel(); ++i) ctx.set_string(0, i, Context::string_at(x, i));
       return;
