@@ -15,6 +15,7 @@ namespace singa {
 namespace autograd {
 
 const char* const kGradDomain = "ai.singa.grad";
+const char* const kFusedDomain = "ai.singa";
 
 namespace {
 

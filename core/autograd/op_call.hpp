@@ -27,6 +27,10 @@ constexpr int64_t kEagerOpset = 17;
 // The opset of the "ai.singa.grad" domain (the backward kernels).
 constexpr int64_t kGradOpset = 1;
 extern const char* const kGradDomain;
+// The domain of the training path's fused forward ops ("ai.singa", opset 1:
+// ConvReluMaxPool, made by layer::Sequential, written back as plain ONNX
+// nodes by to_onnx).
+extern const char* const kFusedDomain;
 
 }  // namespace autograd
 }  // namespace singa

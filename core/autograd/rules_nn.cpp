@@ -31,6 +31,25 @@ void conv_rule(GradContext& c) {
     if (c.need[i]) c.gx[i] = g[i];
 }
 
+// The training path's Conv -> Relu -> MaxPool (layer::Sequential fuses it;
+// plugins/ops_nn/conv_relu_pool.hpp): its gradient kernel reads the pooled
+// output (Relu's mask) and the Indices of each window's maximum.
+void conv_relu_pool_rule(GradContext& c) {
+  Tensor idx = c.y.size() > 1 ? c.y[1] : Tensor();
+  if (!idx.defined()) {
+    ::onnx::NodeProto n = bare_node(c.node.proto);
+    n.clear_output();
+    n.add_output("y");
+    n.add_output("i");
+    idx = call_op(n, c.node.opset, c.x)[1];
+  }
+  const bool has_b = c.x.size() > 2 && c.x[2].defined();
+  std::vector<Tensor> g = run_grad("ConvReluMaxPoolGrad", c.node.proto, {c.gy[0], idx, c.y[0], c.x[0], c.x[1]},
+                                   {c.need[0], c.need[1], has_b && c.need[2]});
+  for (size_t i = 0; i < g.size() && i < c.gx.size(); ++i)
+    if (c.need[i]) c.gx[i] = g[i];
+}
+
 void maxpool_rule(GradContext& c) {
   Tensor idx = c.y.size() > 1 ? c.y[1] : Tensor();
   if (!idx.defined()) {
@@ -105,6 +124,7 @@ void register_nn_rules() {
   softmax_like("LogSoftmax");
   register_rule("", "Conv", conv_rule);
   register_rule("", "MaxPool", maxpool_rule);
+  register_rule(kFusedDomain, "ConvReluMaxPool", conv_relu_pool_rule);
   register_rule("", "AveragePool", [](GradContext& c) {
     c.gx[0] = run_grad("AveragePoolGrad", c.node.proto, {c.gy[0], c.x[0]}, {true})[0];
   });

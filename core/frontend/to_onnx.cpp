@@ -137,6 +137,10 @@ class Tracer {
 
   void emit(const TapeNode& n) {
     const std::string& op = n.proto.op_type();
+    if (n.proto.domain() == autograd::kFusedDomain && op == "ConvReluMaxPool") {
+      emit_conv_relu_pool(n);
+      return;
+    }
     if (!n.proto.domain().empty() && n.proto.domain() != "ai.onnx")
       throw Error(SINGA_UNIMPLEMENTED, "to_onnx: op '" + op + "' of domain '" + n.proto.domain() + "' cannot be exported");
     if (!::onnx::OpSchemaRegistry::Schema(op, int(opt_.opset), ""))
@@ -156,6 +160,40 @@ class Tracer {
     const std::set<int>& used = used_[&n];
     int last = used.empty() ? 0 : *used.rbegin();
     for (int k = 0; k <= last; ++k) p->add_output(used.count(k) ? value_name(n, size_t(k)) : "");
+  }
+
+  // layer::Sequential's fused ConvReluMaxPool, written as the Conv, Relu and
+  // MaxPool it stands for.
+  void emit_conv_relu_pool(const TapeNode& n) {
+    if (used_[&n].count(1))
+      throw Error(SINGA_UNIMPLEMENTED, "to_onnx: the Indices of a fused ConvReluMaxPool cannot be exported");
+    const std::string base = "ConvReluMaxPool_" + std::to_string(node_index(n));
+    const std::string conv_out = unique(base + "_conv"), relu_out = unique(base + "_relu");
+    ::onnx::NodeProto* conv = g_->add_node();
+    conv->set_op_type("Conv");
+    conv->set_name(unique(base + "_Conv"));
+    for (size_t i = 0; i < n.inputs.size(); ++i) conv->add_input(name_of_input(n.inputs[i]));
+    while (conv->input_size() > 0 && conv->input(conv->input_size() - 1).empty()) conv->mutable_input()->RemoveLast();
+    conv->add_output(conv_out);
+    ::onnx::NodeProto* relu = g_->add_node();
+    relu->set_op_type("Relu");
+    relu->set_name(unique(base + "_Relu"));
+    relu->add_input(conv_out);
+    relu->add_output(relu_out);
+    ::onnx::NodeProto* pool = g_->add_node();
+    pool->set_op_type("MaxPool");
+    pool->set_name(unique(base + "_MaxPool"));
+    pool->add_input(relu_out);
+    pool->add_output(value_name(n, 0));
+    for (const auto& a : n.proto.attribute()) {
+      if (a.name() == "pool_kernel_shape" || a.name() == "pool_strides") {
+        ::onnx::AttributeProto* p = pool->add_attribute();
+        *p = a;
+        p->set_name(a.name() == "pool_kernel_shape" ? "kernel_shape" : "strides");
+      } else {
+        *conv->add_attribute() = a;
+      }
+    }
   }
 
   void describe(::onnx::ValueInfoProto* vi, const std::string& name, const Tensor& t, bool batch_dim) {

@@ -5,6 +5,8 @@
 #include <singa/error.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <typeinfo>
 #include <mutex>
 #include <random>
 
@@ -97,16 +99,33 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t 
   if (with_bias) bias = uniform({out}, bound, "bias");
 }
 
-Variable Conv2d::forward(const Variable& x) {
-  std::vector<Variable> in{x, weight};
-  if (bias.defined()) in.push_back(bias);
+Attrs Conv2d::conv_attrs() const {
   Attrs a;
   a.set("kernel_shape", std::vector<int64_t>{kernel_, kernel_})
       .set("strides", std::vector<int64_t>{stride_, stride_})
       .set("pads", std::vector<int64_t>{padding_, padding_, padding_, padding_})
       .set("dilations", std::vector<int64_t>{dilation_, dilation_})
       .set("group", groups_);
-  return apply1("Conv", in, a);
+  return a;
+}
+
+Variable Conv2d::forward(const Variable& x) {
+  std::vector<Variable> in{x, weight};
+  if (bias.defined()) in.push_back(bias);
+  return apply1("Conv", in, conv_attrs());
+}
+
+Variable Conv2d::forward_relu_maxpool(const Variable& x, int64_t pool_kernel, int64_t pool_stride) {
+  std::vector<Variable> in{x, weight};
+  if (bias.defined()) in.push_back(bias);
+  Attrs a = conv_attrs();
+  a.set("pool_kernel_shape", std::vector<int64_t>{pool_kernel, pool_kernel})
+      .set("pool_strides", std::vector<int64_t>{pool_stride, pool_stride});
+  // The Indices output only when a backward pass will read it.
+  bool grad = false;
+  for (const Variable& v : in) grad = grad || v.requires_grad();
+  const bool indices = autograd::recording() && grad;
+  return apply("ConvReluMaxPool", in, a, indices ? 2 : 1, "ai.singa")[0];
 }
 
 void Conv2d::collect(const std::string& p, NamedVariables& out, NamedVariables&) const {
@@ -191,9 +210,29 @@ Sequential& Sequential::add(std::shared_ptr<Layer> l) {
   return *this;
 }
 
+static bool fuse_layers() {
+  static const bool on = [] {
+    const char* e = std::getenv("SINGA_FUSE_LAYERS");
+    return !(e && *e == '0');
+  }();
+  return on;
+}
+
 Variable Sequential::forward(const Variable& x) {
   Variable y = x;
-  for (auto& l : layers_) y = l->forward(y);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    // Exact types only: a subclass may have its own forward().
+    if (fuse_layers() && i + 2 < layers_.size() && typeid(*layers_[i]) == typeid(Conv2d) &&
+        typeid(*layers_[i + 1]) == typeid(ReLU) && typeid(*layers_[i + 2]) == typeid(MaxPool2d)) {
+      auto& pool = static_cast<const MaxPool2d&>(*layers_[i + 2]);
+      if (pool.padding_ == 0) {
+        y = static_cast<Conv2d&>(*layers_[i]).forward_relu_maxpool(y, pool.kernel_, pool.stride_);
+        i += 2;
+        continue;
+      }
+    }
+    y = layers_[i]->forward(y);
+  }
   return y;
 }
 

@@ -44,11 +44,20 @@ void bias_grad(const sdk::Context& ctx, const float* dy, float* db, int64_t N, i
 
 }  // namespace
 
-void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, const float* w, float* dx, float* dw,
+void conv_grad_f32(const sdk::Context& ctx, const DyImages& dy, const float* x, const float* w, float* dx, float* dw,
                    float* db, const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg, int64_t group) {
   const int64_t Mg = M / group, P = g.out_size(), ks = g.k_size(), K = Cg * ks, in_size = g.in_size();
   if (!dx && !dw) {
-    if (db) bias_grad(ctx, dy, db, N, M, P);
+    if (!db) return;
+    if (dy.dense) {
+      bias_grad(ctx, dy.dense, db, N, M, P);
+      return;
+    }
+    std::vector<float> all(size_t(N * M * P));
+    ctx.parallel_for(N, 1, [&](int64_t b, int64_t e) {
+      for (int64_t n = b; n < e; ++n) dy.fill(n, all.data() + n * M * P);
+    });
+    bias_grad(ctx, all.data(), db, N, M, P);
     return;
   }
   const bool by_rows = dw && P < kLongImage;
@@ -61,8 +70,10 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
   std::vector<double> bias(db ? size_t(M) : 0, 0.0);
   std::mutex mu;
   ctx.parallel_for(tasks, 1, [&](int64_t tb, int64_t te) {
-    thread_local std::vector<float> col, rows, xt;
+    thread_local std::vector<float> col, rows, xt, dy_image;
     col.resize(std::max(col.size(), size_t(K * chunk)));
+    if (!dy.dense) dy_image.resize(std::max(dy_image.size(), size_t(M * P)));
+    int64_t filled = -1;  // the image whose dY is in dy_image
     if (by_rows) {
       rows.resize(std::max(rows.size(), size_t(K * chunk)));
       xt.resize(std::max(xt.size(), size_t(K > 0 ? in_size * Cg : 0)));
@@ -73,7 +84,8 @@ void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, con
       for (int64_t u = units * task / tasks; u < units * (task + 1) / tasks; ++u) {
         const int64_t n = u / group, gi = u % group;
         const float* xg = x + (n * C + gi * Cg) * in_size;
-        const float* dyg = dy + (n * M + gi * Mg) * P;
+        if (!dy.dense && filled != n) dy.fill(n, dy_image.data()), filled = n;
+        const float* dyg = (dy.dense ? dy.dense + n * M * P : dy_image.data()) + gi * Mg * P;
         const float* wg = w + gi * Mg * K;
         float* dxg = dx ? dx + (n * C + gi * Cg) * in_size : nullptr;
         float* dwg = dw ? local.data() + gi * Mg * K : nullptr;

@@ -12,11 +12,22 @@
 
 #include <spatial.hpp>
 
+#include <functional>
+
 namespace singa {
 namespace grad {
 
+// dY, read from a dense [N, M, P] tensor or, for a fused op whose conv
+// output never exists as a whole (ConvReluMaxPoolGrad), made one image at a
+// time: fill(n, buf) writes image n's [M, P] gradient into buf (called from
+// the pool's threads, once per image).
+struct DyImages {
+  const float* dense = nullptr;
+  std::function<void(int64_t n, float* buf)> fill;
+};
+
 // Any of dx, dw, db may be null (not wanted).
-void conv_grad_f32(const sdk::Context& ctx, const float* dy, const float* x, const float* w, float* dx, float* dw,
+void conv_grad_f32(const sdk::Context& ctx, const DyImages& dy, const float* x, const float* w, float* dx, float* dw,
                    float* db, const nn::Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg, int64_t group);
 
 }  // namespace grad

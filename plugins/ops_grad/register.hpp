@@ -14,6 +14,7 @@ constexpr uint64_t kGradTypes = sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX
 
 void register_activation_grads(sdk::Registrar& reg);
 void register_conv_grad(sdk::Registrar& reg);
+void register_conv_relu_pool_grad(sdk::Registrar& reg);
 void register_pool_grads(sdk::Registrar& reg);
 void register_batch_norm_grad(sdk::Registrar& reg);
 void register_loss_grads(sdk::Registrar& reg);

@@ -1,10 +1,11 @@
 // conv_gemm_f32.hpp - float Conv through fast::sgemm (plugins/common), the
 // path every float Conv takes on AVX-512 CPUs when oneDNN was not planned at
 // create time (as on the eager training path, where the input shape is open).
-// One image and group per task: unfold its windows (unfold_f32.hpp, AVX-512
-// like fast::sgemm's tiles, so this runs only where fast::avx512()), then
+// Per image and group: unfold its windows (unfold_f32.hpp, AVX-512 like
+// fast::sgemm's tiles, so this runs only where fast::avx512()), then
 // Y_g = W_g cols + bias in one product; 1x1 stride-1 unpadded kernels
-// multiply the input itself.
+// multiply the input itself. conv_gemm_image_f32 is one image, serial, for
+// callers that do more with its output while it is in cache.
 #ifndef SINGA_OPS_NN_CONV_GEMM_F32_HPP
 #define SINGA_OPS_NN_CONV_GEMM_F32_HPP
 
@@ -21,30 +22,56 @@ namespace nn {
 // Bounds a task's column buffer (floats) for large images.
 constexpr int64_t kGemmColBudget = int64_t(1) << 20;
 
-inline void conv_gemm_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
-                          const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg, int64_t group) {
-  const int64_t Mg = M / group, in_size = g.in_size(), P = g.out_size(), K = Cg * g.k_size();
+// Whether Y_g = W_g X_g needs no unfolding (1x1, stride 1, unpadded).
+inline bool conv_gemm_pointwise(const Geometry& g) {
   bool pointwise = g.k_size() == 1 && g.no_padding();
   for (int i = 0; i < kMaxSpatial; ++i) pointwise = pointwise && g.s[i] == 1;
+  return pointwise;
+}
+
+// Floats of the column buffer conv_gemm_image_f32 needs (0 for pointwise).
+inline int64_t conv_gemm_col_floats(const Geometry& g, int64_t Cg) {
+  const int64_t K = Cg * g.k_size();
+  return conv_gemm_pointwise(g) ? 0 : K * unfold_chunk(g, K, kGemmColBudget);
+}
+
+// One image, serial: x its C input planes, y its M output planes; col holds
+// conv_gemm_col_floats() floats.
+inline void conv_gemm_image_f32(const float* x, const float* w, const float* bias, float* y, const Geometry& g,
+                                int64_t C, int64_t M, int64_t Cg, int64_t group, float* col) {
+  const int64_t Mg = M / group, in_size = g.in_size(), P = g.out_size(), K = Cg * g.k_size();
+  const bool pointwise = conv_gemm_pointwise(g);
   const int64_t chunk = pointwise ? P : unfold_chunk(g, K, kGemmColBudget);
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const float* xg = x + gi * Cg * in_size;
+    float* yg = y + gi * Mg * P;
+    fast::Out out;
+    out.row_bias = bias ? bias + gi * Mg : nullptr;
+    for (int64_t p0 = 0; p0 < P; p0 += chunk) {
+      const int64_t cols = std::min(chunk, P - p0);
+      if (pointwise) {
+        fast::sgemm(false, false, Mg, cols, K, w + gi * Mg * K, K, xg + p0, in_size, yg + p0, P, out);
+      } else {
+        im2col_f32(xg, g, Cg, p0, cols, col);
+        fast::sgemm(false, false, Mg, cols, K, w + gi * Mg * K, K, col, cols, yg + p0, P, out);
+      }
+    }
+  }
+}
+
+inline void conv_gemm_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
+                          const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg, int64_t group) {
+  const int64_t P = g.out_size(), in_size = g.in_size(), col_floats = conv_gemm_col_floats(g, Cg);
+  // Tasks of single groups when an image has several, so that grouped convs
+  // of a small batch still spread over the pool.
   ctx.parallel_for(N * group, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> col;
-    if (!pointwise && col.size() < size_t(K * chunk)) col.resize(size_t(K * chunk));
+    if (col.size() < size_t(col_floats)) col.resize(size_t(col_floats));
+    const int64_t Mg = M / group, K = Cg * g.k_size();
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / group, gi = t % group;
-      const float* xg = x + (n * C + gi * Cg) * in_size;
-      float* yg = y + (n * M + gi * Mg) * P;
-      fast::Out out;
-      out.row_bias = bias ? bias + gi * Mg : nullptr;
-      for (int64_t p0 = 0; p0 < P; p0 += chunk) {
-        const int64_t cols = std::min(chunk, P - p0);
-        if (pointwise) {
-          fast::sgemm(false, false, Mg, cols, K, w + gi * Mg * K, K, xg + p0, in_size, yg + p0, P, out);
-        } else {
-          im2col_f32(xg, g, Cg, p0, cols, col.data());
-          fast::sgemm(false, false, Mg, cols, K, w + gi * Mg * K, K, col.data(), cols, yg + p0, P, out);
-        }
-      }
+      conv_gemm_image_f32(x + (n * C + gi * Cg) * in_size, w + gi * Mg * K, bias ? bias + gi * Mg : nullptr,
+                          y + (n * M + gi * Mg) * P, g, Cg, Mg, Cg, 1, col.data());
     }
   });
 }

@@ -11,6 +11,7 @@ void register_activations(sdk::Registrar& reg);
 void register_clip(sdk::Registrar& reg);
 void register_dropout(sdk::Registrar& reg);
 void register_conv(sdk::Registrar& reg);
+void register_conv_relu_pool(sdk::Registrar& reg);
 void register_conv_transpose(sdk::Registrar& reg);
 void register_pool(sdk::Registrar& reg);
 void register_global_pool(sdk::Registrar& reg);

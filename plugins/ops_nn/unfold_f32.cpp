@@ -247,6 +247,49 @@ void im2col_2d(const float* x, const Geometry& g, int64_t channels, int64_t q0, 
   }
 }
 
+// im2col_2d for unpadded windows with unit width stride and dilation whose
+// output rows are 8 floats or fewer (a small CNN's deeper convs): every tap
+// row reads whole input rows, so the masks are the same for all of them and
+// are worked out once per call. Per tap row the general loop spent more on
+// working out ranges and masks than on its four or so vectors.
+template <int PACK>  // 0: any, read from OW
+void im2col_2d_narrow(const float* x, const Geometry& g, int64_t channels, int64_t q0, int64_t nq, float* col) {
+  const int64_t H = g.in[1], W = g.in[2], OW = g.out[2], KH = g.k[1], KW = g.k[2], s1 = g.s[1], d1 = g.d[1];
+  const int64_t cols = nq * OW, pack = PACK ? PACK : 16 / OW, full = nq / pack, rest = nq - full * pack;
+  const int64_t hop = s1 * W - OW;  // from one packed output row's source to the next, past the lanes before it
+  __mmask16 m[16];
+  for (int64_t k = 0; k < pack; ++k) m[k] = lanes(k * OW, k * OW + OW);
+  const __mmask16 all = lanes(0, pack * OW), tail = lanes(0, rest * OW);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const float* row0 = x + c * H * W + (q0 * s1 + kh * d1) * W;
+      float* dst = col + (c * KH + kh) * KW * cols;
+      for (int64_t kw = 0; kw < KW; ++kw, dst += cols) {
+        const float* src = row0 + kw;
+        float* out = dst;
+        for (int64_t i = 0; i < full; ++i, src += pack * s1 * W, out += pack * OW) {
+          if (PACK == 2 && OW == 8) {  // two whole rows: plain loads, no merging
+            // Masked loads, zeroing or merging, cost several times a plain
+            // one on this machine (AMD family 1Ah). (The mask form of the
+            // insert: GCC 12 reports the plain one's undefined source.)
+            const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(src)));
+            const __m256d hi = _mm256_castps_pd(_mm256_loadu_ps(src + s1 * W));
+            _mm512_storeu_ps(out, _mm512_castpd_ps(_mm512_mask_insertf64x4(lo, 0xFF, lo, hi, 1)));
+            continue;
+          }
+          __m512 v = _mm512_maskz_loadu_ps(m[0], src);
+          for (int64_t k = 1; k < pack; ++k) v = _mm512_mask_loadu_ps(v, m[k], src + k * hop);
+          _mm512_mask_storeu_ps(out, all, v);
+        }
+        if (rest) {
+          __m512 v = _mm512_setzero_ps();
+          for (int64_t k = 0; k < rest; ++k) v = _mm512_mask_loadu_ps(v, m[k], src + k * hop);
+          _mm512_mask_storeu_ps(out, tail, v);
+        }
+      }
+    }
+}
+
 void col2im_2d(const float* col, const Geometry& g, int64_t channels, int64_t q0, int64_t nq, float* dx) {
   const int64_t H = g.in[1], W = g.in[2], OW = g.out[2], KH = g.k[1], KW = g.k[2], s1 = g.s[1];
   const int64_t cols = nq * OW, q1 = q0 + nq;
@@ -288,7 +331,9 @@ bool planar(const Geometry& g, int64_t p0, int64_t cols) {
 }  // namespace
 
 void im2col_f32(const float* x, const Geometry& g, int64_t channels, int64_t p0, int64_t cols, float* col) {
-  if (planar(g, p0, cols))
+  if (planar(g, p0, cols) && g.out[2] <= 8 && g.no_padding() && g.s[2] == 1 && g.d[2] == 1)
+    (g.out[2] > 5 ? im2col_2d_narrow<2> : im2col_2d_narrow<0>)(x, g, channels, p0 / g.out[2], cols / g.out[2], col);
+  else if (planar(g, p0, cols))
     im2col_2d(x, g, channels, p0 / g.out[2], cols / g.out[2], col);
   else
     im2col_any(x, g, channels, p0, cols, col);

@@ -164,6 +164,20 @@ TEST(AutogradTest, Pooling) {
   check_grad(unary("GlobalAveragePool"), {random({2, 3, 4, 4})});
 }
 
+// layer::Sequential's fused Conv -> Relu -> MaxPool (domain ai.singa).
+TEST(AutogradTest, FusedConvReluMaxPool) {
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{3, 3}).set("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .set("pool_kernel_shape", std::vector<int64_t>{2, 2}).set("pool_strides", std::vector<int64_t>{2, 2});
+  Fn f = [a](const std::vector<Variable>& v) { return apply("ConvReluMaxPool", v, a, 2, "ai.singa")[0]; };
+  check_grad(f, {random({2, 3, 6, 7}), random({4, 3, 3, 3}, -1, 1, 2), random({4}, -1, 1, 3)});
+  Attrs overlapping = Attrs(a).set("pool_kernel_shape", std::vector<int64_t>{3, 3});
+  Fn g = [overlapping](const std::vector<Variable>& v) {
+    return apply("ConvReluMaxPool", v, overlapping, 2, "ai.singa")[0];
+  };
+  check_grad(g, {random({1, 2, 7, 7}, -1, 1, 4), random({3, 2, 3, 3}, -1, 1, 5)});
+}
+
 TEST(AutogradTest, BatchNormalizationTrainingAndInference) {
   Tensor mean = random({3}, -0.5, 0.5, 4), var = random({3}, 0.5, 1.5, 5);
   Fn train = [&](const std::vector<Variable>& v) {

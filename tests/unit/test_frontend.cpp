@@ -48,6 +48,16 @@ std::shared_ptr<Sequential> cnn() {
   return m;
 }
 
+// Conv -> ReLU -> MaxPool blocks, which Sequential runs as fused
+// ConvReluMaxPool ops (domain ai.singa) and to_onnx writes back as three nodes.
+std::shared_ptr<Sequential> fused_cnn() {
+  auto m = std::make_shared<Sequential>();
+  m->emplace<Conv2d>(1, 4, 3).emplace<ReLU>().emplace<MaxPool2d>(2)
+      .emplace<Conv2d>(4, 6, 3, 1, 1).emplace<ReLU>().emplace<MaxPool2d>(2)
+      .emplace<Flatten>().emplace<Linear>(6, 3);
+  return m;
+}
+
 // Runs the model eval-mode on `x`, exports the trace.
 ::onnx::ModelProto export_eval(Layer& m, const Tensor& x, int64_t opset) {
   m.eval();
@@ -104,6 +114,49 @@ TEST_F(FrontendTest, LayerModelRoundTripsWithADynamicBatch) {
       expect_close(rep->run(std::vector<Tensor>{x5})[0].second, eager, 1e-5);
     }
   }
+}
+
+TEST_F(FrontendTest, FusedConvBlocksTrainLikeTheirOpsAndExportAsThem) {
+  auto m = fused_cnn();
+  Tensor x = randn({4, 1, 8, 8}, 21);
+  Tensor labels = Tensor::from_vector<int64_t>({4}, SINGA_ONNX_INT64, {0, 1, 2, 1});
+  // Sequential (fused) against the same layers called one by one (each op on its own).
+  auto loss_of = [&](bool fused) {
+    Variable h(x, false);
+    if (fused) {
+      h = (*m)(h);
+    } else {
+      for (const auto& l : m->layers()) h = (*l)(h);
+    }
+    return singa::loss::softmax_cross_entropy(h, Variable(labels));
+  };
+  std::vector<Tensor> grads[2];
+  for (bool fused : {true, false}) {
+    for (auto& p : m->parameters()) p.second.zero_grad();
+    singa::autograd::backward(loss_of(fused));
+    for (auto& p : m->parameters()) grads[fused].push_back(p.second.grad().clone());
+  }
+  ASSERT_EQ(grads[0].size(), 6u);
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    SCOPED_TRACE("parameter " + m->parameters()[i].first);
+    expect_close(grads[1][i], grads[0][i], 1e-5);
+  }
+  ::onnx::ModelProto model = export_eval(*m, x, 17);
+  std::vector<std::string> ops;
+  for (const auto& n : model.graph().node()) {
+    EXPECT_EQ(n.domain(), "");
+    ops.push_back(n.op_type());
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "MaxPool", "Conv", "Relu", "MaxPool", "Flatten", "Gemm"}));
+  // The names say the blocks were traced as fused ops (SINGA_FUSE_LAYERS=0 would not).
+  if (!std::getenv("SINGA_FUSE_LAYERS")) {
+    EXPECT_EQ(model.graph().node(0).name().rfind("ConvReluMaxPool_", 0), 0u) << model.graph().node(0).name();
+  }
+  Tensor x5 = randn({5, 1, 8, 8}, 22);
+  singa::autograd::NoGradGuard ng;
+  Tensor eager = (*m)(Variable(x5)).data();
+  auto rep = singa::onnx::prepare(model);
+  expect_close(rep->run(std::vector<Tensor>{x5})[0].second, eager, 1e-5);
 }
 
 TEST_F(FrontendTest, LstmClassifierExportsWithAFreeBatch) {
@@ -189,29 +242,30 @@ TEST_F(FrontendTest, ExportedModelMatchesOnnxRuntime) {
   const std::string ort = std::string(SINGA_TEST_SOURCE_ROOT) + "/bench/node_modules/onnxruntime-node";
   if (std::system("node --version > /dev/null 2>&1") != 0 || !fs::exists(ort + "/package.json"))
     GTEST_SKIP() << "node or onnxruntime-node is not installed";
-  auto m = cnn();
-  Tensor x = randn({3, 1, 8, 8}, 5);
-  ::onnx::ModelProto model = export_eval(*m, x, 17);
-  fs::path dir = fs::temp_directory_path() / ("singa_frontend_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  singa::onnx::save_model(model, (dir / "model.onnx").string());
-  {
-    std::ofstream f(dir / "x.bin", std::ios::binary);
-    f.write(static_cast<const char*>(x.raw_data()), std::streamsize(x.nbytes()));
+  for (auto m : {cnn(), fused_cnn()}) {
+    Tensor x = randn({3, 1, 8, 8}, 5);
+    ::onnx::ModelProto model = export_eval(*m, x, 17);
+    fs::path dir = fs::temp_directory_path() / ("singa_frontend_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    singa::onnx::save_model(model, (dir / "model.onnx").string());
+    {
+      std::ofstream f(dir / "x.bin", std::ios::binary);
+      f.write(static_cast<const char*>(x.raw_data()), std::streamsize(x.nbytes()));
+    }
+    std::string cmd = "node " + std::string(SINGA_TEST_SOURCE_ROOT) + "/tests/ort_run.js " + ort + " " +
+                      (dir / "model.onnx").string() + " " + (dir / "x.bin").string() + " '[3,1,8,8]' " +
+                      (dir / "y.bin").string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    Tensor ours;
+    {
+      singa::autograd::NoGradGuard ng;
+      ours = (*m)(Variable(x)).data();
+    }
+    Tensor theirs(ours.shape(), SINGA_ONNX_FLOAT);
+    std::ifstream f(dir / "y.bin", std::ios::binary);
+    f.read(static_cast<char*>(theirs.raw_data()), std::streamsize(theirs.nbytes()));
+    ASSERT_EQ(f.gcount(), std::streamsize(theirs.nbytes()));
+    expect_close(ours, theirs, 1e-5);
+    fs::remove_all(dir);
   }
-  std::string cmd = "node " + std::string(SINGA_TEST_SOURCE_ROOT) + "/tests/ort_run.js " + ort + " " +
-                    (dir / "model.onnx").string() + " " + (dir / "x.bin").string() + " '[3,1,8,8]' " +
-                    (dir / "y.bin").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  Tensor ours;
-  {
-    singa::autograd::NoGradGuard ng;
-    ours = (*m)(Variable(x)).data();
-  }
-  Tensor theirs(ours.shape(), SINGA_ONNX_FLOAT);
-  std::ifstream f(dir / "y.bin", std::ios::binary);
-  f.read(static_cast<char*>(theirs.raw_data()), std::streamsize(theirs.nbytes()));
-  ASSERT_EQ(f.gcount(), std::streamsize(theirs.nbytes()));
-  expect_close(ours, theirs, 1e-5);
-  fs::remove_all(dir);
 }

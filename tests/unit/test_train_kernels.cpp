@@ -4,6 +4,7 @@
 // CPUs the float side runs fast::sgemm and the float unfolding; elsewhere
 // both sides run the reference code and the comparison still holds.
 #include <singa/autograd.hpp>
+#include <singa/error.hpp>
 #include <singa/runtime.hpp>
 
 #include <gtest/gtest.h>
@@ -217,4 +218,103 @@ TEST(TrainKernels, MaxPoolGradWithForeignIndicesFallsBack) {
   for (int64_t i = 0; i < 24; ++i) first += dy.data<float>()[i];
   EXPECT_NEAR(dxf.data<float>()[0], first, 1e-5);
   EXPECT_EQ(dxf.data<float>()[1], 0.f);
+}
+
+// The fused Conv -> Relu -> MaxPool of layer::Sequential against the three
+// ops it replaces, in float (the AVX-512 per-image path) and in float64 (the
+// generic one): the same output and the same gradients of X, W and B.
+TEST(TrainKernels, FusedConvReluMaxPoolMatchesTheThreeOps) {
+  ensure_loaded();
+  struct Case {
+    std::string name;
+    Shape x, w;
+    Attrs conv;
+    std::vector<int64_t> pool_k, pool_s;
+    bool bias = true, x_grad = true;
+  };
+  const std::vector<Case> cases{
+      // The seed CNN's blocks: pooled rows of 12 (vector unpooling) and of 4.
+      {"seed_block1", {3, 1, 28, 28}, {20, 1, 5, 5}, Attrs(), {2, 2}, {2, 2}, true, false},
+      {"seed_block2", {3, 20, 12, 12}, {50, 20, 5, 5}, Attrs(), {2, 2}, {2, 2}},
+      // Odd conv output (25 x 23): the last row and column belong to no window.
+      {"odd_sizes", {2, 3, 27, 25}, {4, 3, 3, 3}, Attrs(), {2, 2}, {2, 2}},
+      // Overlapping 3 x 3 windows with stride 2 share maxima.
+      {"overlapping", {2, 3, 13, 13}, {5, 3, 3, 3}, Attrs().set("pads", std::vector<int64_t>{1, 1, 1, 1}), {3, 3}, {2, 2}},
+      {"groups_strides", {2, 4, 17, 19}, {6, 2, 3, 3},
+       Attrs().set("group", int64_t(2)).set("strides", two(2, 1)).set("pads", std::vector<int64_t>{1, 0, 1, 2}),
+       {2, 2}, {2, 2}, false},
+  };
+  unsigned seed = 400;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Attrs fused = c.conv;
+    fused.set("kernel_shape", std::vector<int64_t>(c.w.begin() + 2, c.w.end()))
+        .set("pool_kernel_shape", c.pool_k)
+        .set("pool_strides", c.pool_s);
+    Attrs conv = c.conv;
+    conv.set("kernel_shape", std::vector<int64_t>(c.w.begin() + 2, c.w.end()));
+    Attrs pool;
+    pool.set("kernel_shape", c.pool_k).set("strides", c.pool_s);
+    std::vector<Tensor> in{random_f32(c.x, seed++), random_f32(c.w, seed++)};
+    if (c.bias) in.push_back(random_f32({c.w[0]}, seed++));
+    for (bool f64 : {false, true}) {
+      SCOPED_TRACE(f64 ? "float64" : "float");
+      auto vars = [&] {
+        std::vector<Variable> v;
+        for (size_t i = 0; i < in.size(); ++i) v.emplace_back(f64 ? to_double(in[i]) : in[i].clone(), i > 0 || c.x_grad);
+        return v;
+      };
+      std::vector<Variable> a = vars(), b = vars();
+      Variable ya = apply("ConvReluMaxPool", a, fused, 2, "ai.singa")[0];
+      Variable yb = apply("MaxPool", {relu(apply1("Conv", b, conv))}, pool, 2)[0];
+      ASSERT_EQ(ya.shape(), yb.shape());
+      Tensor g = random_f32(ya.shape(), 77);
+      if (f64) g = to_double(g);
+      backward(ya, g);
+      backward(yb, g);
+      std::vector<std::pair<Tensor, Tensor>> pairs{{ya.data(), yb.data()}};
+      for (size_t i = 0; i < a.size(); ++i)
+        if (i > 0 || c.x_grad) pairs.emplace_back(a[i].grad(), b[i].grad());
+      for (size_t k = 0; k < pairs.size(); ++k) {
+        SCOPED_TRACE(k == 0 ? std::string("Y") : "gradient of input " + std::to_string(k - 1));
+        const Tensor &p = pairs[k].first, &q = pairs[k].second;
+        ASSERT_TRUE(p.defined() && q.defined());
+        ASSERT_EQ(p.shape(), q.shape());
+        for (int64_t i = 0; i < p.numel(); ++i) {
+          const double u = f64 ? p.data<double>()[i] : p.data<float>()[i];
+          const double v = f64 ? q.data<double>()[i] : q.data<float>()[i];
+          ASSERT_NEAR(u, v, 1e-5 * std::max(1.0, std::abs(v))) << "element " << i;
+        }
+      }
+      if (!c.x_grad) {
+        EXPECT_FALSE(a[0].grad().defined());
+      }
+    }
+  }
+}
+
+// Indices that name a position outside their own plane are refused with a
+// message (they cannot come from the forward op), not written through.
+TEST(TrainKernels, FusedConvReluMaxPoolGradRefusesForeignIndices) {
+  ensure_loaded();
+  Attrs a;
+  a.set("kernel_shape", two(3, 3)).set("pool_kernel_shape", two(2, 2)).set("pool_strides", two(2, 2));
+  Tensor x = random_f32({1, 2, 10, 10}, 500), w = random_f32({3, 2, 3, 3}, 501);
+  auto fwd = apply("ConvReluMaxPool", {Variable(x), Variable(w)}, a, 2, "ai.singa");
+  ASSERT_EQ(fwd[0].shape(), (Shape{1, 3, 4, 4}));
+  Tensor idx = fwd[1].data().clone();
+  idx.data<int64_t>()[5] = 1 << 20;
+  Tensor dy = random_f32({1, 3, 4, 4}, 502), y = fwd[0].data();
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = 1.f;  // every window passes Relu's mask
+  try {
+    apply("ConvReluMaxPoolGrad", {Variable(dy), Variable(idx), Variable(y), Variable(x), Variable(w)}, a, 3,
+          "ai.singa.grad");
+    FAIL() << "foreign Indices were accepted";
+  } catch (const singa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Indices"), std::string::npos) << e.what();
+  }
+  // Missing pool attributes: a clear error at creation.
+  Attrs bad;
+  bad.set("kernel_shape", two(3, 3));
+  EXPECT_THROW(apply("ConvReluMaxPool", {Variable(x), Variable(w)}, bad, 1, "ai.singa"), singa::Error);
 }
