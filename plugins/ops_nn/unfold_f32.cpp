@@ -322,6 +322,46 @@ void col2im_2d(const float* col, const Geometry& g, int64_t channels, int64_t q0
   }
 }
 
+// col2im_2d for unpadded windows with unit width stride and dilation whose
+// output rows are 8 floats (the seed CNN's second conv): per input row, the
+// taps of each kw are summed over kh in 8-float registers with plain loads,
+// then shifted into place (kw lanes) and added, where col2im_2d made one
+// masked load per (kh, kw), and masked loads are slow here.
+template <int KW>
+void col2im_2d_rows8(const float* col, const Geometry& g, int64_t channels, int64_t q0, int64_t nq, float* dx) {
+  const int64_t H = g.in[1], W = g.in[2], KH = g.k[1], s1 = g.s[1], d1 = g.d[1];
+  const int64_t cols = nq * 8, q1 = q0 + nq;
+  __m512i shift[KW];
+  __mmask16 place[KW];
+  for (int kw = 0; kw < KW; ++kw) {
+    shift[kw] = _mm512_sub_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                 _mm512_set1_epi32(kw));
+    place[kw] = lanes(kw, kw + 8);
+  }
+  const __mmask16 store = lanes(0, W);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t ih = 0; ih < H; ++ih) {
+      __m256 sum[KW];
+#pragma GCC unroll 9
+      for (int kw = 0; kw < KW; ++kw) sum[kw] = _mm256_setzero_ps();
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t t = ih - kh * d1;
+        if (t < 0 || (s1 > 1 && t % s1)) continue;
+        const int64_t oh = s1 > 1 ? t / s1 : t;
+        if (oh < q0 || oh >= q1) continue;
+        const float* src = col + (c * KH + kh) * KW * cols + (oh - q0) * 8;
+#pragma GCC unroll 9
+        for (int kw = 0; kw < KW; ++kw) sum[kw] = _mm256_add_ps(sum[kw], _mm256_loadu_ps(src + kw * cols));
+      }
+      __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 9
+      for (int kw = 0; kw < KW; ++kw)
+        acc = _mm512_add_ps(acc, _mm512_maskz_permutexvar_ps(place[kw], shift[kw], _mm512_castps256_ps512(sum[kw])));
+      float* row = dx + (c * H + ih) * W;
+      _mm512_mask_storeu_ps(row, store, _mm512_add_ps(_mm512_maskz_loadu_ps(store, row), acc));
+    }
+}
+
 bool planar(const Geometry& g, int64_t p0, int64_t cols) {
   return g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.s[2] == 1 && g.k[2] <= kMaxFoldWidth && p0 % g.out[2] == 0 &&
          cols % g.out[2] == 0;
@@ -340,7 +380,12 @@ void im2col_f32(const float* x, const Geometry& g, int64_t channels, int64_t p0,
 }
 
 void col2im_add_f32(const float* col, const Geometry& g, int64_t channels, int64_t p0, int64_t cols, float* dx) {
-  if (planar(g, p0, cols))
+  const bool rows8 = planar(g, p0, cols) && g.out[2] == 8 && g.no_padding() && g.d[2] == 1;
+  if (rows8 && g.k[2] == 5)
+    col2im_2d_rows8<5>(col, g, channels, p0 / 8, cols / 8, dx);
+  else if (rows8 && g.k[2] == 3)
+    col2im_2d_rows8<3>(col, g, channels, p0 / 8, cols / 8, dx);
+  else if (planar(g, p0, cols))
     col2im_2d(col, g, channels, p0 / g.out[2], cols / g.out[2], dx);
   else
     col2im_any(col, g, channels, p0, cols, dx);

@@ -90,6 +90,10 @@ std::vector<ConvCase> conv_cases() {
   // short one (dW from the channels-last unfolding); the first without dX.
   c.push_back({"seed_conv1", {3, 1, 28, 28}, {20, 1, 5, 5}, Attrs(), true, false});
   c.push_back({"seed_conv2", {3, 20, 12, 12}, {50, 20, 5, 5}, Attrs()});
+  // Unpadded rows of 8 with 3-wide kernels (the 8-float col2im), one with a
+  // height stride.
+  c.push_back({"rows8_k3", {2, 3, 10, 10}, {4, 3, 3, 3}, Attrs()});
+  c.push_back({"rows8_k3_hstride", {2, 3, 17, 10}, {4, 3, 3, 3}, Attrs().set("strides", two(2, 1))});
   c.push_back({"stride_pad", {2, 3, 9, 11}, {4, 3, 3, 3},
                Attrs().set("strides", two(2, 2)).set("pads", std::vector<int64_t>{1, 1, 1, 1})});
   c.push_back({"dilation_pad", {2, 4, 10, 10}, {6, 4, 3, 3},
