@@ -23,8 +23,10 @@ for t in 1 2; do
   ss="" ps="" rs=""
   r=0
   while [ "$r" -lt "$rounds" ]; do
+    # Both leave their first 10 steps out of the timing (train_torch.py runs
+    # 10 warm-up steps before its timed pass).
     s=$(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=$t "$singa" train --stages train --epochs 1 --limit-train "$images" \
-          --limit-test 500 --threads "$t" --json | field images_per_second)
+          --limit-test 500 --threads "$t" --warmup-steps 10 --json | field images_per_second)
     p=$(OMP_NUM_THREADS=$t /usr/bin/python3 "$here/train_torch.py" --threads "$t" --images "$images" | field images_per_second)
     [ -n "$s" ] && [ -n "$p" ] || { echo "train_bench: a run failed (singa: '$s', torch: '$p')" >&2; exit 1; }
     ss="$ss $s" ps="$ps $p" rs="$rs $(echo "$s / $p" | bc -l)"

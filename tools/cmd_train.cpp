@@ -44,7 +44,7 @@ constexpr float kMean = 0.2860f, kStd = 0.3530f;  // of Fashion-MNIST's training
 struct Config {
   std::string data_dir, model_path, checkpoint;
   std::vector<std::string> stages;
-  int64_t epochs = 3, batch = 64, limit_train = 0, limit_test = 0, opset = 17;
+  int64_t epochs = 3, batch = 64, limit_train = 0, limit_test = 0, opset = 17, warmup_steps = 0;
   double lr = 0.02, momentum = 0.9, weight_decay = 0;
   std::string optimizer = "sgd", schedule = "cosine";
   uint64_t seed = 1;
@@ -220,8 +220,11 @@ StageResult fit(const Config& c, const std::string& stage, layer::Layer& model, 
     ProgressBar bar(c.progress, stage + " epoch " + std::to_string(e + 1) + "/" + std::to_string(c.epochs), steps);
     auto e0 = Clock::now();
     double running = 0;
-    int64_t seen = 0;
+    int64_t seen = 0, untimed = 0;
     for (int64_t s = 0; s < steps; ++s) {
+      // The first steps of a stage (kernel creation, first-touch buffers) are
+      // left out of images/s when asked, as a benchmark's warm-up.
+      if (e == first && s == c.warmup_steps && s > 0) e0 = Clock::now(), untimed = seen;
       data::Split b = data::batch(train, order, s * c.batch, std::min(train.size(), (s + 1) * c.batch));
       Variable logits = model(Variable(b.images));
       Variable l = loss::softmax_cross_entropy(logits, Variable(b.labels));
@@ -235,7 +238,7 @@ StageResult fit(const Config& c, const std::string& stage, layer::Layer& model, 
     }
     bar.finish();
     train_seconds += std::chrono::duration<double>(Clock::now() - e0).count();
-    images += seen;
+    images += seen - untimed;
     r.loss = running;
     save_state(c, stage, e + 1, model, opt, c.seed);
   }
@@ -370,6 +373,8 @@ int cmd_train(const std::vector<std::string>& args) {
       ("opset", po::value<int64_t>()->value_name("N")->default_value(17), "opset of the exported model (13-17)")
       ("limit-train", po::value<int64_t>()->value_name("N")->default_value(0), "use only the first N training images")
       ("limit-test", po::value<int64_t>()->value_name("N")->default_value(0), "use only the first N test images")
+      ("warmup-steps", po::value<int64_t>()->value_name("N")->default_value(0),
+       "leave a stage's first N steps out of its images/s (a benchmark's warm-up; they still train)")
       ("seed", po::value<uint64_t>()->value_name("S")->default_value(1), "seed of initialisation and shuffling")
       ("checkpoint", po::value<std::string>()->value_name("FILE"), "save the training state here after every epoch")
       ("resume", "continue from --checkpoint")
@@ -396,6 +401,7 @@ int cmd_train(const std::vector<std::string>& args) {
   c.opset = p.vm["opset"].as<int64_t>();
   c.limit_train = p.vm["limit-train"].as<int64_t>();
   c.limit_test = p.vm["limit-test"].as<int64_t>();
+  c.warmup_steps = p.vm["warmup-steps"].as<int64_t>();
   c.seed = p.vm["seed"].as<uint64_t>();
   if (p.vm.count("checkpoint")) c.checkpoint = p.vm["checkpoint"].as<std::string>();
   c.resume = p.vm.count("resume") > 0;
@@ -410,7 +416,8 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   if (c.epochs < 1 || c.batch < 1) throw UsageError("--epochs and --batch must be positive");
   if (c.opset < 13 || c.opset > 17) throw UsageError("--opset must be 13 to 17");
-  if (c.limit_train < 0 || c.limit_test < 0) throw UsageError("--limit-train and --limit-test must be >= 0");
+  if (c.limit_train < 0 || c.limit_test < 0 || c.warmup_steps < 0)
+    throw UsageError("--limit-train, --limit-test and --warmup-steps must be >= 0");
   // The backward kernels call BLAS from every worker of the thread pool; a
   // BLAS with threads of its own would oversubscribe the cores.
   if (!std::getenv("OPENBLAS_NUM_THREADS")) ::setenv("OPENBLAS_NUM_THREADS", "1", 1);

@@ -188,6 +188,19 @@ def bad_input_gives_clear_errors():
     expect_error(["train", "--stages", "train,fly"], "fly", code=2)
     expect_error(["train", "--epochs", "0"], "--epochs", code=2)
     expect_error(["train", "--opset", "9"], "--opset", code=2)
+    expect_error(["train", "--warmup-steps", "-1"], "--warmup-steps", code=2)
+
+
+@case
+def warmup_steps_train_but_are_not_timed():
+    # 1536 images = 24 steps; the first 20 run (the loss matches a plain run)
+    # but the images/s is worked out over the last 4.
+    args = ["train", *LIMITS, "--stages", "train", "--seed", "3", "--json"]
+    plain = json_lines(singa(*args).stdout)[0]
+    warm = json_lines(singa(*args, "--warmup-steps", "20").stdout)[0]
+    # (not bit-equal: two threads sum dW in either order)
+    assert abs(plain["train_loss"] - warm["train_loss"]) < 1e-3, (plain, warm)
+    assert warm["images_per_second"] > 0, warm
 
 
 shutil.rmtree(work, ignore_errors=True)
