@@ -90,7 +90,9 @@ class ConvReluMaxPoolGrad : public NodeKernel {
       const int64_t* at = idx + (n * s.M + m) * Q;
       T* o = out + m * P;
       if constexpr (std::is_same<T, float>::value) {
-        if (vector &&
+        if (vector && s.pool.in[2] == 8 && nn::max_pool_2x2_grad_w8_f32(g, at, base, s.pool.in[1], s.pool.out[1], o))
+          continue;
+        if (vector && s.pool.in[2] != 8 &&
             nn::max_pool_2x2_grad_f32(g, at, base, s.pool.in[1], s.pool.in[2], s.pool.out[1], s.pool.out[2], o))
           continue;
       }

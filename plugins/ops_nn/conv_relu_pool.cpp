@@ -45,7 +45,9 @@ void pool_image(const T* conv, const ConvReluPoolShape& s, int64_t n, T* y, int6
     T* ym = y + (n * s.M + m) * Q;
     int64_t* im = idx ? idx + (n * s.M + m) * Q : nullptr;
     if constexpr (std::is_same<T, float>::value) {
-      if (vector) {
+      if (vector && s.pool.in[2] == 8) {
+        max_pool_2x2_w8_f32(conv + m * P, s.pool.out[1], base, ym, im);
+      } else if (vector) {
         max_pool_2x2_f32(conv + m * P, s.pool.in[2], s.pool.out[1], s.pool.out[2], base, ym, im);
       } else {
         max_pool_plane(conv + m * P, s.pool, base, ym, im);

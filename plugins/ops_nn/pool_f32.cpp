@@ -5,6 +5,8 @@
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
+#include <initializer_list>
+
 namespace singa {
 namespace nn {
 
@@ -127,6 +129,92 @@ bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, in
   return true;
 }
 
+namespace {
+
+// Planes 8 floats wide, four pooled rows (16 windows) per step: vector v_i
+// holds conv rows 2i and 2i + 1, and lane L = 4i + w of a tap vector is
+// window w of pooled row i. tap_lanes(o)[L] is where that tap lies in the
+// pair (v_2k, v_2k+1) holding row i: o = 0, 1, 8, 9 for taps a, b, c, d.
+__m512i tap_lanes(int o) {
+  return _mm512_setr_epi32(o, 2 + o, 4 + o, 6 + o, 16 + o, 18 + o, 20 + o, 22 + o, o, 2 + o, 4 + o, 6 + o, 16 + o,
+                           18 + o, 20 + o, 22 + o);
+}
+
+__m512 gather_tap(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512i lanes_of_tap) {
+  return _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(v0, lanes_of_tap, v1),
+                              _mm512_permutex2var_ps(v2, lanes_of_tap, v3));
+}
+
+// Position of each window's first tap within its group of eight conv rows.
+__m512i first_taps() { return _mm512_setr_epi32(0, 2, 4, 6, 16, 18, 20, 22, 32, 34, 36, 38, 48, 50, 52, 54); }
+
+// 16 int32 lanes as two vectors of 8 int64 (maskz forms: GCC 12's plain
+// ones start from an "undefined" register that -Wmaybe-uninitialized reports).
+__m512i widen_lo(__m512i v) { return _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, v, 0)); }
+__m512i widen_hi(__m512i v) { return _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, v, 1)); }
+
+}  // namespace
+
+void max_pool_2x2_w8_f32(const float* x, int64_t OH, int64_t base, float* y, int64_t* idx) {
+  const __m512i la = tap_lanes(0), lb = tap_lanes(1), lc = tap_lanes(8), ld = tap_lanes(9);
+  const __m512i tap_b = _mm512_set1_epi32(1), tap_c = _mm512_set1_epi32(8), tap_d = _mm512_set1_epi32(9);
+  const int64_t groups = OH / 4;
+  for (int64_t g = 0; g < groups; ++g) {
+    const float* p = x + g * 64;
+    const __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
+    const __m512 v2 = _mm512_loadu_ps(p + 32), v3 = _mm512_loadu_ps(p + 48);
+    __m512 best = gather_tap(v0, v1, v2, v3, la);
+    __m512i at = _mm512_setzero_si512();
+    take(gather_tap(v0, v1, v2, v3, lb), tap_b, best, at);
+    take(gather_tap(v0, v1, v2, v3, lc), tap_c, best, at);
+    take(gather_tap(v0, v1, v2, v3, ld), tap_d, best, at);
+    _mm512_storeu_ps(y + g * 16, best);
+    if (!idx) continue;
+    const __m512i pos = _mm512_add_epi32(first_taps(), at);
+    const __m512i b = _mm512_set1_epi64(base + g * 64);
+    _mm512_storeu_si512(idx + g * 16, _mm512_add_epi64(b, widen_lo(pos)));
+    _mm512_storeu_si512(idx + g * 16 + 8, _mm512_add_epi64(b, widen_hi(pos)));
+  }
+  if (OH > groups * 4)
+    max_pool_2x2_f32(x + groups * 64, 8, OH - groups * 4, 4, base + groups * 64, y + groups * 16,
+                     idx ? idx + groups * 16 : nullptr);
+}
+
+bool max_pool_2x2_grad_w8_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t OH, float* dx) {
+  const int64_t groups = OH / 4;
+  // Lane j of output vector i (conv rows 2i, 2i + 1) belongs to window
+  // (j % 8) / 2 of pooled row i (lane 4i + that of dy), and gets its
+  // gradient when the window's maximum is tap (j / 8) * 8 + j % 2.
+  const __m512i expect = _mm512_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1, 8, 9, 8, 9, 8, 9, 8, 9);
+  const __m512i window = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3);
+  const __m512i first_lo = widen_lo(first_taps()), first_hi = widen_hi(first_taps());
+  const __m512i t1 = _mm512_set1_epi64(1), t8 = _mm512_set1_epi64(8), t9 = _mm512_set1_epi64(9);
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m512 grad = _mm512_loadu_ps(dy + g * 16);
+    const __m512i off = _mm512_set1_epi64(base + g * 64);
+    const __m512i rel_lo = _mm512_sub_epi64(_mm512_loadu_si512(idx + g * 16), _mm512_add_epi64(off, first_lo));
+    const __m512i rel_hi = _mm512_sub_epi64(_mm512_loadu_si512(idx + g * 16 + 8), _mm512_add_epi64(off, first_hi));
+    for (const __m512i r : {rel_lo, rel_hi}) {  // each a tap of its own window
+      const __mmask8 tap = _mm512_cmpeq_epi64_mask(r, _mm512_setzero_si512()) | _mm512_cmpeq_epi64_mask(r, t1) |
+                           _mm512_cmpeq_epi64_mask(r, t8) | _mm512_cmpeq_epi64_mask(r, t9);
+      if (tap != 0xFF) return false;
+    }
+    const __m512i lo = _mm512_castsi256_si512(_mm512_maskz_cvtepi64_epi32(0xFF, rel_lo));
+    const __m512i rel = _mm512_mask_inserti64x4(lo, 0xFF, lo, _mm512_maskz_cvtepi64_epi32(0xFF, rel_hi), 1);
+    for (int i = 0; i < 4; ++i) {
+      const __m512i w = _mm512_add_epi32(window, _mm512_set1_epi32(4 * i));
+      const __mmask16 hit = _mm512_cmpeq_epi32_mask(_mm512_maskz_permutexvar_epi32(0xFFFF, w, rel), expect);
+      _mm512_storeu_ps(dx + g * 64 + 16 * i, _mm512_maskz_permutexvar_ps(hit, w, grad));
+    }
+  }
+  if (OH > groups * 4 &&
+      !max_pool_2x2_grad_f32(dy + groups * 16, idx + groups * 16, base + groups * 64, H - groups * 8, 8, OH - groups * 4,
+                             4, dx + groups * 64))
+    return false;
+  for (int64_t i = 2 * OH * 8; i < H * 8; ++i) dx[i] = 0.f;  // rows no window covers
+  return true;
+}
+
 SINGA_AVX512_END
 
 }  // namespace nn
@@ -141,6 +229,8 @@ void max_pool_row_3s2_f32(const float* const*, int64_t, float*) { std::abort(); 
 bool max_pool_2x2_grad_f32(const float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, int64_t, float*) {
   std::abort();
 }
+void max_pool_2x2_w8_f32(const float*, int64_t, int64_t, float*, int64_t*) { std::abort(); }
+bool max_pool_2x2_grad_w8_f32(const float*, const int64_t*, int64_t, int64_t, int64_t, float*) { std::abort(); }
 }  // namespace nn
 }  // namespace singa
 #endif

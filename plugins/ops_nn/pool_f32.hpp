@@ -28,6 +28,13 @@ void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y);
 bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
                            int64_t OW, float* dx);
 
+// max_pool_2x2_f32 and max_pool_2x2_grad_f32 for planes 8 floats wide (W =
+// 8, OW = 4; H rows of which 2 * OH are pooled), four output rows per vector
+// with plain loads and stores: the general row code's masked ones are slow
+// on some CPUs (AMD family 1Ah) and its rows of 4 fill a quarter of a vector.
+void max_pool_2x2_w8_f32(const float* x, int64_t OH, int64_t base, float* y, int64_t* idx);
+bool max_pool_2x2_grad_w8_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t OH, float* dx);
+
 }  // namespace nn
 }  // namespace singa
 #endif

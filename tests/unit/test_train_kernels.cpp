@@ -240,6 +240,9 @@ TEST(TrainKernels, FusedConvReluMaxPoolMatchesTheThreeOps) {
       // The seed CNN's blocks: pooled rows of 12 (vector unpooling) and of 4.
       {"seed_block1", {3, 1, 28, 28}, {20, 1, 5, 5}, Attrs(), {2, 2}, {2, 2}, true, false},
       {"seed_block2", {3, 20, 12, 12}, {50, 20, 5, 5}, Attrs(), {2, 2}, {2, 2}},
+      // Conv rows of 8 (four pooled rows per vector), 11 of them: a group of
+      // four pooled rows, one more row, and a conv row no window covers.
+      {"rows8_remainder", {2, 3, 13, 10}, {6, 3, 3, 3}, Attrs(), {2, 2}, {2, 2}},
       // Odd conv output (25 x 23): the last row and column belong to no window.
       {"odd_sizes", {2, 3, 27, 25}, {4, 3, 3, 3}, Attrs(), {2, 2}, {2, 2}},
       // Overlapping 3 x 3 windows with stride 2 share maxima.
