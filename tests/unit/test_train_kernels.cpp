@@ -243,6 +243,10 @@ TEST(TrainKernels, FusedConvReluMaxPoolMatchesTheThreeOps) {
       // Conv rows of 8 (four pooled rows per vector), 11 of them: a group of
       // four pooled rows, one more row, and a conv row no window covers.
       {"rows8_remainder", {2, 3, 13, 10}, {6, 3, 3, 3}, Attrs(), {2, 2}, {2, 2}},
+      // dW from the nonzero windows only (unpadded, one group): with a
+      // stride, and with kernel rows longer than one pass of registers.
+      {"strided", {2, 3, 15, 15}, {4, 3, 3, 3}, Attrs().set("strides", two(2, 2)), {2, 2}, {2, 2}},
+      {"long_kernel_rows", {2, 40, 9, 9}, {6, 40, 5, 5}, Attrs(), {2, 2}, {2, 2}},
       // Odd conv output (25 x 23): the last row and column belong to no window.
       {"odd_sizes", {2, 3, 27, 25}, {4, 3, 3, 3}, Attrs(), {2, 2}, {2, 2}},
       // Overlapping 3 x 3 windows with stride 2 share maxima.
