@@ -5,7 +5,7 @@
 // time where the conv gradient reads it, instead of as a whole tensor.
 #include "conv_grad_f32.hpp"
 #include "conv_grad_generic.hpp"
-#include "conv_relu_pool_dw_f32.hpp"
+#include "conv_relu_pool_sparse_f32.hpp"
 #include "register.hpp"
 
 #include <conv_relu_pool.hpp>
@@ -49,19 +49,20 @@ class ConvReluMaxPoolGrad : public NodeKernel {
     if (x.dtype() == SINGA_ONNX_FLOAT && fast::avx512()) {
       const float *g = dy.data<float>(), *py = y.data<float>();
       const int64_t* pi = idx.data<int64_t>();
-      DyImages images;
-      images.fill = [&](int64_t n, float* buf) {
-        if (!unpool_image(g, py, pi, s, n, buf)) bad = true;
-      };
-      // dW and dB from the nonzero windows only where the shape allows;
-      // dX (and otherwise all three) through ConvGrad's per-image products.
-      const bool sparse = (dw.present() || db.present()) && conv_relu_pool_dw_fits(s);
-      float* pdw = dw.present() ? dw.data<float>() : nullptr;
-      float* pdb = db.present() ? db.data<float>() : nullptr;
-      if (dx.present() || !sparse)
+      if (conv_relu_pool_sparse_fits(s)) {
+        if (!conv_relu_pool_sparse_f32(
+                ctx, g, py, pi, x.data<float>(), w.data<float>(), s, dx.present() ? dx.data<float>() : nullptr,
+                dw.present() ? dw.data<float>() : nullptr, db.present() ? db.data<float>() : nullptr))
+          bad = true;
+      } else {
+        DyImages images;
+        images.fill = [&](int64_t n, float* buf) {
+          if (!unpool_image(g, py, pi, s, n, buf)) bad = true;
+        };
         conv_grad_f32(ctx, images, x.data<float>(), w.data<float>(), dx.present() ? dx.data<float>() : nullptr,
-                      sparse ? nullptr : pdw, sparse ? nullptr : pdb, s.conv, s.N, s.C, s.M, s.Cg, s.group);
-      if (sparse && !conv_relu_pool_dw_f32(ctx, g, py, pi, x.data<float>(), s, pdw, pdb)) bad = true;
+                      dw.present() ? dw.data<float>() : nullptr, db.present() ? db.data<float>() : nullptr, s.conv, s.N,
+                      s.C, s.M, s.Cg, s.group);
+      }
     } else {
       nn::dispatch_among<float, double>(x.dtype(), where(), [&](auto tag) {
         using T = decltype(tag);

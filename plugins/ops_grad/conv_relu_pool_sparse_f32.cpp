@@ -1,4 +1,4 @@
-#include "conv_relu_pool_dw_f32.hpp"
+#include "conv_relu_pool_sparse_f32.hpp"
 
 #include <avx512_region.hpp>
 #include <sgemm.hpp>
@@ -17,7 +17,7 @@
 namespace singa {
 namespace grad {
 
-bool conv_relu_pool_dw_fits(const nn::ConvReluPoolShape& s) {
+bool conv_relu_pool_sparse_fits(const nn::ConvReluPoolShape& s) {
   const nn::Geometry& g = s.conv;
   return fast::avx512() && s.group == 1 && g.rank == 2 && g.no_padding() && g.d[1] == 1 && g.d[2] == 1;
 }
@@ -102,32 +102,61 @@ constexpr GatherFn kGather[kMaxVecs] = {gather_rows<1>, gather_rows<2>, gather_r
 
 }  // namespace
 
-bool conv_relu_pool_dw_f32(const sdk::Context& ctx, const float* dy, const float* y, const int64_t* idx, const float* x,
-                           const nn::ConvReluPoolShape& s, float* dw, float* db) {
+// A kernel row (run floats) of the nonzero windows' contributions,
+// g x src[at + off, ...], added into dst, in passes of at most 8 vectors.
+void add_rows(const Hit* hits, size_t count, const float* src, int64_t off, int64_t run, float* dst) {
+  for (int64_t j0 = 0; j0 < run; j0 += 16 * kMaxVecs) {
+    const int64_t len = std::min<int64_t>(16 * kMaxVecs, run - j0), nv = (len + 15) / 16;
+    const int64_t last = len - 16 * (nv - 1);
+    const __mmask16 tail = __mmask16(last == 16 ? 0xFFFF : (1u << last) - 1);
+    kGather[nv - 1](hits, count, src, off + j0, dst + j0, tail);
+  }
+}
+
+bool conv_relu_pool_sparse_f32(const sdk::Context& ctx, const float* dy, const float* y, const int64_t* idx,
+                               const float* x, const float* w, const nn::ConvReluPoolShape& s, float* dx, float* dw,
+                               float* db) {
   const nn::Geometry& g = s.conv;
   const int64_t N = s.N, C = s.C, M = s.M, KH = g.k[1], KW = g.k[2], W = g.in[2], OW = g.out[2];
   const int64_t P = s.conv_plane(), Q = s.pool_plane(), in_size = g.in_size(), run = KW * C, K = C * KH * KW;
-  const int64_t tasks = std::min<int64_t>(N, 4 * std::max(1, ctx.num_threads()));
+  // A few tasks per thread balance a busy machine; one thread needs one.
+  const int threads = std::max(1, ctx.num_threads());
+  const int64_t tasks = std::min<int64_t>(N, threads == 1 ? 1 : 4 * threads);
   std::atomic<bool> ok{true};
   std::mutex mu;
-  if (dw) std::fill(dw, dw + M * K, 0.f);
+  // The tasks' dW summed in their layout (kernel rows' taps as (kw,
+  // channel)), reordered into W's once at the end.
+  std::vector<float> dw_rows(dw ? size_t(M * K) : 0, 0.f);
   std::vector<double> bias(db ? size_t(M) : 0, 0.0);
-  // Where the unfolded row of each conv output position starts in the
+  // Where the unfolded row of each conv output position starts in a
   // channels-last image (a table: a division per window cost more than the
   // rest of the bookkeeping).
   std::vector<int64_t> offset(static_cast<size_t>(P));
   for (int64_t p = 0; p < P; ++p) offset[size_t(p)] = ((p / OW) * g.s[1] * W + (p % OW) * g.s[2]) * C;
+  // W with each kernel row's taps as (kw, channel), for dX (+ the slack
+  // gather_rows reads into).
+  std::vector<float> wt(dx ? size_t(M * K + 16) : 0, 0.f);
+  for (int64_t m = 0; m < (dx ? M : 0); ++m)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          wt[size_t(m * K + kh * run + kw * C + c)] = w[((m * C + c) * KH + kh) * KW + kw];
   ctx.parallel_for(tasks, 1, [&](int64_t tb, int64_t te) {
-    thread_local std::vector<float> xt;
-    thread_local std::vector<Hit> hits;
-    xt.resize(std::max(xt.size(), size_t(in_size * C + 16)));  // + the slack gather_rows reads into
-    thread_local std::vector<float> masked_buf;
-    hits.resize(std::max(hits.size(), size_t(Q)));
+    // Per image: the channels-last input (dW) or input gradient (dX), + the
+    // slack gather_rows reads into; the nonzero windows of one channel (dW)
+    // and of the whole image by conv output position (dX).
+    thread_local std::vector<float> xt, masked_buf;
+    thread_local std::vector<Hit> hits, by_pos;
+    thread_local std::vector<int64_t> where, first;
+    xt.resize(std::max(xt.size(), size_t(in_size * C + 16)));
     masked_buf.resize(std::max(masked_buf.size(), size_t(Q)));
-    Hit* hit = hits.data();
+    hits.resize(std::max(hits.size(), size_t(M * Q)));
+    where.resize(std::max(where.size(), size_t(M * Q)));
+    by_pos.resize(std::max(by_pos.size(), size_t(M * Q)));
+    first.resize(std::max(first.size(), size_t(P + 1)));
     float* masked = masked_buf.data();
     for (int64_t task = tb; task < te; ++task) {
-      // Each kernel row's taps as (kw, channel), the order of the
+      // dW with each kernel row's taps as (kw, channel), the order of the
       // channels-last image; reordered into W's layout at the end.
       std::vector<float> local(dw ? size_t(M * K) : 0, 0.f);
       std::vector<double> local_db(db ? size_t(M) : 0, 0.0);
@@ -138,12 +167,15 @@ bool conv_relu_pool_dw_f32(const sdk::Context& ctx, const float* dy, const float
           else
             nn::to_channels_last_f32(x + n * C * in_size, C, in_size, xt.data());
         }
+        size_t total = 0;  // nonzero windows of this image so far, in hits
         for (int64_t m = 0; m < M; ++m) {
           const int64_t plane = n * M + m, base = plane * P;
           relu_mask(dy + plane * Q, y + plane * Q, Q, masked);
           if (db) local_db[size_t(m)] += double(lane_sum(masked, Q));
-          // The windows with a nonzero gradient, compacted without a branch
-          // per window (which half of them would mispredict).
+          // Compacted without a branch per window (which half of them would
+          // mispredict).
+          Hit* hit = hits.data() + total;
+          int64_t* at = where.data() + total;
           size_t count = 0;
           bool inside = true;
           for (int64_t q = 0; q < Q; ++q) {
@@ -151,38 +183,58 @@ bool conv_relu_pool_dw_f32(const sdk::Context& ctx, const float* dy, const float
             const bool in = uint64_t(rel) < uint64_t(P);
             inside &= in;
             hit[count] = Hit{masked[q], offset[size_t(in ? rel : 0)]};
+            at[count] = in ? rel : 0;
             count += masked[q] != 0.f;
           }
           if (!inside) ok = false;
-          if (!dw || count == 0) continue;
-          for (int64_t kh = 0; kh < KH; ++kh)
-            for (int64_t j0 = 0; j0 < run; j0 += 16 * kMaxVecs) {
-              const int64_t len = std::min<int64_t>(16 * kMaxVecs, run - j0), nv = (len + 15) / 16;
-              const int64_t last = len - 16 * (nv - 1);
-              const __mmask16 tail = __mmask16(last == 16 ? 0xFFFF : (1u << last) - 1);
-              kGather[nv - 1](hit, count, xt.data(), kh * W * C + j0, local.data() + m * K + kh * run + j0, tail);
-            }
+          if (dw && count) {
+            for (int64_t kh = 0; kh < KH; ++kh)
+              add_rows(hit, count, xt.data(), kh * W * C, run, local.data() + m * K + kh * run);
+          }
+          if (dx) {
+            for (size_t h = 0; h < count; ++h) hit[h].at = m * K;  // now: where channel m's taps start in wt
+            total += count;
+          }
         }
+        if (!dx) continue;
+        // dX: each conv output position's windows (a counting sort of the
+        // image's nonzero windows), their kernels scaled by g summed into
+        // the channels-last input gradient, which is then transposed.
+        std::fill(first.begin(), first.begin() + P + 1, 0);
+        for (size_t h = 0; h < total; ++h) ++first[size_t(where[h] + 1)];
+        for (int64_t p = 0; p < P; ++p) first[size_t(p + 1)] += first[size_t(p)];
+        for (size_t h = 0; h < total; ++h) by_pos[size_t(first[size_t(where[h])]++)] = hits[h];
+        for (int64_t p = P; p > 0; --p) first[size_t(p)] = first[size_t(p - 1)];
+        first[0] = 0;
+        float* dxt = xt.data();
+        std::fill(dxt, dxt + in_size * C, 0.f);
+        for (int64_t p = 0; p < P; ++p) {
+          const size_t b = size_t(first[size_t(p)]), e = size_t(first[size_t(p + 1)]);
+          if (b == e) continue;
+          for (int64_t kh = 0; kh < KH; ++kh)
+            add_rows(by_pos.data() + b, e - b, wt.data(), kh * run, run, dxt + offset[size_t(p)] + kh * W * C);
+        }
+        nn::to_channels_last_f32(dxt, in_size, C, dx + n * C * in_size);
       }
       std::lock_guard<std::mutex> lock(mu);
       for (size_t m = 0; m < local_db.size(); ++m) bias[m] += local_db[m];
-      if (!dw) continue;
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw)
-            for (int64_t c = 0; c < C; ++c)
-              dw[((m * C + c) * KH + kh) * KW + kw] += local[size_t(m * K + kh * run + kw * C + c)];
+      for (size_t i = 0; i < local.size(); ++i) dw_rows[i] += local[i];
     }
   });
+  for (int64_t m = 0; m < (dw ? M : 0); ++m)
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw)
+        for (int64_t c = 0; c < C; ++c)
+          dw[((m * C + c) * KH + kh) * KW + kw] = dw_rows[size_t(m * K + kh * run + kw * C + c)];
   for (int64_t m = 0; m < (db ? M : 0); ++m) db[m] = float(bias[size_t(m)]);
   return ok;
 }
 
 #else
 
-bool conv_relu_pool_dw_f32(const sdk::Context&, const float*, const float*, const int64_t*, const float*,
-                           const nn::ConvReluPoolShape&, float*, float*) {
-  return false;  // never called: conv_relu_pool_dw_fits() is false without AVX-512
+bool conv_relu_pool_sparse_f32(const sdk::Context&, const float*, const float*, const int64_t*, const float*,
+                               const float*, const nn::ConvReluPoolShape&, float*, float*, float*) {
+  return false;  // never called: conv_relu_pool_sparse_fits() is false without AVX-512
 }
 
 #endif
