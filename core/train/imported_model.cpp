@@ -1,6 +1,7 @@
 // An imported graph run node by node on the autograd tape.
 #include "../autograd/tape.hpp"
 #include "../onnx/rep_impl.hpp"
+#include "fuse.hpp"
 
 #include <singa/layer.hpp>
 
@@ -17,6 +18,70 @@ bool is_float(int32_t t) {
 
 const graph::Graph& graph_of(const onnx::Rep& rep) { return rep.impl().exec->graph(); }
 
+const ::onnx::AttributeProto* find_attr(const ::onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool all_equal(const ::onnx::AttributeProto* a, int64_t v) {
+  if (!a) return true;
+  for (int64_t x : a->ints())
+    if (x != v) return false;
+  return true;
+}
+
+// Value v feeds node `reader` only and is no graph output.
+bool only_read_by(const graph::Graph& g, int v, size_t reader) {
+  const graph::Value& val = g.values[size_t(v)];
+  return !val.is_output && val.consumers.size() == 1 && size_t(val.consumers[0]) == reader;
+}
+
+bool is_op(const graph::Node& n, const char* op) {
+  return n.proto.op_type() == op && (n.proto.domain().empty() || n.proto.domain() == "ai.onnx");
+}
+
+// Nodes i, i + 1, i + 2 as one ConvReluMaxPool (plugins/ops_nn/conv_relu_pool.hpp),
+// or false: a 2-D Conv whose only reader is a Relu whose only reader is an
+// unpadded, undilated, floor-mode MaxPool without Indices, all before `stop`.
+bool conv_relu_pool_node(const graph::Graph& g, size_t i, size_t stop, ::onnx::NodeProto& fused) {
+  if (i + 2 >= stop || !fuse_conv_blocks()) return false;
+  const graph::Node &conv = g.nodes[i], &relu = g.nodes[i + 1], &pool = g.nodes[i + 2];
+  if (!is_op(conv, "Conv") || !is_op(relu, "Relu") || !is_op(pool, "MaxPool")) return false;
+  if (conv.outputs.size() != 1 || conv.inputs.empty() || conv.inputs[0] < 0) return false;
+  const graph::Value& x = g.values[size_t(conv.inputs[0])];
+  if (!x.rank_known || x.dims.size() != 4) return false;
+  if (relu.inputs.empty() || relu.inputs[0] != conv.outputs[0] || !only_read_by(g, conv.outputs[0], i + 1))
+    return false;
+  if (pool.inputs.empty() || pool.inputs[0] != relu.outputs[0] || !only_read_by(g, relu.outputs[0], i + 2))
+    return false;
+  for (size_t k = 1; k < pool.outputs.size(); ++k) {  // Indices, if named, must be unread
+    const int v = pool.outputs[k];
+    if (v >= 0 && (g.values[size_t(v)].is_output || !g.values[size_t(v)].consumers.empty())) return false;
+  }
+  const ::onnx::AttributeProto* kernel = find_attr(pool.proto, "kernel_shape");
+  const ::onnx::AttributeProto* strides = find_attr(pool.proto, "strides");
+  const ::onnx::AttributeProto* pad = find_attr(pool.proto, "auto_pad");
+  const ::onnx::AttributeProto* ceil = find_attr(pool.proto, "ceil_mode");
+  if (!kernel || kernel->ints_size() != 2 || (strides && strides->ints_size() != 2)) return false;
+  if (!all_equal(find_attr(pool.proto, "pads"), 0) || !all_equal(find_attr(pool.proto, "dilations"), 1)) return false;
+  if ((ceil && ceil->i() != 0) || (pad && pad->s() != "NOTSET" && pad->s() != "VALID" && !pad->s().empty()))
+    return false;
+  fused.Clear();
+  fused.set_op_type("ConvReluMaxPool");
+  fused.set_domain(autograd::kFusedDomain);
+  for (const auto& a : conv.proto.attribute()) *fused.add_attribute() = a;
+  autograd::Attrs extra;
+  std::vector<int64_t> k(kernel->ints().begin(), kernel->ints().end());
+  extra.set("pool_kernel_shape", k)
+      .set("pool_strides",
+           strides ? std::vector<int64_t>(strides->ints().begin(), strides->ints().end()) : std::vector<int64_t>{1, 1});
+  autograd::add_attrs(fused, extra);
+  fused.add_output("y0");
+  fused.add_output("y1");
+  return true;
+}
+
 }  // namespace
 
 std::shared_ptr<onnx::Rep> ImportedModel::prepare_for_training(const std::string& path) {
@@ -25,7 +90,8 @@ std::shared_ptr<onnx::Rep> ImportedModel::prepare_for_training(const std::string
   return onnx::prepare(path, o);
 }
 
-ImportedModel::ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers) : rep_(std::move(rep)), last_layers_(last_layers) {
+ImportedModel::ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers)
+    : rep_(std::move(rep)), last_layers_(last_layers) {
   if (!rep_) throw Error(SINGA_INVALID_ARGUMENT, "ImportedModel: null Rep");
   const graph::Graph& g = graph_of(*rep_);
   for (const graph::Node& n : g.nodes) {
@@ -78,8 +144,8 @@ std::vector<Variable> ImportedModel::forward_all(const std::vector<Variable>& in
   for (size_t i = 0; i < inputs.size(); ++i) env[size_t(g.inputs[i])] = inputs[i];
   const size_t count = g.nodes.size();
   if (last_layers_ < 0 && size_t(-last_layers_) >= count)
-    throw Error(SINGA_INVALID_ARGUMENT, g.source + ": last_layers " + std::to_string(last_layers_) + " leaves no node of " +
-                                            std::to_string(count) + " to run");
+    throw Error(SINGA_INVALID_ARGUMENT, g.source + ": last_layers " + std::to_string(last_layers_) +
+                                            " leaves no node of " + std::to_string(count) + " to run");
   const size_t stop = last_layers_ < 0 ? count - size_t(-last_layers_) : count;
   for (size_t i = 0; i < stop; ++i) {
     const graph::Node& n = g.nodes[i];
@@ -89,10 +155,30 @@ std::vector<Variable> ImportedModel::forward_all(const std::vector<Variable>& in
       if (v < 0) continue;
       in[j] = env[size_t(v)];
       if (!in[j].defined())
-        throw Error(SINGA_INTERNAL, g.source + ": " + n.label + ": input '" + g.values[size_t(v)].name + "' is not available");
+        throw Error(SINGA_INTERNAL,
+                    g.source + ": " + n.label + ": input '" + g.values[size_t(v)].name + "' is not available");
     }
     ::onnx::NodeProto node = autograd::bare_node(n.proto);
     int64_t opset = n.opset;
+    ::onnx::NodeProto fused;
+    if (conv_relu_pool_node(g, i, stop, fused)) {
+      // Conv -> Relu -> MaxPool as one op; the MaxPool's output is its
+      // output, Indices only when a backward pass will read them.
+      bool grad = false;
+      for (const Variable& v : in) grad = grad || (v.defined() && v.requires_grad());
+      if (!autograd::recording() || !grad) fused.mutable_output()->RemoveLast();
+      std::vector<Variable> out;
+      try {
+        out = autograd::apply_node(fused, 1, in);
+      } catch (const Error& e) {
+        throw Error(e.code(), g.source + ": " + n.label + " (fused with the Relu and MaxPool after it): " + e.what());
+      }
+      const int v = g.nodes[i + 2].outputs[0];
+      out[0].set_name(g.values[size_t(v)].name);
+      env[size_t(v)] = out[0];
+      i += 2;
+      continue;
+    }
     bool bn_training = training_ && n.proto.op_type() == "BatchNormalization" && n.proto.domain().empty() &&
                        n.outputs.size() == 1 && n.inputs.size() == 5 && g.values[size_t(n.inputs[3])].is_initializer &&
                        g.values[size_t(n.inputs[4])].is_initializer;

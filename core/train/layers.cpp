@@ -1,5 +1,6 @@
 #include <singa/layer.hpp>
 
+#include "fuse.hpp"
 #include "init.hpp"
 
 #include <singa/error.hpp>
@@ -210,7 +211,7 @@ Sequential& Sequential::add(std::shared_ptr<Layer> l) {
   return *this;
 }
 
-static bool fuse_layers() {
+bool fuse_conv_blocks() {
   static const bool on = [] {
     const char* e = std::getenv("SINGA_FUSE_LAYERS");
     return !(e && *e == '0');
@@ -222,7 +223,7 @@ Variable Sequential::forward(const Variable& x) {
   Variable y = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     // Exact types only: a subclass may have its own forward().
-    if (fuse_layers() && i + 2 < layers_.size() && typeid(*layers_[i]) == typeid(Conv2d) &&
+    if (fuse_conv_blocks() && i + 2 < layers_.size() && typeid(*layers_[i]) == typeid(Conv2d) &&
         typeid(*layers_[i + 1]) == typeid(ReLU) && typeid(*layers_[i + 2]) == typeid(MaxPool2d)) {
       auto& pool = static_cast<const MaxPool2d&>(*layers_[i + 2]);
       if (pool.padding_ == 0) {

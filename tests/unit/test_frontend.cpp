@@ -152,11 +152,30 @@ TEST_F(FrontendTest, FusedConvBlocksTrainLikeTheirOpsAndExportAsThem) {
   if (!std::getenv("SINGA_FUSE_LAYERS")) {
     EXPECT_EQ(model.graph().node(0).name().rfind("ConvReluMaxPool_", 0), 0u) << model.graph().node(0).name();
   }
+  // Imported back for training, the same three nodes run fused again and
+  // give the same gradients.
+  singa::onnx::PrepareOptions as_written;
+  as_written.optimize = false;
+  ImportedModel imported(singa::onnx::prepare(model, as_written));
+  Variable in(x, false, "image");
+  Variable logits = imported(in);
+  singa::autograd::backward(singa::loss::softmax_cross_entropy(logits, Variable(labels)));
+  const auto params = imported.parameters();
+  ASSERT_EQ(params.size(), 6u);
+  for (size_t i = 0; i < params.size(); ++i) {
+    SCOPED_TRACE("imported parameter " + params[i].first);
+    expect_close(params[i].second.grad(), grads[0][i], 1e-5);
+  }
+  ::onnx::ModelProto again = singa::onnx::to_onnx({in}, {logits});
+  if (!std::getenv("SINGA_FUSE_LAYERS")) {
+    EXPECT_EQ(again.graph().node(0).name().rfind("ConvReluMaxPool_", 0), 0u) << again.graph().node(0).name();
+  }
   Tensor x5 = randn({5, 1, 8, 8}, 22);
   singa::autograd::NoGradGuard ng;
   Tensor eager = (*m)(Variable(x5)).data();
   auto rep = singa::onnx::prepare(model);
   expect_close(rep->run(std::vector<Tensor>{x5})[0].second, eager, 1e-5);
+  expect_close(imported(Variable(x5)).data(), eager, 1e-5);
 }
 
 TEST_F(FrontendTest, LstmClassifierExportsWithAFreeBatch) {
