@@ -31,18 +31,28 @@ void conv_rule(GradContext& c) {
     if (c.need[i]) c.gx[i] = g[i];
 }
 
+// The Indices output (1) of a pooling node: as recorded, or recomputed by
+// running the forward node again with both outputs (less the attribute
+// `drop`, if named).
+Tensor forward_indices(GradContext& c, int64_t opset, const std::vector<Tensor>& inputs, const char* drop = nullptr) {
+  if (c.y.size() > 1 && c.y[1].defined()) return c.y[1];
+  ::onnx::NodeProto n = bare_node(c.node.proto);
+  n.clear_output();
+  n.add_output("y");
+  n.add_output("i");
+  for (int k = 0; drop && k < n.attribute_size(); ++k)
+    if (n.attribute(k).name() == drop) {
+      n.mutable_attribute()->DeleteSubrange(k, 1);
+      break;
+    }
+  return call_op(n, opset, inputs)[1];
+}
+
 // The training path's Conv -> Relu -> MaxPool (layer::Sequential fuses it;
 // plugins/ops_nn/conv_relu_pool.hpp): its gradient kernel reads the pooled
 // output (Relu's mask) and the Indices of each window's maximum.
 void conv_relu_pool_rule(GradContext& c) {
-  Tensor idx = c.y.size() > 1 ? c.y[1] : Tensor();
-  if (!idx.defined()) {
-    ::onnx::NodeProto n = bare_node(c.node.proto);
-    n.clear_output();
-    n.add_output("y");
-    n.add_output("i");
-    idx = call_op(n, c.node.opset, c.x)[1];
-  }
+  Tensor idx = forward_indices(c, c.node.opset, c.x);
   const bool has_b = c.x.size() > 2 && c.x[2].defined();
   std::vector<Tensor> g = run_grad("ConvReluMaxPoolGrad", c.node.proto, {c.gy[0], idx, c.y[0], c.x[0], c.x[1]},
                                    {c.need[0], c.need[1], has_b && c.need[2]});
@@ -51,22 +61,10 @@ void conv_relu_pool_rule(GradContext& c) {
 }
 
 void maxpool_rule(GradContext& c) {
-  Tensor idx = c.y.size() > 1 ? c.y[1] : Tensor();
-  if (!idx.defined()) {
-    // Recompute the argmax positions (row-major) with the forward kernel.
-    ::onnx::NodeProto n = bare_node(c.node.proto);
-    n.clear_output();
-    n.add_output("y");
-    n.add_output("i");
-    for (int k = 0; k < n.attribute_size(); ++k)
-      if (n.attribute(k).name() == "storage_order") {
-        n.mutable_attribute()->DeleteSubrange(k, 1);
-        break;
-      }
-    idx = call_op(n, std::max<int64_t>(c.node.opset, 8), {c.x[0]})[1];
-  } else if (c.attr_int("storage_order", 0) != 0) {
+  if (c.y.size() > 1 && c.y[1].defined() && c.attr_int("storage_order", 0) != 0)
     throw Error(SINGA_UNIMPLEMENTED, "MaxPool with storage_order=1 Indices");
-  }
+  // (Recomputed row-major: without storage_order, at an opset with Indices.)
+  Tensor idx = forward_indices(c, std::max<int64_t>(c.node.opset, 8), {c.x[0]}, "storage_order");
   c.gx[0] = run_grad("MaxPoolGrad", c.node.proto, {c.gy[0], idx, c.x[0]}, {true})[0];
 }
 

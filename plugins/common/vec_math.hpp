@@ -45,6 +45,19 @@ inline float exp_one(float x) {
   return p * scale * 2.f;
 }
 
+// A sum in 16 independent lanes (one running sum would wait on each add's
+// latency; this order is also what the vector units do).
+inline float lane_sum(const float* p, int64_t n) {
+  float lanes[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += p[j + l];
+  float s = 0;
+  for (; j < n; ++j) s += p[j];
+  for (int l = 0; l < 16; ++l) s += lanes[l];
+  return s;
+}
+
 SINGA_VEC_CLONES inline void exp_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = exp_one(x[i]);
 }

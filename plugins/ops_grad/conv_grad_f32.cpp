@@ -2,6 +2,7 @@
 
 #include <sgemm.hpp>
 #include <unfold_f32.hpp>
+#include <vec_math.hpp>
 
 #include <algorithm>
 #include <mutex>
@@ -18,25 +19,12 @@ using nn::Geometry;
 constexpr int64_t kLongImage = 256;
 constexpr int64_t kColBudget = int64_t(1) << 20;  // floats in a task's unfolding buffer
 
-// Sum of a row in 16 independent lanes (a single running sum would
-// serialise on the adder's latency).
-float row_sum(const float* p, int64_t n) {
-  float lanes[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += p[j + l];
-  float s = 0;
-  for (; j < n; ++j) s += p[j];
-  for (int l = 0; l < 16; ++l) s += lanes[l];
-  return s;
-}
-
 // db[m] = sum over images and positions of dY, when nothing else walks dY.
 void bias_grad(const sdk::Context& ctx, const float* dy, float* db, int64_t N, int64_t M, int64_t P) {
   ctx.parallel_for(M, 1, [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
       double total = 0;
-      for (int64_t n = 0; n < N; ++n) total += double(row_sum(dy + (n * M + m) * P, P));
+      for (int64_t n = 0; n < N; ++n) total += double(vec::lane_sum(dy + (n * M + m) * P, P));
       db[m] = float(total);
     }
   });
@@ -91,7 +79,7 @@ void conv_grad_f32(const sdk::Context& ctx, const DyImages& dy, const float* x, 
         float* dwg = dw ? local.data() + gi * Mg * K : nullptr;
         if (dxg) std::fill(dxg, dxg + Cg * in_size, 0.f);
         if (db)
-          for (int64_t m = 0; m < Mg; ++m) local_db[size_t(gi * Mg + m)] += double(row_sum(dyg + m * P, P));
+          for (int64_t m = 0; m < Mg; ++m) local_db[size_t(gi * Mg + m)] += double(vec::lane_sum(dyg + m * P, P));
         if (by_rows) nn::to_channels_last_f32(xg, Cg, in_size, xt.data());
         fast::Out acc;
         acc.beta = 1;

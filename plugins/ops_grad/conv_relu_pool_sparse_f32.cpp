@@ -84,18 +84,6 @@ SINGA_VEC_CLONES void relu_mask(const float* __restrict dy, const float* __restr
   for (int64_t i = 0; i < n; ++i) out[i] = y[i] > 0.f ? dy[i] : 0.f;
 }
 
-// A sum in 16 independent lanes (one running sum would wait on each add).
-SINGA_VEC_CLONES float lane_sum(const float* p, int64_t n) {
-  float lanes[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += p[j + l];
-  float s = 0;
-  for (; j < n; ++j) s += p[j];
-  for (int l = 0; l < 16; ++l) s += lanes[l];
-  return s;
-}
-
 using GatherFn = void (*)(const Hit*, size_t, const float*, int64_t, float*, __mmask16);
 constexpr GatherFn kGather[kMaxVecs] = {gather_rows<1>, gather_rows<2>, gather_rows<3>, gather_rows<4>,
                                         gather_rows<5>, gather_rows<6>, gather_rows<7>, gather_rows<8>};
@@ -171,7 +159,7 @@ bool conv_relu_pool_sparse_f32(const sdk::Context& ctx, const float* dy, const f
         for (int64_t m = 0; m < M; ++m) {
           const int64_t plane = n * M + m, base = plane * P;
           relu_mask(dy + plane * Q, y + plane * Q, Q, masked);
-          if (db) local_db[size_t(m)] += double(lane_sum(masked, Q));
+          if (db) local_db[size_t(m)] += double(vec::lane_sum(masked, Q));
           // Compacted without a branch per window (which half of them would
           // mispredict).
           Hit* hit = hits.data() + total;
