@@ -2,6 +2,7 @@
 #ifndef SINGA_OPS_NN_COMMON_HPP
 #define SINGA_OPS_NN_COMMON_HPP
 
+#include <saturate_cast.hpp>
 #include <singa/kernel.hpp>
 
 #include <cstdint>
@@ -56,11 +57,14 @@ template <class T>
 constexpr bool is_half_like() { return std::is_same<T, half>::value || std::is_same<T, bfloat16>::value; }
 
 // Conversions between storage and arithmetic types; the 16-bit floats go
-// through float, everything else is a plain cast.
+// through float, a floating value into an integer saturates
+// (saturate_cast.hpp), everything else is a plain cast.
 template <class T, class A>
 inline T from_acc(A v) {
   if constexpr (is_half_like<T>())
     return T(static_cast<float>(v));
+  else if constexpr (std::is_integral<T>::value && std::is_floating_point<A>::value)
+    return ops::saturate_cast<T>(v);
   else
     return static_cast<T>(v);
 }

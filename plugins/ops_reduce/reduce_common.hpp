@@ -2,6 +2,7 @@
 #ifndef SINGA_OPS_REDUCE_COMMON_HPP
 #define SINGA_OPS_REDUCE_COMMON_HPP
 
+#include <saturate_cast.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -47,18 +48,13 @@ template <typename A, typename T> inline A widen(T v) {
   else
     return static_cast<A>(v);
 }
-// A floating result stored to an integer output saturates (NaN gives 0):
-// ReduceLogSum of integers that sum to 0 is log(0) = -inf, and converting
-// that (or a NaN, or anything past the type's range) is undefined in C++.
+// A floating result stored to an integer output saturates (NaN gives 0;
+// saturate_cast.hpp): ReduceLogSum of integers that sum to 0 is log(0) = -inf.
 template <typename T, typename A> inline T narrow(A v) {
   if constexpr (std::is_same<T, sdk::half>::value || std::is_same<T, sdk::bfloat16>::value) {
     return T(static_cast<float>(v));
   } else if constexpr (std::is_integral<T>::value && std::is_floating_point<A>::value) {
-    if (!(v == v)) return T(0);
-    // Compared as long double: the range's ends are exact there for 64-bit types.
-    if ((long double)v <= (long double)std::numeric_limits<T>::min()) return std::numeric_limits<T>::min();
-    if ((long double)v >= (long double)std::numeric_limits<T>::max()) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
+    return ops::saturate_cast<T>(v);
   } else {
     return static_cast<T>(v);
   }

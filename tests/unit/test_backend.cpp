@@ -322,6 +322,29 @@ TEST(Backend, LargeInitializersLeaveTheProtoEarly) {
 // RoiAlign with hostile regions (found by fuzz_model): a NaN coordinate
 // samples nothing (zeros, no undefined conversion), a region of 1e30 pixels
 // is refused before it asks for that many samples.
+// Shrink on integers computes in double; a result past the type's range
+// saturates instead of being cast (undefined; found by fuzz_model).
+TEST(Backend, ShrinkOnIntegersSaturates) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_INT8, {4});
+  m.node("Shrink", {"x"}, {"y"}, "shrink");
+  m.output("y", SINGA_ONNX_INT8, {4});
+  for (const auto& [name, value] : {std::pair<const char*, float>{"bias", 4.85e33f}, {"lambd", 1.f}}) {
+    auto* a = m.last()->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
+  auto rep = singa::onnx::prepare_bytes(m.bytes());
+  Tensor x = Tensor::from_vector({4}, SINGA_ONNX_INT8, std::vector<int8_t>{-5, 0, 1, 5});
+  Tensor y = rep->run({x})[0].second;
+  EXPECT_EQ(y.data<int8_t>()[0], 127);   // -5 + 4.85e33
+  EXPECT_EQ(y.data<int8_t>()[1], 0);     // inside [-lambd, lambd]
+  EXPECT_EQ(y.data<int8_t>()[2], 0);
+  EXPECT_EQ(y.data<int8_t>()[3], -128);  // 5 - 4.85e33
+}
+
 TEST(Backend, RoiAlignHostileRegions) {
   ensure_loaded();
   ModelBuilder m;
