@@ -8,6 +8,8 @@
 // threads the convolution is split into N parts (bands of output rows, or
 // slices of output channels for weight-heavy layers) run on the runtime's
 // pool, with oneDNN itself single-threaded; one thread runs it whole.
+// 3x3 stride-1 convolutions with 16+ channels use oneDNN's Winograd code
+// where it has one (SINGA_CONV_WINOGRAD=0: never).
 #ifndef SINGA_OPS_NN_CONV_DNNL_HPP
 #define SINGA_OPS_NN_CONV_DNNL_HPP
 

@@ -43,7 +43,27 @@ struct Case {
   const char* name;
   int64_t N, C, H, W, M, KH, KW, group;
   std::vector<int64_t> strides, pads, dilations;
+  const char* activation = nullptr;  // a node after the Conv that the passes fuse into it
 };
+
+// Appends `act` (Relu, LeakyRelu or Clip with constant bounds) reading y0 and
+// writing y.
+void add_activation(ModelBuilder& m, const char* act) {
+  const std::string a = act;
+  if (a == "Clip") {
+    Tensor lo({}, SINGA_ONNX_FLOAT), hi({}, SINGA_ONNX_FLOAT);
+    lo.data<float>()[0] = -0.5f, hi.data<float>()[0] = 2.f;
+    m.initializer("lo", lo).initializer("hi", hi).node("Clip", {"y0", "lo", "hi"}, {"y"}, "act");
+    return;
+  }
+  m.node(a, {"y0"}, {"y"}, "act");
+  if (a == "LeakyRelu") {
+    auto* alpha = m.last()->add_attribute();
+    alpha->set_name("alpha");
+    alpha->set_type(::onnx::AttributeProto::FLOAT);
+    alpha->set_f(0.1f);
+  }
+}
 
 std::shared_ptr<singa::onnx::Rep> prepare(const ModelBuilder& m, bool dnnl) {
   if (!dnnl) setenv("SINGA_NO_DNNL", "1", 1);
@@ -65,6 +85,11 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       {"grouped", 1, 16, 9, 9, 32, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"depthwise stride 2", 1, 32, 14, 14, 32, 3, 3, 32, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"1x1 stride 2", 2, 24, 8, 8, 40, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      // 3x3, stride 1, 16+ channels: oneDNN's Winograd code, which takes Relu
+      // as a post-op but not LeakyRelu or Clip (those run after it).
+      {"winograd + LeakyRelu", 1, 32, 20, 22, 48, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
+      {"winograd + Relu", 2, 16, 13, 13, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu"},
+      {"winograd + Clip, unpadded", 1, 64, 9, 30, 64, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "Clip"},
   };
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
@@ -73,11 +98,12 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
     m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W})
         .initializer("W", random_floats({c.M, c.C / c.group, c.KH, c.KW}, 1))
         .initializer("B", random_floats({c.M}, 2))
-        .node("Conv", {"x", "W", "B"}, {"y"}, "conv");
+        .node("Conv", {"x", "W", "B"}, {c.activation ? "y0" : "y"}, "conv");
     add_ints(m.last(), "strides", c.strides);
     add_ints(m.last(), "pads", c.pads);
     add_ints(m.last(), "dilations", c.dilations);
     add_ints(m.last(), "group", {c.group});
+    if (c.activation) add_activation(m, c.activation);
     const int64_t OH = (c.H + c.pads[0] + c.pads[2] - (c.KH - 1) * c.dilations[0] - 1) / c.strides[0] + 1;
     const int64_t OW = (c.W + c.pads[1] + c.pads[3] - (c.KW - 1) * c.dilations[1] - 1) / c.strides[1] + 1;
     m.output("y", SINGA_ONNX_FLOAT, {c.N, c.M, OH, OW});
