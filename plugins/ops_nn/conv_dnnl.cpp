@@ -128,15 +128,32 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
   const memory::dims w_dims =
       s.group == 1 ? memory::dims{pm, s.Cg, s.KH, s.KW} : memory::dims{groups, Mg, s.Cg, s.KH, s.KW};
   memory::desc bias_md({pm}, dt::f32, tag::x);
-  auto desc = [&](dnnl::algorithm alg) {
+  auto desc = [&](dnnl::algorithm alg, tag dst_tag) {
     return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg,
                                            memory::desc(src_dims, dt::f32, tag::any),
                                            weights_md ? *weights_md : memory::desc(w_dims, dt::f32, tag::any), bias_md,
-                                           memory::desc(dst_dims, dt::f32, tag::any), {s.sh, s.sw},
+                                           memory::desc(dst_dims, dt::f32, dst_tag), {s.sh, s.sw},
                                            {s.dh - 1, s.dw - 1}, {lo - i0, s.pl}, {i1 - hi, s.pr});
   };
-  if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd), part))
-    part.pd = dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct), s.attr, s.eng);
+  if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part)) {
+    // For thin inputs (a net's first conv, C = 3) oneDNN picks its brgconv
+    // code with a channels-last output, whose transpose back to NCHW cost
+    // almost as much as the convolution (SqueezeNet's 3->64 3x3/s2: 0.27 ms
+    // + 0.22 ms reorder); its jit code writing 16-channel blocks took 0.25 ms
+    // + 0.12 ms (whole nets: SqueezeNet -0.2 ms, Tiny-YOLOv2 -0.6 ms).
+    bool blocked = false;
+    if (s.C < 16) {
+      try {
+        part.pd = dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct, tag::nChw16c),
+                                                            s.attr, s.eng);
+        blocked = std::string(part.pd.impl_info_str()).rfind("ref", 0) != 0;
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!blocked)
+      part.pd = dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct, tag::any), s.attr,
+                                                          s.eng);
+  }
   // oneDNN's reference code is slower than the im2col path by far (a 1x1
   // band forced into another band's weight layout ran 50x slower).
   if (std::string(part.pd.impl_info_str()).rfind("ref", 0) == 0)

@@ -1,6 +1,7 @@
 #include "unfold_f32.hpp"
 
 #include <avx512_region.hpp>
+#include <transpose16_f32.hpp>
 
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
@@ -391,42 +392,7 @@ void col2im_add_f32(const float* col, const Geometry& g, int64_t channels, int64
     col2im_any(col, g, channels, p0, cols, dx);
 }
 
-namespace {
-
-// r[i] = row i of a 16 x 16 block; afterwards r[j] = its column j.
-// (maskz forms throughout: GCC 12's plain ones trip -Wuninitialized.)
-void transpose16(__m512 r[16]) {
-  const __mmask16 a16 = 0xFFFF;
-  const __mmask8 a8 = 0xFF;
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_maskz_unpacklo_ps(a16, r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_maskz_unpackhi_ps(a16, r[2 * i], r[2 * i + 1]);
-  }
-  auto lo = [&](__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(a8, _mm512_castps_pd(a), _mm512_castps_pd(b)));
-  };
-  auto hi = [&](__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(a8, _mm512_castps_pd(a), _mm512_castps_pd(b)));
-  };
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i] = lo(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = hi(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = lo(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = hi(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int b = 0; b < 2; ++b)
-    for (int i = 0; i < 4; ++i) {
-      t[8 * b + i] = _mm512_maskz_shuffle_f32x4(a16, r[8 * b + i], r[8 * b + i + 4], 0x88);
-      t[8 * b + i + 4] = _mm512_maskz_shuffle_f32x4(a16, r[8 * b + i], r[8 * b + i + 4], 0xdd);
-    }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_maskz_shuffle_f32x4(a16, t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_maskz_shuffle_f32x4(a16, t[i], t[i + 8], 0xdd);
-  }
-}
-
-}  // namespace
+using fast::transpose16;
 
 void to_channels_last_f32(const float* x, int64_t channels, int64_t size, float* out) {
   for (int64_t c0 = 0; c0 < channels; c0 += 16) {

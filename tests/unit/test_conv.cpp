@@ -151,8 +151,9 @@ TEST(ConvDnnl, ShapeUnknownAtPrepareIsPlannedOnTheFirstRun) {
 }
 
 // The NCHW paths (plugins/ops_nn/conv_nchw_f32.cpp: pointwise as a product,
-// depthwise 3x3/5x5 through phase planes), with a fused Relu or Clip, against
-// the same model in float64 (which takes the generic loops), at 1 to 3 threads.
+// depthwise 3x3/5x5 through phase planes or 16-channel blocks), with a fused
+// Relu, Clip or LeakyRelu, against the same model in float64 (which takes the
+// generic loops), at 1 to 3 threads.
 TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
   auto& rt = singa::Runtime::instance();
   if (!rt.loaded()) rt.load();
@@ -164,6 +165,14 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
       {"depthwise 3x3 no padding", 1, 3, 9, 20, 3, 3, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"depthwise 5x5 stride 2, uneven pads", 2, 4, 17, 12, 4, 5, 5, 4, {2, 2}, {1, 2, 2, 1}, {1, 1}},
       {"depthwise 5x5", 1, 3, 20, 33, 3, 5, 5, 3, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+      // 16 channels and more: blocks of 16 channels on AVX-512
+      // (depthwise_blocked_f32.cpp), the last C % 16 plane by plane; wide
+      // rows split the output rows into several bands.
+      {"depthwise 3x3, a block and a tail", 2, 21, 14, 14, 21, 3, 3, 21, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"depthwise 3x3 stride 2, wide rows in bands", 1, 32, 23, 130, 32, 3, 3, 32, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"depthwise 5x5, bands, uneven pads", 1, 16, 40, 100, 16, 5, 5, 16, {1, 1}, {2, 1, 1, 2}, {1, 1}},
+      {"depthwise 5x5 stride 2, small planes", 2, 48, 9, 9, 48, 5, 5, 48, {2, 2}, {2, 2, 2, 2}, {1, 1}},
+      {"depthwise 3x3 unpadded 7x7", 1, 64, 7, 7, 64, 3, 3, 64, {1, 1}, {0, 0, 0, 0}, {1, 1}},
   };
   auto to_double = [](const Tensor& t) {
     Tensor d(t.shape(), SINGA_ONNX_DOUBLE);
@@ -172,7 +181,7 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
   };
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
-    for (const char* act : {"Relu", "Clip", ""}) {
+    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) {
       SCOPED_TRACE(std::string(c.name) + " + " + act);
       const int64_t OH = (c.H + c.pads[0] + c.pads[2] - c.KH) / c.strides[0] + 1;
       const int64_t OW = (c.W + c.pads[1] + c.pads[3] - c.KW) / c.strides[1] + 1;
@@ -189,6 +198,13 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
         add_ints(m.last(), "pads", c.pads);
         add_ints(m.last(), "group", {c.group});
         if (std::string(act) == "Relu") m.node("Relu", {"c"}, {"y"}, "act");
+        if (std::string(act) == "LeakyRelu") {
+          m.node("LeakyRelu", {"c"}, {"y"}, "act");
+          auto* alpha = m.last()->add_attribute();
+          alpha->set_name("alpha");
+          alpha->set_type(::onnx::AttributeProto::FLOAT);
+          alpha->set_f(0.2f);
+        }
         if (std::string(act) == "Clip") {
           Tensor lo({}, dtype), hi({}, dtype);
           if (dbl) lo.data<double>()[0] = 0, hi.data<double>()[0] = 0.5;
