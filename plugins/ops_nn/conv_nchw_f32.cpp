@@ -22,6 +22,17 @@ bool pointwise_fits(const Geometry& g, int64_t group) {
   return true;
 }
 
+namespace {
+
+// FusedActivation::apply_rows compiled for AVX-512 and AVX2 as well (the
+// plugin's baseline is SSE2).
+SINGA_VEC_CLONES void bias_activation(const FusedActivation& act, float* y, int64_t rows, int64_t n, int64_t ld,
+                                      const float* bias) {
+  act.apply_rows(y, rows, n, ld, bias);
+}
+
+}  // namespace
+
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
                         int64_t C, int64_t M, int64_t HW, const FusedActivation& act) {
   // Column blocks small enough that the block of X and of Y stay in L2 for
@@ -42,7 +53,7 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
       float* yb = y + n * M * HW + c0;
       dnnl_status_t st = dnnl_sgemm('N', 'N', M, cn, C, 1.f, w, C, xb, HW, 0.f, yb, HW);
       if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
-      act.apply_rows(yb, M, cn, HW, bias);
+      bias_activation(act, yb, M, cn, HW, bias);
     }
   });
 }
@@ -127,7 +138,7 @@ void depthwise_plane(const float* x, const float* wk, float b, float* y, const G
       src[ky * K + kx] = phases + ((ky % S) * S + kx % S) * plane + (ky / S) * Ws + kx / S;
   stencil_flat<K>(src, wk, b, n, flat);
   for (int64_t oy = 0; oy < OH; ++oy) std::copy(flat + oy * Ws, flat + oy * Ws + OW, y + oy * OW);
-  act.apply_rows(y, 1, OH * OW, 0, nullptr);
+  bias_activation(act, y, 1, OH * OW, 0, nullptr);
 }
 
 // Channels [c_begin, C) of each image, one plane at a time.
