@@ -43,17 +43,24 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
   // Enough blocks for every thread even on a small image.
   while (nb > 64 && N * ((HW + nb - 1) / nb) < 2 * threads) nb = std::max<int64_t>(64, nb / 2 / 16 * 16);
   const int64_t blocks = (HW + nb - 1) / nb;
-  ctx.parallel_for(N * blocks, 1, [&](int64_t b0, int64_t b1) {
+  // Small planes (MobileNetV2's 7x7: one column block) also split the output
+  // channels, in multiples of 16 rows, so that every thread has a part.
+  const int64_t slices =
+      N * blocks >= threads ? 1 : std::min((threads + N * blocks - 1) / (N * blocks), std::max<int64_t>(1, M / 16));
+  const int64_t rows = ((M + slices - 1) / slices + 15) / 16 * 16;
+  ctx.parallel_for(N * blocks * slices, 1, [&](int64_t b0, int64_t b1) {
 #ifdef _OPENMP
     omp_set_num_threads(1);
 #endif
     for (int64_t t = b0; t < b1; ++t) {
-      const int64_t n = t / blocks, c0 = t % blocks * nb, cn = std::min(nb, HW - c0);
+      const int64_t n = t / (blocks * slices), c0 = t / slices % blocks * nb, cn = std::min(nb, HW - c0);
+      const int64_t m0 = std::min(M, t % slices * rows), mn = std::min(rows, M - m0);
+      if (mn <= 0) continue;
       const float* xb = x + n * C * HW + c0;
-      float* yb = y + n * M * HW + c0;
-      dnnl_status_t st = dnnl_sgemm('N', 'N', M, cn, C, 1.f, w, C, xb, HW, 0.f, yb, HW);
+      float* yb = y + (n * M + m0) * HW + c0;
+      dnnl_status_t st = dnnl_sgemm('N', 'N', mn, cn, C, 1.f, w + m0 * C, C, xb, HW, 0.f, yb, HW);
       if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
-      bias_activation(act, yb, M, cn, HW, bias);
+      bias_activation(act, yb, mn, cn, HW, bias ? bias + m0 : nullptr);
     }
   });
 }
