@@ -47,8 +47,9 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
   // channels, in multiples of 16 rows, so that every thread has two parts
   // (one each left SqueezeNet's classifier, three blocks, 2:1 over two threads).
   const int64_t parts = N * blocks;
-  const int64_t slices =
-      threads == 1 || parts >= 2 * threads ? 1 : std::min((2 * threads + parts - 1) / parts, std::max<int64_t>(1, M / 16));
+  const int64_t slices = threads == 1 || parts >= 2 * threads
+                             ? 1
+                             : std::min((2 * threads + parts - 1) / parts, std::max<int64_t>(1, M / 16));
   const int64_t rows = ((M + slices - 1) / slices + 15) / 16 * 16;
   ctx.parallel_for(N * blocks * slices, 1, [&](int64_t b0, int64_t b1) {
 #ifdef _OPENMP
@@ -89,7 +90,8 @@ namespace {
 constexpr int64_t kLanes = 16;
 
 template <int K>
-SINGA_VEC_CLONES void stencil_flat(const float* const* src_in, const float* wk, float b, int64_t n, float* __restrict out) {
+SINGA_VEC_CLONES void stencil_flat(const float* const* src_in, const float* wk, float b, int64_t n,
+                                   float* __restrict out) {
   float wv[K * K];
   const float* src[K * K];
   for (int i = 0; i < K * K; ++i) wv[i] = wk[i], src[i] = src_in[i];
@@ -143,8 +145,7 @@ void depthwise_plane(const float* x, const float* wk, float b, float* y, const G
   for (int p = 0; p < S * S; ++p) std::fill(phases + p * plane + Hs * Ws, phases + (p + 1) * plane, 0.f);
   const float* src[K * K];
   for (int ky = 0; ky < K; ++ky)
-    for (int kx = 0; kx < K; ++kx)
-      src[ky * K + kx] = phases + ((ky % S) * S + kx % S) * plane + (ky / S) * Ws + kx / S;
+    for (int kx = 0; kx < K; ++kx) src[ky * K + kx] = phases + ((ky % S) * S + kx % S) * plane + (ky / S) * Ws + kx / S;
   stencil_flat<K>(src, wk, b, n, flat);
   for (int64_t oy = 0; oy < OH; ++oy) std::copy(flat + oy * Ws, flat + oy * Ws + OW, y + oy * OW);
   bias_activation(act, y, 1, OH * OW, 0, nullptr);
