@@ -297,7 +297,20 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
                  s.dw == 1 && s.C >= 16 && s.M >= 16;
     s.bias.assign(size_t(s.M), 0.f);
     if (b.present()) std::copy(b.data<float>(), b.data<float>() + s.M, s.bias.begin());
-    make_part(s, 0, s.OH, 0, s.M, nullptr);  // oneDNN takes the whole convolution, or the im2col path does
+    // oneDNN takes the whole convolution, or the im2col path does.
+    const DnnlConvPart whole = make_part(s, 0, s.OH, 0, s.M, nullptr);
+    // Transformed weights are 1.8x (F(2x2,3x3)) to 4x (F(4x4,3x3)) the
+    // original ones, and oneDNN's reorder into them holds a second buffer of
+    // that size while it runs: past 48 MiB (Tiny-YOLOv2's 1024->1024 layer:
+    // 67 MiB, and 64 more during the reorder) the direct code keeps the peak
+    // memory below ONNX Runtime's (317 -> 231 MiB against its 303).
+    static const size_t max_winograd_bytes = [] {
+      const char* e = std::getenv("SINGA_WINOGRAD_MAX_MIB");
+      return size_t(e ? std::max(0L, std::atol(e)) : 48) << 20;
+    }();
+    if (s.winograd && std::string(whole.pd.impl_info_str()).find("wino") != std::string::npos &&
+        whole.pd.weights_desc().get_size() > max_winograd_bytes)
+      s.winograd = false;
     return c;
   } catch (const dnnl::error&) {
     return nullptr;
