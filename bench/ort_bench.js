@@ -3,7 +3,11 @@
 // `singa bench --json` prints.
 //
 //   node bench/ort_bench.js MODEL.onnx [--threads N] [--iters K] [--warmup W]
-//        [--batch B] [--dim NAME=V ...]
+//        [--batch B] [--dim NAME=V ...] [--profile PREFIX]
+//
+// --profile writes ONNX Runtime's own per-node trace (PREFIX_<date>.json,
+// Chrome trace format) over the warm-up and timed
+// runs, to set against `singa bench --profile` node by node.
 //
 // Inputs are random, shaped as singa bench shapes them: the leading symbolic
 // dimension is the batch size, other symbolic dimensions come from --dim.
@@ -24,7 +28,7 @@ const nodeBaseline = baselineRssMiB();
 const ort = require(path.join(__dirname, 'node_modules', 'onnxruntime-node'));
 
 function parseArgs(argv) {
-  const a = {threads: 1, iters: 20, warmup: 3, batch: 1, dims: {}, model: null};
+  const a = {threads: 1, iters: 20, warmup: 3, batch: 1, dims: {}, model: null, profile: null};
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
     const next = () => {
@@ -35,6 +39,7 @@ function parseArgs(argv) {
     else if (k === '--iters') a.iters = Number(next());
     else if (k === '--warmup') a.warmup = Number(next());
     else if (k === '--batch') a.batch = Number(next());
+    else if (k === '--profile') a.profile = next();
     else if (k === '--dim') {
       const [name, v] = next().split('=');
       a.dims[name] = Number(v);
@@ -75,6 +80,7 @@ async function main() {
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
+    ...(a.profile ? {enableProfiling: true, profileFilePrefix: a.profile} : {}),
   });
   const prepareMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const next = rng(42);
@@ -96,6 +102,10 @@ async function main() {
   const n = sorted.length;
   const median = n % 2 ? sorted[(n - 1) / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   const mean = times.reduce((x, y) => x + y, 0) / n;
+  if (a.profile) {
+    session.endProfiling();  // onnxruntime-node returns no path: the file is PREFIX_<date>.json
+    console.error(`ort_bench: profile written to ${a.profile}_<date>.json`);
+  }
   const peak = baselineRssMiB();
   console.log(JSON.stringify({
     model: a.model, runtime: `onnxruntime ${ort.env.versions ? ort.env.versions.common : ''}`.trim(), threads: a.threads,
