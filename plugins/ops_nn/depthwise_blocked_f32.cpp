@@ -116,7 +116,8 @@ void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, c
         std::fill(dst + (pl + inner) * kL, dst + PW * kL, 0.f);
       }
       // The band's input rows are contiguous in each plane.
-      if (hi > lo) to_blocked_rows(xc + lo * W, H * W, (hi - lo) * W, W, inner, PW, pl, in.data() + (lo - iy0) * PW * kL);
+      if (hi > lo)
+        to_blocked_rows(xc + lo * W, H * W, (hi - lo) * W, W, inner, PW, pl, in.data() + (lo - iy0) * PW * kL);
       __m512 wv[K * K];
       alignas(64) float lane[kL];
       for (int tap = 0; tap < K * K; ++tap) {
@@ -125,29 +126,8 @@ void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, c
       }
       const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
       if (out.size() < size_t(rows * OW * kL)) out.resize(size_t(rows * OW * kL));
-      for (int64_t o = 0; o < rows; ++o) {
-        // Four pixels at a time: four independent FMA chains instead of one
-        // chain of K * K dependent FMAs (latency-bound, ~8x slower).
-        int64_t ox = 0;
-        for (; ox + 4 <= OW; ox += 4) {
-          __m512 a0 = b, a1 = b, a2 = b, a3 = b;
-          const float* at = in.data() + (o * S * PW + ox * S) * kL;
-          for (int ky = 0; ky < K; ++ky)
-            for (int kx = 0; kx < K; ++kx) {
-              const __m512 wk = wv[ky * K + kx];
-              const float* p = at + (ky * PW + kx) * kL;
-              a0 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p), a0);
-              a1 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p + S * kL), a1);
-              a2 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p + 2 * S * kL), a2);
-              a3 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p + 3 * S * kL), a3);
-            }
-          float* q = out.data() + (o * OW + ox) * kL;
-          _mm512_storeu_ps(q, vact(a0));
-          _mm512_storeu_ps(q + kL, vact(a1));
-          _mm512_storeu_ps(q + 2 * kL, vact(a2));
-          _mm512_storeu_ps(q + 3 * kL, vact(a3));
-        }
-        for (; ox < OW; ++ox) {
+      for (int64_t o = 0; o < rows; ++o)
+        for (int64_t ox = 0; ox < OW; ++ox) {
           __m512 acc = b;
           const float* at = in.data() + (o * S * PW + ox * S) * kL;
           for (int ky = 0; ky < K; ++ky)
@@ -155,7 +135,6 @@ void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, c
               acc = _mm512_fmadd_ps(wv[ky * K + kx], _mm512_loadu_ps(at + (ky * PW + kx) * kL), acc);
           _mm512_storeu_ps(out.data() + (o * OW + ox) * kL, vact(acc));
         }
-      }
       from_blocked(out.data(), rows * OW, y + (n * C + c0) * OH * OW + oy0 * OW, OH * OW);
     }
   });
@@ -175,10 +154,14 @@ void depthwise_blocked_f32(const sdk::Context& ctx, const float* x, const float*
   };
   using Kind = FusedActivation::Kind;
   switch (act.kind) {
-    case FusedActivation::kRelu: return with(std::integral_constant<Kind, FusedActivation::kRelu>());
-    case FusedActivation::kLeakyRelu: return with(std::integral_constant<Kind, FusedActivation::kLeakyRelu>());
-    case FusedActivation::kClip: return with(std::integral_constant<Kind, FusedActivation::kClip>());
-    default: return with(std::integral_constant<Kind, FusedActivation::kNone>());
+    case FusedActivation::kRelu:
+      return with(std::integral_constant<Kind, FusedActivation::kRelu>());
+    case FusedActivation::kLeakyRelu:
+      return with(std::integral_constant<Kind, FusedActivation::kLeakyRelu>());
+    case FusedActivation::kClip:
+      return with(std::integral_constant<Kind, FusedActivation::kClip>());
+    default:
+      return with(std::integral_constant<Kind, FusedActivation::kNone>());
   }
 }
 
