@@ -9,6 +9,7 @@
 #include "conv_gemm_f32.hpp"
 #include "conv_impl.hpp"
 #include "conv_nchw_f32.hpp"
+#include "env_switch.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
@@ -98,10 +99,7 @@ class Conv : public NodeKernel {
   // The NCHW paths of conv_nchw_f32.hpp take pointwise and depthwise float
   // convs ahead of oneDNN (SINGA_NCHW_FAST=0 turns them off, to compare).
   bool nchw_fast(const Geometry& g, int64_t C, int64_t M) const {
-    static const bool off = [] {
-      const char* e = std::getenv("SINGA_NCHW_FAST");
-      return e && *e == '0';
-    }();
+    static const bool off = ops::env_switched_off("SINGA_NCHW_FAST");
     return !off && (pointwise_fits(g, group_) || depthwise_fits(g, C, M, group_));
   }
 

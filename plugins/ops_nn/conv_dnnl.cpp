@@ -4,6 +4,7 @@
 #include <omp.h>
 #endif
 
+#include <env_switch.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -289,10 +290,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     }
     // Winograd loses to the direct code on thin layers (Tiny-YOLOv2's 3->16
     // conv at 416x416 ran 2.2x slower, its 16->32 one gained 1.3x).
-    static const bool no_winograd = [] {
-      const char* e = std::getenv("SINGA_CONV_WINOGRAD");
-      return e && std::string(e) == "0";
-    }();
+    static const bool no_winograd = ops::env_switched_off("SINGA_CONV_WINOGRAD");
     s.winograd = !no_winograd && s.group == 1 && s.KH == 3 && s.KW == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 &&
                  s.dw == 1 && s.C >= 16 && s.M >= 16;
     s.bias.assign(size_t(s.M), 0.f);

@@ -2,11 +2,11 @@
 #include "depthwise_blocked_f32.hpp"
 
 #include "dnnl_sgemm.hpp"
+#include "env_switch.hpp"
 #include "sgemm.hpp"     // fast::avx512
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -172,10 +172,7 @@ void conv_depthwise_f32(const sdk::Context& ctx, const float* x, const float* w,
   const int64_t k = g.k[1], s = g.s[1];
   // Whole blocks of 16 channels on AVX-512 (depthwise_blocked_f32.hpp says
   // why), the rest plane by plane.
-  static const bool blocked = [] {
-    const char* e = std::getenv("SINGA_DEPTHWISE_BLOCKED");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool blocked = !ops::env_switched_off("SINGA_DEPTHWISE_BLOCKED");
   int64_t c_begin = 0;
   if (blocked && fast::avx512() && C >= 16) {
     depthwise_blocked_f32(ctx, x, w, bias, y, N, C, g, act);
