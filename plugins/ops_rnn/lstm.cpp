@@ -4,10 +4,13 @@
 //   c = g(Xc + Hp*Rc + b),           C = ft.*Cp + i.*c
 //   o = f(Xo + Hp*Ro + Po.*C + b),   H = o.*h(C)
 #include "dnnl_sgemm.hpp"
+#include "lstm_step_f32.hpp"
 #include "recurrent.hpp"
 #include "registry.hpp"
+#include "sgemm.hpp"
 #include "vec_math.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace singa {
@@ -18,7 +21,14 @@ namespace {
 class Lstm {
  public:
   explicit Lstm(const sdk::Node& node)
-      : attrs_(node, {"Sigmoid", "Tanh", "Tanh"}), input_forget_(node.attr_int("input_forget", 0) != 0) {}
+      : attrs_(node, {"Sigmoid", "Tanh", "Tanh"}), input_forget_(node.attr_int("input_forget", 0) != 0) {
+    // A constant R is repacked once here; one given at run time is repacked
+    // per call (one pass over R, against the 2 x seq passes of the steps).
+    sdk::Tensor r = node.constant(2);
+    if (fast::avx512() && r.present() && r.dtype() == SINGA_ONNX_FLOAT && r.ndim() == 3 && r.dim(1) == 4 * r.dim(2))
+      for (int64_t d = 0; d < r.dim(0); ++d)
+        packed_r_.push_back(pack_lstm_r(r.data<float>() + d * r.dim(1) * r.dim(2), r.dim(2)));
+  }
 
   void compute(sdk::Context& ctx) const {
     const int32_t dt = ctx.input(0).dtype();
@@ -47,7 +57,7 @@ class Lstm {
     const int64_t H = p.hidden, G = 4 * H, steps = longest(p.lens);
     std::vector<T> hr(size_t(p.batch * G));
     for (int64_t d = 0; d < p.dirs; ++d) {
-      const std::vector<T> proj = input_projection(p, d);
+      std::vector<T> proj = input_projection(p, d);
       std::vector<T> h = load_state(p, p.init_h, d);
       std::vector<T> c = load_state(p, init_c, d);
       const Activation& f = attrs_.acts[size_t(3 * d)];
@@ -60,9 +70,25 @@ class Lstm {
       const T* Po = P ? Pi + H : nullptr;
       const T* Pf = P ? Pi + 2 * H : nullptr;
       if constexpr (std::is_same<T, float>::value) {
+        if (fast && fast::avx512()) {
+          std::vector<float> repacked;
+          const float* packed = packed_for(p, d, repacked);
+          // R's bias joins W's in the projection once, not at every step.
+          if (p.B)
+            for (int64_t row = 0; row < p.seq * p.batch; ++row)
+              for (int64_t i = 0; i < G; ++i) proj[size_t(row * G + i)] += p.B[d * 2 * G + G + i];
+          // Parts below ~128 KB of weights cost more to hand out than they save.
+          const int64_t panels = lstm_panels(H);
+          const int64_t parts =
+              std::max<int64_t>(1, std::min<int64_t>({ctx.num_threads(), panels, panels * H * 64 * 4 / (128 << 10)}));
+          parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y, packed);
+          store_state(p, h, d, out.states[0]);
+          store_state(p, c, d, out.states[1]);
+          continue;
+        }
         const int64_t parts = std::min<int64_t>(ctx.num_threads(), H / 64);
         if (fast && parts >= 2) {
-          parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y);
+          parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y, nullptr);
           store_state(p, h, d, out.states[0]);
           store_state(p, c, d, out.states[1]);
           continue;
@@ -108,10 +134,13 @@ class Lstm {
   // (their rows of R, against the whole previous h), then their cell. One
   // step's product is too small for the column split of ops::sgemm (an LSTM
   // ran single-threaded at any --threads); here each step is one parallel_for
-  // whose end is the barrier the next step's product needs.
+  // whose end is the barrier the next step's product needs. With `packed`
+  // (lstm_step_f32.hpp, R's bias already in proj) the product is ours, else
+  // oneDNN's, one call per gate.
   void parallel_steps(const sdk::Context& ctx, const Problem<float>& p, int64_t d, bool rev, int64_t parts,
-                      const float* proj, std::vector<float>& h, std::vector<float>& c, float* Y) const {
-    const int64_t H = p.hidden, G = 4 * H, N = p.batch, steps = longest(p.lens);
+                      const float* proj, std::vector<float>& h, std::vector<float>& c, float* Y,
+                      const float* packed) const {
+    const int64_t H = p.hidden, G = 4 * H, N = p.batch, steps = longest(p.lens), panels = lstm_panels(H);
     const float* R = p.R + d * G * H;
     const float* rb = p.B ? p.B + d * 2 * G + G : nullptr;
     std::vector<float> h_next(h.size()), z(size_t(N * G));
@@ -121,19 +150,23 @@ class Lstm {
         omp_set_num_threads(1);
 #endif
         for (int64_t q = q0; q < q1; ++q) {
-          // Units [j0, j1): whole vectors of 16 except at the end.
-          const int64_t j0 = H * q / parts / 16 * 16, j1 = q + 1 == parts ? H : H * (q + 1) / parts / 16 * 16;
-          const int64_t n = j1 - j0;
-          for (int64_t b = 0; b < N; ++b)
+          // Whole panels of 16 units; the last may be short.
+          const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
+          const int64_t j0 = u0 * kUnitsPerPanel, j1 = std::min(H, u1 * kUnitsPerPanel), n = j1 - j0;
+          if (packed) {
+            lstm_step_product(packed, H, h.data(), N, z.data(), u0, u1, s % 2 == 1);
+          } else {
+            for (int64_t b = 0; b < N; ++b)
+              for (int64_t gate = 0; gate < 4; ++gate) {
+                float* zr = z.data() + b * G + gate * H + j0;
+                if (rb) std::copy(rb + gate * H + j0, rb + gate * H + j1, zr);
+                else std::fill(zr, zr + n, 0.f);
+              }
             for (int64_t gate = 0; gate < 4; ++gate) {
-              float* zr = z.data() + b * G + gate * H + j0;
-              if (rb) std::copy(rb + gate * H + j0, rb + gate * H + j1, zr);
-              else std::fill(zr, zr + n, 0.f);
+              dnnl_status_t st = dnnl_sgemm('N', 'T', N, n, H, 1.f, h.data(), H, R + (gate * H + j0) * H, H, 1.f,
+                                            z.data() + gate * H + j0, G);
+              if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
             }
-          for (int64_t gate = 0; gate < 4; ++gate) {
-            dnnl_status_t st = dnnl_sgemm('N', 'T', N, n, H, 1.f, h.data(), H, R + (gate * H + j0) * H, H, 1.f,
-                                          z.data() + gate * H + j0, G);
-            if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
           }
           for (int64_t b = 0; b < N; ++b) {
             const int64_t len = p.lens[size_t(b)];
@@ -150,6 +183,16 @@ class Lstm {
       });
       h.swap(h_next);
     }
+  }
+
+  // Direction d's R in lstm_step_f32's panels: the one packed at construction
+  // when R was constant and has this call's shape, else packed into `scratch`.
+  const float* packed_for(const Problem<float>& p, int64_t d, std::vector<float>& scratch) const {
+    const size_t want = size_t(lstm_panels(p.hidden) * p.hidden * 4 * kUnitsPerPanel);
+    if (size_t(d) < packed_r_.size() && packed_r_[size_t(d)].size() == want && size_t(p.dirs) == packed_r_.size())
+      return packed_r_[size_t(d)].data();
+    scratch = pack_lstm_r(p.R + d * 4 * p.hidden * p.hidden, p.hidden);
+    return scratch.data();
   }
 
   // The cell with the default activations and no peepholes for hidden units
@@ -178,6 +221,7 @@ class Lstm {
 
   CommonAttrs attrs_;
   bool input_forget_;
+  std::vector<std::vector<float>> packed_r_;  // per direction, when R is a float constant
 };
 
 }  // namespace

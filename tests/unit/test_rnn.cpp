@@ -1,7 +1,10 @@
-// The LSTM kernel's step split over the pool (plugins/ops_rnn/lstm.cpp,
-// parallel_steps: taken at 2+ threads when the hidden size is at least 128)
-// against its one-thread loop, with biases, initial states, ragged
-// sequence_lens and both directions.
+// The float LSTM kernel's fast paths (plugins/ops_rnn/lstm.cpp: R repacked
+// into panels for the step product, lstm_step_f32.cpp, and the step split over
+// the pool) against the float64 kernel, which takes the plain loop with
+// OpenBLAS products: biases, initial states, ragged sequence_lens, both
+// directions, batches that are not a multiple of the kernel's three-row
+// blocks, hidden sizes that end in a partial 16-unit panel, and an R given at
+// run time (packed per call) as well as a constant one (packed at prepare).
 #include "model_builder.hpp"
 
 #include <singa/onnx.hpp>
@@ -10,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 using singa::Tensor;
@@ -25,52 +29,82 @@ Tensor random_floats(const singa::Shape& shape, unsigned seed, float scale) {
   return t;
 }
 
+Tensor widened(const Tensor& f) {
+  Tensor d(f.shape(), SINGA_ONNX_DOUBLE);
+  for (int64_t i = 0; i < f.numel(); ++i) d.data<double>()[i] = f.data<float>()[i];
+  return d;
+}
+
+struct Case {
+  const char* direction;
+  int64_t N, H;
+  bool r_at_run_time;
+};
+
 }  // namespace
 
-TEST(LstmSteps, SplitOverThreadsMatchesOneThread) {
+TEST(LstmSteps, FloatFastPathsMatchFloat64AtEveryThreadCount) {
   auto& rt = singa::Runtime::instance();
   if (!rt.loaded()) rt.load();
-  const int64_t T = 7, N = 3, I = 20, H = 160;  // H not a multiple of 16 * parts
-  for (const char* direction : {"forward", "bidirectional"}) {
-    SCOPED_TRACE(direction);
-    const int64_t D = std::string(direction) == "bidirectional" ? 2 : 1;
+  const int64_t T = 7, I = 20;
+  const Case cases[] = {{"forward", 3, 160, false},        // 10 panels over 3 parts
+                        {"bidirectional", 3, 160, false},  //
+                        {"forward", 5, 150, true},         // a partial last panel; rows 3 + 2
+                        {"reverse", 4, 150, false},        // rows 3 + 1
+                        {"bidirectional", 2, 37, true}};   // one part, 3 panels
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.direction) + " N=" + std::to_string(c.N) + " H=" + std::to_string(c.H) +
+                 (c.r_at_run_time ? " R at run time" : ""));
+    const int64_t D = std::string(c.direction) == "bidirectional" ? 2 : 1, N = c.N, H = c.H;
     Tensor lens({N}, SINGA_ONNX_INT32);
-    lens.data<int32_t>()[0] = 7, lens.data<int32_t>()[1] = 4, lens.data<int32_t>()[2] = 0;
-    ModelBuilder m;
-    m.input("x", SINGA_ONNX_FLOAT, {T, N, I})
-        .initializer("W", random_floats({D, 4 * H, I}, 1, 0.2f))
-        .initializer("R", random_floats({D, 4 * H, H}, 2, 0.1f))
-        .initializer("B", random_floats({D, 8 * H}, 3, 0.5f))
-        .initializer("lens", lens)
-        .initializer("h0", random_floats({D, N, H}, 4, 1.f))
-        .initializer("c0", random_floats({D, N, H}, 5, 1.f))
-        .node("LSTM", {"x", "W", "R", "B", "lens", "h0", "c0"}, {"y", "yh", "yc"}, "lstm");
-    auto* a = m.last()->add_attribute();
-    a->set_name("hidden_size");
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(H);
-    auto* dir = m.last()->add_attribute();
-    dir->set_name("direction");
-    dir->set_type(::onnx::AttributeProto::STRING);
-    dir->set_s(direction);
-    m.output("y", SINGA_ONNX_FLOAT, {T, D, N, H}).output("yh", SINGA_ONNX_FLOAT, {D, N, H}).output("yc", SINGA_ONNX_FLOAT, {D, N, H});
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), {});
-    const Tensor x = random_floats({T, N, I}, 6, 1.f);
+    for (int64_t b = 0; b < N; ++b) lens.data<int32_t>()[b] = int32_t(b == 0 ? T : (b * 5) % (T + 1));  // 0 among them
+    const std::map<std::string, Tensor> floats = {
+        {"W", random_floats({D, 4 * H, I}, 1, 0.2f)}, {"R", random_floats({D, 4 * H, H}, 2, 0.1f)},
+        {"B", random_floats({D, 8 * H}, 3, 0.5f)},    {"h0", random_floats({D, N, H}, 4, 1.f)},
+        {"c0", random_floats({D, N, H}, 5, 1.f)},     {"x", random_floats({T, N, I}, 6, 1.f)}};
+    auto build = [&](int32_t dt) {
+      auto as = [&](const std::string& name) {
+        return dt == SINGA_ONNX_FLOAT ? floats.at(name) : widened(floats.at(name));
+      };
+      ModelBuilder m;
+      m.input("x", dt, {T, N, I});
+      if (c.r_at_run_time)
+        m.input("R", dt, {D, 4 * H, H});
+      else
+        m.initializer("R", as("R"));
+      m.initializer("W", as("W")).initializer("B", as("B")).initializer("lens", lens);
+      m.initializer("h0", as("h0")).initializer("c0", as("c0"));
+      m.node("LSTM", {"x", "W", "R", "B", "lens", "h0", "c0"}, {"y", "yh", "yc"}, "lstm");
+      auto* a = m.last()->add_attribute();
+      a->set_name("hidden_size");
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(H);
+      auto* dir = m.last()->add_attribute();
+      dir->set_name("direction");
+      dir->set_type(::onnx::AttributeProto::STRING);
+      dir->set_s(c.direction);
+      m.output("y", dt, {T, D, N, H}).output("yh", dt, {D, N, H}).output("yc", dt, {D, N, H});
+      auto rep = singa::onnx::prepare_bytes(m.bytes(), {});
+      std::map<std::string, Tensor> feeds = {{"x", as("x")}};
+      if (c.r_at_run_time) feeds["R"] = as("R");
+      return std::make_pair(std::move(rep), feeds);
+    };
+    auto [ref_rep, ref_feeds] = build(SINGA_ONNX_DOUBLE);
+    auto want = ref_rep->run(ref_feeds);
+    auto [rep, feeds] = build(SINGA_ONNX_FLOAT);
     const int32_t saved = rt.cpu()->num_threads();
-    rt.cpu()->set_num_threads(1);
-    auto want = rep->run({x});
-    for (int threads : {2, 3, 4}) {
+    for (int threads : {1, 2, 3, 4}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
       rt.cpu()->set_num_threads(threads);
-      auto got = rep->run({x});
+      auto got = rep->run(feeds);
       ASSERT_EQ(got.size(), want.size());
       for (size_t o = 0; o < got.size(); ++o) {
         SCOPED_TRACE(got[o].first);
         ASSERT_EQ(got[o].second.shape(), want[o].second.shape());
         double worst = 0;
         for (int64_t i = 0; i < got[o].second.numel(); ++i)
-          worst = std::max(worst, double(std::fabs(got[o].second.data<float>()[i] - want[o].second.data<float>()[i])));
-        EXPECT_LE(worst, 1e-5);
+          worst = std::max(worst, std::fabs(double(got[o].second.data<float>()[i]) - want[o].second.data<double>()[i]));
+        EXPECT_LE(worst, 2e-5);
       }
     }
     rt.cpu()->set_num_threads(saved);
