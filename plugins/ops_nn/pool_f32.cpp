@@ -61,32 +61,76 @@ void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t
   }
 }
 
-void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y) {
+namespace {
+
+// v where v > best, else best (ordered: ties and NaNs give the second
+// operand): the scalar loop's strictly-greater rule in one instruction.
+inline __m512 maxv(__m512 v, __m512 best) { return _mm512_maskz_max_ps(0xFFFF, v, best); }
+
+// The taps of 16 windows of 3 columns, stride 2, in one row: columns [0, 32)
+// in lo and hi, column 32 in lane 15 of col32; t[i] is tap i of each window.
+inline void taps_3s2(__m512 lo, __m512 hi, __m512 col32, __m512 (&t)[3]) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  for (int64_t ow = 0; ow < n; ow += 16) {
-    const int64_t m = n - ow < 16 ? n - ow : 16;
-    // Output lane i reads columns 2i, 2i + 1, 2i + 2 of the window rows: the
-    // even and odd columns of the 2m values from 2 * ow, and the even ones
-    // of the 2m values from 2 * ow + 2 (column 2i + 2 may be the row's last).
-    const __mmask16 m_lo = lanes(2 * m), m_hi = lanes(2 * m - 16);
-    const __mmask16 s_lo = lanes(2 * m - 1), s_hi = lanes(2 * m - 17);
-    __m512 best = _mm512_setzero_ps();
-    for (int r = 0; r < 3; ++r) {
-      const float* p = rows[r] + 2 * ow;
-      const __m512 t0 = _mm512_maskz_loadu_ps(m_lo, p), t1 = _mm512_maskz_loadu_ps(m_hi, p + 16);
-      const __m512 u0 = _mm512_maskz_loadu_ps(s_lo, p + 2), u1 = _mm512_maskz_loadu_ps(s_hi, p + 18);
-      const __m512 a = _mm512_permutex2var_ps(t0, even, t1), b = _mm512_permutex2var_ps(t0, odd, t1);
-      const __m512 c = _mm512_permutex2var_ps(u0, even, u1);
-      // The first tap, then strictly greater taps in row-major order (a NaN
-      // never replaces, a NaN best is never replaced), as the scalar loop.
-      if (r == 0) best = a;
-      else best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(a, best, _CMP_GT_OQ), a);
-      best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ), b);
-      best = _mm512_mask_mov_ps(best, _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ), c);
-    }
-    _mm512_mask_storeu_ps(y + ow, lanes(m), best);
+  const __m512i even2 = _mm512_add_epi32(even, _mm512_set1_epi32(2));  // lane 15 (column 32) is taken apart
+  t[0] = _mm512_permutex2var_ps(lo, even, hi), t[1] = _mm512_permutex2var_ps(lo, odd, hi);
+  t[2] = _mm512_mask_blend_ps(0x8000, _mm512_permutex2var_ps(lo, even2, hi), col32);
+}
+
+// 16 windows of three rows, r[k] = {columns [0, 16), [16, 32), column 32 in
+// lane 15} of row k. The rows are reduced column by column first, so the
+// even/odd split costs three permutes instead of nine; that order changes
+// only which of +0 and -0 survives a tie between them, except with NaNs: a
+// NaN in the first row would hide the rows below it in its column, so
+// blocks with one go tap by tap in row-major order, as the scalar loop.
+inline __m512 rows_3s2(const __m512 (&r)[3][3]) {
+  __m512 col[3], t[3];
+  for (int i = 0; i < 3; ++i) col[i] = maxv(r[2][i], maxv(r[1][i], r[0][i]));
+  const __mmask16 nan = _mm512_cmp_ps_mask(col[0], col[0], _CMP_UNORD_Q) |
+                        _mm512_cmp_ps_mask(col[1], col[1], _CMP_UNORD_Q) |
+                        _mm512_cmp_ps_mask(col[2], col[2], _CMP_UNORD_Q);
+  if (__builtin_expect(nan == 0, 1)) {
+    taps_3s2(col[0], col[1], col[2], t);
+    return maxv(t[2], maxv(t[1], t[0]));
   }
+  __m512 best = _mm512_setzero_ps();
+  for (int k = 0; k < 3; ++k) {
+    taps_3s2(r[k][0], r[k][1], r[k][2], t);
+    for (int i = 0; i < 3; ++i) best = k == 0 && i == 0 ? t[0] : maxv(t[i], best);
+  }
+  return best;
+}
+
+}  // namespace
+
+void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y) {
+  // Output lane i reads columns 2i, 2i + 1 and 2i + 2 of the three window
+  // rows (rows_3s2). 16 windows from column 2 * ow with plain loads (masked
+  // ones are slow on some CPUs, AMD family 1Ah among them): columns [0, 32)
+  // in two vectors, the last window's third column broadcast.
+  auto block = [&](int64_t ow) {
+    __m512 r[3][3];
+    for (int k = 0; k < 3; ++k) {
+      const float* p = rows[k] + 2 * ow;
+      r[k][0] = _mm512_loadu_ps(p), r[k][1] = _mm512_loadu_ps(p + 16), r[k][2] = _mm512_set1_ps(p[32]);
+    }
+    _mm512_storeu_ps(y + ow, rows_3s2(r));
+  };
+  if (n >= 16) {
+    for (int64_t ow = 0; ow + 16 <= n; ow += 16) block(ow);
+    // A partial last block is the last 16 windows again, overlapping the one
+    // before (the same values rewritten), rather than masked loads.
+    if (n % 16) block(n - 16);
+    return;
+  }
+  // Fewer than 16 windows: columns [0, 2n] with masked loads, all within
+  // the two vectors (2n <= 30).
+  const __mmask16 m_lo = lanes(2 * n + 1), m_hi = lanes(2 * n + 1 - 16);
+  __m512 r[3][3];
+  for (int k = 0; k < 3; ++k)
+    r[k][0] = _mm512_maskz_loadu_ps(m_lo, rows[k]), r[k][1] = _mm512_maskz_loadu_ps(m_hi, rows[k] + 16),
+    r[k][2] = _mm512_setzero_ps();
+  _mm512_mask_storeu_ps(y, lanes(n), rows_3s2(r));
 }
 
 bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
