@@ -88,11 +88,21 @@ static std::vector<std::string> plugin_files(const std::string& dir) {
   return files;
 }
 
-// OpenBLAS picks its kernels when it is loaded (with the first op pack that
-// links it) and misdetects some virtual CPUs as pre-AVX "Prescott", running
-// about 5x slower. Name the core type from what the CPU reports, unless the
-// user already chose one.
-static void choose_openblas_coretype() {
+// OpenBLAS reads its settings from the environment when it is loaded (with
+// the first op pack that links it), so they are set here, before any pack,
+// unless the user already chose them:
+// - the core type: it misdetects some virtual CPUs as pre-AVX "Prescott",
+//   running about 5x slower, so it is named from what the CPU reports;
+// - the thread timeout: its workers spin in sched_yield for 2^28 cycles
+//   (~0.1 s) after they start and after every threaded call, taking a core
+//   from the runtime's own pool. A 2-thread LSTM run shortly after start-up
+//   took 1.3 ms instead of 0.64 (bench medians). 2^4 cycles lets them sleep
+//   at once. Only the products that still go to OpenBLAS (double precision,
+//   the generic convolution paths, float on CPUs without AVX-512) use its
+//   threads, and there a wake-up costs microseconds against a product's
+//   hundreds.
+static void configure_openblas() {
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
 #if defined(__x86_64__) && defined(__GNUC__)
   if (std::getenv("OPENBLAS_CORETYPE")) return;
   __builtin_cpu_init();
@@ -102,7 +112,7 @@ static void choose_openblas_coretype() {
 }
 
 std::vector<std::string> Runtime::load(const LoadOptions& options) {
-  choose_openblas_coretype();
+  configure_openblas();
   std::vector<std::string> dirs = search_dirs(options);
   std::set<std::string> seen_names;
   {

@@ -215,3 +215,21 @@ TEST_F(Loader, LoadPluginRecordsItsResult) {
 }
 
 }  // namespace
+
+// OpenBLAS reads its environment when the first op pack that links it loads:
+// load() sets a short thread timeout (its idle workers would otherwise spin
+// in sched_yield for ~0.1 s, taking a core from the runtime's pool) and a
+// core type, but never overrides what the user set.
+TEST_F(Loader, LoadConfiguresOpenBlasUnlessTheUserDid) {
+  const char* had = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const std::optional<std::string> saved = had ? std::optional<std::string>(had) : std::nullopt;
+  unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  load({});
+  ASSERT_NE(std::getenv("OPENBLAS_THREAD_TIMEOUT"), nullptr);
+  EXPECT_STREQ(std::getenv("OPENBLAS_THREAD_TIMEOUT"), "4");
+  setenv("OPENBLAS_THREAD_TIMEOUT", "12", 1);
+  load({});
+  EXPECT_STREQ(std::getenv("OPENBLAS_THREAD_TIMEOUT"), "12");
+  if (saved) setenv("OPENBLAS_THREAD_TIMEOUT", saved->c_str(), 1);
+  else unsetenv("OPENBLAS_THREAD_TIMEOUT");
+}
