@@ -43,6 +43,13 @@ if cc -O2 -march=native -pthread "$here/peak.c" -o "$peak_bin" 2>/dev/null; then
   peak1=$("$peak_bin" 1) peak2=$("$peak_bin" 2)
 fi
 
+# One untimed start of each runtime first: the first process after a build
+# reads the plugins and libraries from disk, which showed up as a prepare
+# time three times too long in whichever row came first.
+first=$(echo "$models" | cut -d' ' -f1)
+"$singa" bench "$here/.models/$first.onnx" --iters 1 --warmup 0 --json > /dev/null 2>&1 || true
+node "$here/ort_bench.js" "$here/.models/$first.onnx" --iters 1 --warmup 0 > /dev/null 2>&1 || true
+
 # One line per measurement: RUNTIME MODEL THREADS BATCH JSON. singa and ORT
 # alternate so drifting machine load hits both alike.
 measure() {  # model threads batch
