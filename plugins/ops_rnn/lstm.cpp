@@ -57,7 +57,6 @@ class Lstm {
     const int64_t H = p.hidden, G = 4 * H, steps = longest(p.lens);
     std::vector<T> hr(size_t(p.batch * G));
     for (int64_t d = 0; d < p.dirs; ++d) {
-      std::vector<T> proj = input_projection(p, d);
       std::vector<T> h = load_state(p, p.init_h, d);
       std::vector<T> c = load_state(p, init_c, d);
       const Activation& f = attrs_.acts[size_t(3 * d)];
@@ -66,29 +65,24 @@ class Lstm {
       const bool rev = attrs_.is_reverse(d);
       const bool fast = !P && !input_forget_ && f.kind == ActKind::Sigmoid && g.kind == ActKind::Tanh &&
                         hact.kind == ActKind::Tanh;
+      // The float default cell's own step product (lstm_step_f32.hpp) takes
+      // R's bias from the projection, added there once instead of every step.
+      const bool ours = std::is_same<T, float>::value && fast && fast::avx512();
+      const std::vector<T> proj = input_projection(p, d, ours);
       const T* Pi = P ? P + d * 3 * H : nullptr;
       const T* Po = P ? Pi + H : nullptr;
       const T* Pf = P ? Pi + 2 * H : nullptr;
       if constexpr (std::is_same<T, float>::value) {
-        if (fast && fast::avx512()) {
-          std::vector<float> repacked;
-          const float* packed = packed_for(p, d, repacked);
-          // R's bias joins W's in the projection once, not at every step.
-          if (p.B)
-            for (int64_t row = 0; row < p.seq * p.batch; ++row)
-              for (int64_t i = 0; i < G; ++i) proj[size_t(row * G + i)] += p.B[d * 2 * G + G + i];
-          // Parts below ~128 KB of weights cost more to hand out than they save.
-          const int64_t panels = lstm_panels(H);
-          const int64_t parts =
-              std::max<int64_t>(1, std::min<int64_t>({ctx.num_threads(), panels, panels * H * 64 * 4 / (128 << 10)}));
+        std::vector<float> repacked;
+        const float* packed = ours ? packed_for(p, d, repacked) : nullptr;
+        const int64_t threads = ctx.num_threads(), panels = lstm_panels(H);
+        // Ours: parts below ~128 KB of weights cost more to hand out than they
+        // save. oneDNN's per-gate products want 64+ units a part.
+        const int64_t parts =
+            ours ? std::max<int64_t>(1, std::min<int64_t>({threads, panels, panels * H * 64 * 4 / (128 << 10)}))
+                 : std::min<int64_t>(threads, H / 64);
+        if (ours || (fast && parts >= 2)) {
           parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y, packed);
-          store_state(p, h, d, out.states[0]);
-          store_state(p, c, d, out.states[1]);
-          continue;
-        }
-        const int64_t parts = std::min<int64_t>(ctx.num_threads(), H / 64);
-        if (fast && parts >= 2) {
-          parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y, nullptr);
           store_state(p, h, d, out.states[0]);
           store_state(p, c, d, out.states[1]);
           continue;

@@ -39,7 +39,7 @@ namespace {
 // NR rows of h against one panel. Even and odd k go to separate accumulators:
 // with one row, four chains of dependent FMAs would wait on the FMA latency.
 template <int NR>
-void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t G, int64_t j, int64_t valid) {
+void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t j, int64_t valid) {
   constexpr int64_t L = kUnitsPerPanel;
   constexpr int64_t PF = 16;
   __m512 acc[NR][2][4];
@@ -67,7 +67,7 @@ void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t
   for (int r = 0; r < NR; ++r)
     for (int g = 0; g < 4; ++g) {
       const __m512 s = _mm512_add_ps(acc[r][0][g], acc[r][1][g]);
-      float* dst = z + r * G + g * (G / 4) + j;
+      float* dst = z + r * 4 * H + g * H + j;
       if (valid == L) {
         _mm512_storeu_ps(dst, s);
       } else {
@@ -90,9 +90,9 @@ void lstm_step_product(const float* packed, int64_t H, const float* h, int64_t N
     const int64_t j = u * L, valid = std::min(L, H - j);
     int64_t b = 0;
     // Three rows share each weight load; 24 of the 32 vector registers.
-    for (; b + 3 <= N; b += 3) panel_rows<3>(panel, H, h + b * H, z + b * G, G, j, valid);
-    if (N - b == 2) panel_rows<2>(panel, H, h + b * H, z + b * G, G, j, valid);
-    if (N - b == 1) panel_rows<1>(panel, H, h + b * H, z + b * G, G, j, valid);
+    for (; b + 3 <= N; b += 3) panel_rows<3>(panel, H, h + b * H, z + b * G, j, valid);
+    if (N - b == 2) panel_rows<2>(panel, H, h + b * H, z + b * G, j, valid);
+    if (N - b == 1) panel_rows<1>(panel, H, h + b * H, z + b * G, j, valid);
   }
 }
 

@@ -171,10 +171,17 @@ void product_nt(const Problem<double>& p, int64_t M, int64_t N, int64_t K, const
 }  // namespace
 
 template <typename T>
-std::vector<T> input_projection(const Problem<T>& p, int64_t d) {
+std::vector<T> input_projection(const Problem<T>& p, int64_t d, bool with_recurrent_bias) {
   const int64_t rows = p.seq * p.batch, cols = p.gates * p.hidden;
   std::vector<T> proj(size_t(rows * cols));
-  fill_rows(proj.data(), rows, cols, p.B ? p.B + d * 2 * cols : nullptr);
+  const T* bias = p.B ? p.B + d * 2 * cols : nullptr;  // Wb[d], then Rb[d]
+  std::vector<T> both;
+  if (bias && with_recurrent_bias) {
+    both.assign(bias, bias + cols);
+    for (int64_t i = 0; i < cols; ++i) both[size_t(i)] += bias[cols + i];
+    bias = both.data();
+  }
+  fill_rows(proj.data(), rows, cols, bias);
   product_nt(p, rows, cols, p.input, p.X, p.input, p.W + d * cols * p.input, p.input, proj.data(), cols);
   return proj;
 }
@@ -194,8 +201,8 @@ void recurrent_product(const Problem<T>& p, int64_t d, const T* H, T* hr, int64_
   product_nt(p, p.batch, used, p.hidden, H, p.hidden, p.R + d * cols * p.hidden, p.hidden, hr, cols);
 }
 
-template std::vector<float> input_projection<float>(const Problem<float>&, int64_t);
-template std::vector<double> input_projection<double>(const Problem<double>&, int64_t);
+template std::vector<float> input_projection<float>(const Problem<float>&, int64_t, bool);
+template std::vector<double> input_projection<double>(const Problem<double>&, int64_t, bool);
 template void recurrent_product<float>(const Problem<float>&, int64_t, const float*, float*, int64_t);
 template void recurrent_product<double>(const Problem<double>&, int64_t, const double*, double*, int64_t);
 

@@ -74,10 +74,11 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
 void gemm_nt(int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B, int64_t ldb, double beta,
              double* C, int64_t ldc);
 
-// proj[seq*batch, gates*hidden] = X * W[d]^T + Wb[d]: every timestep's input
-// contribution in one product. Rows follow X's row order (see x_row).
+// proj[seq*batch, gates*hidden] = X * W[d]^T + Wb[d] (+ Rb[d] with
+// with_recurrent_bias): every timestep's input contribution in one product.
+// Rows follow X's row order (see x_row).
 template <typename T>
-std::vector<T> input_projection(const Problem<T>& p, int64_t d);
+std::vector<T> input_projection(const Problem<T>& p, int64_t d, bool with_recurrent_bias = false);
 
 // hr[batch, gates*hidden] = H * R[d]^T + Rb[d] for the state H [batch, hidden].
 // With used_gates < gates only the first used_gates blocks of hr's columns are
