@@ -103,6 +103,70 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     if (last_use_[v] < 0 || val.is_output || val.is_initializer || val.is_outer) continue;
     exec_[size_t(last_use_[v])].release.push_back(int(v));
   }
+  if (config_.memory_plan && cpu_ && cpu_->host_addressable()) plan_memory_of_intermediates();
+}
+
+namespace {
+
+// Bytes of a tensor value whose shape and type shape inference fixed; 0 otherwise.
+size_t static_bytes(const graph::Value& v) {
+  if (v.kind != graph::TypeKind::kTensor || !v.rank_known || dtype_size(v.dtype) == 0) return 0;
+  size_t n = dtype_size(v.dtype);
+  for (int64_t d : v.dims) {
+    if (d <= 0) return 0;
+    if (n > (size_t(1) << 40) / size_t(d)) return 0;
+    n *= size_t(d);
+  }
+  return n;
+}
+
+}  // namespace
+
+// Intermediates produced by CPU kernels go to the arena. Left out: what the
+// caller sees (graph inputs and outputs, initializers, values of an enclosing
+// graph) and what a core op reads (control flow may hand its inputs on as
+// outputs, so their memory may outlive the plan). An in-place output joins
+// its input's chain: it may live in that memory after the input's last use.
+void Executor::plan_memory_of_intermediates() {
+  const size_t nv = g_.values.size();
+  std::vector<bool> read_by_core(nv, false);
+  for (const ExecNode& e : exec_)
+    if (e.core)
+      for (int v : e.node->inputs)
+        if (v >= 0) read_by_core[size_t(v)] = true;
+  auto intermediate = [&](int v) {
+    const graph::Value& val = g_.values[size_t(v)];
+    return !val.is_output && !val.is_initializer && !val.is_input && !val.is_outer;
+  };
+  std::vector<PlanValue> values(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const graph::Value& val = g_.values[v];
+    if (val.producer < 0) continue;
+    const ExecNode& e = exec_[size_t(val.producer)];
+    PlanValue& p = values[v];
+    p.first = val.producer;
+    p.last = last_use_[v];
+    p.bytes = static_bytes(val);
+    p.eligible = !e.core && e.device == cpu_ && intermediate(int(v)) && !read_by_core[v];
+    const graph::Node& n = *e.node;
+    if (!e.core && (e.kernel->def.flags & SINGA_KERNEL_MAY_INPLACE) && n.outputs[0] == int(v) && !n.inputs.empty()) {
+      int v0 = n.inputs[0];
+      if (v0 >= 0 && last_use_[size_t(v0)] == val.producer && intermediate(v0) &&
+          std::count(n.inputs.begin(), n.inputs.end(), v0) == 1)
+        p.takes_over = v0;
+    }
+  }
+  plan_ = plan_memory(values);
+  for (size_t i = 0; i < exec_.size(); ++i) {
+    ExecNode& e = exec_[i];
+    bool any = false;
+    std::vector<std::pair<int64_t, size_t>> out;
+    for (int v : e.node->outputs) {
+      out.emplace_back(v >= 0 ? plan_.offset[size_t(v)] : -1, v >= 0 ? plan_.bytes[size_t(v)] : 0);
+      any = any || out.back().first >= 0;
+    }
+    if (any) e.planned = std::move(out);
+  }
 }
 
 void Executor::select(ExecNode& e, bool fallback) {
@@ -164,13 +228,17 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, 
     if (g_.outer[i] >= 0) env[size_t(g_.outer[i])] = inputs[g_.inputs.size() + i];
 
   stop = std::min(stop, exec_.size());
+  // One arena per run, so that runs from several threads do not share it; the
+  // CPU device's block cache hands the same block back run after run.
+  std::shared_ptr<Storage> arena;
+  if (!keep_all && plan_.arena_bytes > 0) arena = Tensor(Shape{int64_t(plan_.arena_bytes)}, SINGA_ONNX_UINT8, cpu_).storage();
   for (size_t i = 0; i < stop; ++i) {
     const ExecNode& e = exec_[i];
     const auto t0 = timings ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (e.core)
       run_core(e, env);
     else
-      run_kernel(e, i, env, keep_all);
+      run_kernel(e, i, env, keep_all, arena);
     if (timings) {
       if (e.device) e.device->synchronize(e.device_id);
       timings->emplace_back(i, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -202,7 +270,8 @@ void Executor::run_core(const ExecNode& e, std::vector<Value>& env) const {
     if (n.outputs[k] >= 0) env[size_t(n.outputs[k])] = std::move(call.outputs[k]);
 }
 
-void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, bool keep_all) const {
+void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, bool keep_all,
+                          const std::shared_ptr<Storage>& arena) const {
   const graph::Node& n = *e.node;
   singa_kernel_context ctx;
   KernelCall& call = ctx.call;
@@ -211,6 +280,10 @@ void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, 
   call.device_id = e.device_id;
   call.pool = e.device->has_parallel_for() ? e.device : nullptr;
   call.max_tensor_bytes = max_bytes_;
+  if (arena && !e.planned.empty()) {
+    call.arena = &arena;
+    call.planned = &e.planned;
+  }
   call.inputs.resize(n.inputs.size());
   for (size_t j = 0; j < n.inputs.size(); ++j) {
     int v = n.inputs[j];

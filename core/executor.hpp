@@ -6,6 +6,7 @@
 #include "control/core_op.hpp"
 #include "graph.hpp"
 #include "host.hpp"
+#include "memory_plan.hpp"
 
 #include <singa/value.hpp>
 
@@ -26,6 +27,7 @@ struct ExecNode {
   std::unique_ptr<singa_node> info;
   std::vector<bool> host_inputs;  // inputs the kernel reads on the host
   std::vector<int> release;       // values whose last reader is this node
+  std::vector<std::pair<int64_t, size_t>> planned;  // per output: arena offset (-1: none), room
   ExecNode() = default;
   ExecNode(ExecNode&&) = default;
   ~ExecNode();
@@ -38,6 +40,7 @@ class Executor {
       : Executor(std::move(graph), ExecConfig{device, device_id, fallback, max_tensor_bytes}) {}
   const graph::Graph& graph() const { return g_; }
   const std::vector<ExecNode>& nodes() const { return exec_; }
+  const MemoryPlan& memory_plan() const { return plan_; }
   // Runs nodes [0, stop). `inputs` are aligned with graph().inputs, then
   // graph().outer (a subgraph's values from enclosing scopes).
   // Returns the values by id; `keep_all` keeps every intermediate. With
@@ -50,7 +53,9 @@ class Executor {
 
  private:
   void select(ExecNode& e, bool fallback);
-  void run_kernel(const ExecNode& e, size_t index, std::vector<Value>& env, bool keep_all) const;
+  void plan_memory_of_intermediates();
+  void run_kernel(const ExecNode& e, size_t index, std::vector<Value>& env, bool keep_all,
+                  const std::shared_ptr<Storage>& arena) const;
   void run_core(const ExecNode& e, std::vector<Value>& env) const;
   graph::Graph g_;
   ExecConfig config_;
@@ -60,6 +65,7 @@ class Executor {
   Device* cpu_;
   size_t max_bytes_;
   std::vector<int> last_use_;
+  MemoryPlan plan_;
   // Initializers already copied to the device of the nodes that read them.
   std::map<std::pair<int, Device*>, Tensor> device_constants_;
 };

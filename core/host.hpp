@@ -57,6 +57,10 @@ struct KernelCall {
   std::vector<Tensor> workspaces;
   bool inplace_allowed = false;  // input 0 may be overwritten
   size_t max_tensor_bytes = 0;
+  // The run's arena and, per output, its planned offset (-1: none) and room;
+  // an output that fits goes there (core/memory_plan.hpp).
+  const std::shared_ptr<Storage>* arena = nullptr;
+  const std::vector<std::pair<int64_t, size_t>>* planned = nullptr;
 };
 
 // The host table handed to plugins (static storage).

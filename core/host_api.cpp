@@ -242,6 +242,15 @@ singa_status* ctx_output(singa_kernel_context* c, size_t i, int32_t ndim, const 
     if (i == 0 && k.inplace_allowed && !k.inputs.empty() && k.inputs[0].defined() && k.inputs[0].dtype() == t &&
         k.inputs[0].numel() == n && k.inputs[0].device() == k.device && k.inputs[0].storage().use_count() == 2) {
       o = k.inputs[0].reshaped(s);
+    } else if (k.arena && k.planned && i < k.planned->size() && (*k.planned)[i].first >= 0 &&
+               size_t(n) * dtype_size(t) <= (*k.planned)[i].second && (*k.arena)->device == k.device) {
+      auto part = std::make_shared<Storage>();
+      part->device = k.device;
+      part->device_id = (*k.arena)->device_id;
+      part->data = static_cast<char*>((*k.arena)->data) + (*k.planned)[i].first;
+      part->bytes = (*k.planned)[i].second;
+      part->owner = *k.arena;
+      o = Tensor(std::move(part), s, t);
     } else {
       o = Tensor(s, t, k.device, k.device_id);
     }

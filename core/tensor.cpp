@@ -37,7 +37,7 @@ int64_t shape_numel(const Shape& s) {
 }
 
 Storage::~Storage() {
-  if (!data) return;
+  if (!data || owner) return;
   if (device) {
     device->free(device_id, data);
   } else {

@@ -189,6 +189,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       "warmup", po::value<int>(), "untimed iterations first (default 3)")("batch", po::value<int>(), "batch size (default 1)")(
       "dim", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE for a symbolic dimension (repeatable)")(
       "no-optimize", "skip the graph passes (constant folding, fusions)")(
+      "no-memory-plan", "allocate every intermediate on its own instead of in the planned arena")(
       "profile", po::value<int>()->implicit_value(15), "also time each node over K more runs; show the N heaviest nodes (default 15)")(
       "json", "print one JSON line");
   Parsed p = parse_command(spec, args, own, "model");
@@ -211,6 +212,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   onnx::PrepareOptions popts;
   apply_prepare_options(p.global, popts);
   popts.optimize = p.vm.count("no-optimize") == 0;
+  popts.memory_plan = p.vm.count("no-memory-plan") == 0;
   const double rss_before = peak_rss_mib();
   auto t0 = Clock::now();
   ::onnx::ModelProto model = onnx::load_model(path);
@@ -252,6 +254,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / double(n);
   const double rss = peak_rss_mib();
+  const singa::onnx::MemoryPlanInfo plan = rep->memory_plan();
+  constexpr double kMiB = 1024.0 * 1024.0;
   const int top_nodes = p.vm.count("profile") ? std::max(0, p.vm["profile"].as<int>()) : -1;
   Profile prof;
   if (top_nodes >= 0) prof = profile_runs(*rep, inputs, iters);
@@ -262,6 +266,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     o.integer("iters", iters).integer("warmup", warmup).str("inputs", shapes);
     o.num("median_ms", median).num("min_ms", sorted.front()).num("mean_ms", mean).num("prepare_ms", prepare_ms);
     o.num("peak_rss_mib", rss).num("rss_before_prepare_mib", rss_before).boolean("optimized", popts.optimize);
+    o.num("arena_mib", double(plan.arena_bytes) / kMiB).integer("planned_values", int64_t(plan.planned_values));
+    o.num("planned_mib", double(plan.planned_bytes) / kMiB);
     if (top_nodes >= 0) o.raw("profile", profile_json(prof));
     std::cout << o.dump() << "\n";
     return kExitOk;
@@ -274,7 +280,9 @@ int cmd_bench(const std::vector<std::string>& args) {
             << "latency:    median " << median << " ms, min " << sorted.front() << " ms, mean " << mean << " ms (" << iters
             << " iterations after " << warmup << " warm-up)\n"
             << "throughput: " << 1000.0 * batch / median << " samples/s\n"
-            << "peak RSS:   " << rss << " MiB (" << rss_before << " MiB before prepare)\n";
+            << "peak RSS:   " << rss << " MiB (" << rss_before << " MiB before prepare)\n"
+            << "memory:     " << plan.planned_values << " intermediates planned into a " << double(plan.arena_bytes) / kMiB
+            << " MiB arena (" << double(plan.planned_bytes) / kMiB << " MiB as separate buffers)\n";
   if (top_nodes >= 0) print_profile(prof, size_t(top_nodes), std::cout);
   return kExitOk;
 }

@@ -23,6 +23,7 @@ struct ExecConfig {
   int32_t device_id = 0;
   bool fallback = true;
   size_t max_tensor_bytes = 0;
+  bool memory_plan = true;  // place intermediates in one arena per run (core/memory_plan.hpp)
 };
 
 struct CoreCall {

@@ -19,6 +19,10 @@ const std::vector<ValueInfo>& Rep::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& Rep::outputs() const { return impl_->outputs; }
 const std::vector<NodePlacement>& Rep::placement() const { return impl_->placement; }
 const std::string& Rep::source() const { return impl_->source; }
+MemoryPlanInfo Rep::memory_plan() const {
+  const MemoryPlan& p = impl_->exec->memory_plan();
+  return MemoryPlanInfo{p.arena_bytes, p.planned_values, p.planned_bytes};
+}
 std::map<std::string, int64_t> Rep::opsets() const { return impl_->exec->graph().opsets; }
 
 std::map<std::string, Tensor> Rep::parameters() const {
@@ -112,7 +116,7 @@ std::shared_ptr<Rep> prepare_at(::onnx::ModelProto&& model, const PrepareOptions
   }
   auto impl = std::make_unique<Rep::Impl>();
   impl->source = source;
-  impl->config = ExecConfig{dev.first, dev.second, options.fallback, options.max_tensor_bytes};
+  impl->config = ExecConfig{dev.first, dev.second, options.fallback, options.max_tensor_bytes, options.memory_plan};
   impl->plain_graph = std::move(plain);
   impl->exec = std::make_unique<Executor>(std::move(g), impl->config);
   const auto& eg = impl->exec->graph();

@@ -29,6 +29,9 @@ struct PrepareOptions {
   int threads = 0;             // intra-op threads, 0 = one per core
   bool check_model = true;     // run onnx::checker
   bool optimize = true;        // graph passes after checking: folding, fusions (core/passes/)
+  // Intermediates whose size is known at prepare time share one arena per run,
+  // at offsets planned so that values alive at the same node never overlap.
+  bool memory_plan = true;
   size_t max_tensor_bytes = size_t(16) << 30;  // refuse larger allocations
 };
 
@@ -66,6 +69,13 @@ struct NodePlacement {
   int since_version = 0;
 };
 
+// The static memory plan of a prepared model (PrepareOptions::memory_plan).
+struct MemoryPlanInfo {
+  size_t arena_bytes = 0;     // allocated once per run
+  size_t planned_values = 0;  // intermediates placed in it
+  size_t planned_bytes = 0;   // their sizes added up: what separate buffers would take
+};
+
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 using NamedValues = std::vector<std::pair<std::string, Value>>;
 
@@ -83,6 +93,7 @@ class Rep {
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   const std::vector<NodePlacement>& placement() const;
+  MemoryPlanInfo memory_plan() const;
   // Initializers by name (trainable parameters for the training API).
   std::map<std::string, Tensor> parameters() const;
   std::map<std::string, int64_t> opsets() const;

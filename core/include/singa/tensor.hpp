@@ -31,6 +31,9 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   std::vector<std::string> strings;  // string tensors keep their text here
+  // Set when `data` lies inside another Storage (a run's arena, see the
+  // executor's memory plan): that one frees the memory, this one keeps it alive.
+  std::shared_ptr<Storage> owner;
   ~Storage();
 };
 
