@@ -521,5 +521,93 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
   return g;
 }
 
+namespace {
+
+bool fully_known(const Value& v) {
+  if (!v.rank_known) return false;
+  for (int64_t d : v.dims)
+    if (d < 0) return false;
+  return true;
+}
+
+void write_type(const Value& v, ::onnx::ValueInfoProto& vi) {
+  vi.set_name(v.name);
+  auto* tt = vi.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(v.dtype);
+  if (!v.rank_known) return;
+  auto* shape = tt->mutable_shape();
+  for (size_t i = 0; i < v.dims.size(); ++i) {
+    auto* d = shape->add_dim();
+    if (v.dims[i] >= 0)
+      d->set_dim_value(v.dims[i]);
+    else if (i < v.dim_params.size() && !v.dim_params[i].empty())
+      d->set_dim_param(v.dim_params[i]);
+  }
+}
+
+}  // namespace
+
+int refine_shapes(Graph& g) {
+  bool unknown = false;
+  for (const Value& v : g.values)
+    unknown = unknown || (v.kind == TypeKind::kTensor && v.producer >= 0 && !fully_known(v));
+  if (!unknown) return 0;
+  constexpr size_t kWithData = size_t(64) << 10;  // shape-like constants are far smaller
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  for (const auto& [domain, version] : g.opsets) {
+    auto* op = m.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  auto* gp = m.mutable_graph();
+  gp->set_name("refine");
+  for (const Value& v : g.values) {
+    if (v.kind != TypeKind::kTensor || v.dtype == 0) continue;
+    if (v.is_initializer && v.constant.defined() && v.constant.nbytes() <= kWithData && v.constant.dtype() != 0) {
+      *gp->add_initializer() = onnx::to_proto(v.constant, v.name);
+    } else if (v.is_input || v.is_initializer || v.is_outer) {
+      write_type(v, *gp->add_input());
+    }
+  }
+  for (const Node& n : g.nodes) *gp->add_node() = n.proto;
+  for (int v : g.outputs) gp->add_output()->set_name(g.values[size_t(v)].name);
+  try {
+    ::onnx::shape_inference::InferShapes(m, inference_schemas(), ::onnx::ShapeInferenceOptions(false, 0, false));
+  } catch (const std::exception&) {
+    return 0;
+  }
+  int refined = 0;
+  auto take = [&](const ::onnx::ValueInfoProto& vi) {
+    auto it = g.index.find(vi.name());
+    if (it == g.index.end() || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    Value& v = g.values[size_t(it->second)];
+    if (v.kind != TypeKind::kTensor || v.producer < 0 || fully_known(v)) return;
+    Value inferred;
+    read_type(vi.type(), inferred);
+    if (inferred.dtype != v.dtype && v.dtype != 0) return;
+    if (v.rank_known) {
+      if (inferred.dims.size() != v.dims.size()) return;
+      for (size_t i = 0; i < v.dims.size(); ++i) {
+        if (v.dims[i] < 0) continue;
+        if (inferred.dims[i] >= 0 && inferred.dims[i] != v.dims[i]) return;  // a contradiction: keep what we had
+        inferred.dims[i] = v.dims[i];
+        inferred.dim_params[i] = v.dim_params.size() > i ? v.dim_params[i] : "";
+      }
+      if (std::count(inferred.dims.begin(), inferred.dims.end(), int64_t(-1)) >=
+          std::count(v.dims.begin(), v.dims.end(), int64_t(-1)))
+        return;
+    }
+    v.rank_known = true;
+    v.dtype = inferred.dtype;
+    v.dims = inferred.dims;
+    v.dim_params = inferred.dim_params;
+    ++refined;
+  };
+  for (const auto& vi : gp->value_info()) take(vi);
+  for (const auto& vi : gp->output()) take(vi);
+  return refined;
+}
+
 }  // namespace graph
 }  // namespace singa

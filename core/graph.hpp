@@ -69,6 +69,14 @@ struct Graph {
 Graph build(::onnx::ModelProto model, const std::string& source, const std::string& base_dir,
             const onnx::PrepareOptions& options);
 
+// Shape inference again, once passes have turned shape arithmetic into
+// constants (with symbolic dims bound, a Reshape's computed target becomes
+// one): fills in the rank and dims of tensor values the first inference left
+// unknown. Small initializers go in with their data, large ones with their
+// type only. Lenient: where inference fails the values stay as they were.
+// Returns how many values it refined.
+int refine_shapes(Graph& g);
+
 // "tensor(float)", "seq(tensor(int64))", "optional(tensor(float))" for messages.
 std::string type_string(const Value& v);
 

@@ -162,6 +162,13 @@ int cmd_info(const std::vector<std::string>& args) {
   if (!Runtime::instance().device(device)) require_device(p.global.device);  // throws naming the known devices
 
   ::onnx::ModelProto model = singa::onnx::load_model(path);
+  // Kernels are looked up for the model's own ops: the passes' fused nodes
+  // (Gelu, LayerNormalization) carry the opset of their kernel, not the model's.
+  std::map<OpKey, int64_t> own_ops;
+  {
+    int64_t n = 0, s = 0;
+    count_ops(model.graph(), own_ops, n, s);
+  }
   const bool optimized = p.vm.count("optimized") > 0;
   if (optimized) {
     singa::onnx::PrepareOptions popts;
@@ -186,7 +193,7 @@ int cmd_info(const std::vector<std::string>& args) {
   std::map<OpKey, int64_t> hist;
   int64_t nodes = 0, subgraphs = 0;
   count_ops(g, hist, nodes, subgraphs);
-  auto missing = find_missing(hist, opsets, device);
+  auto missing = find_missing(own_ops, opsets, device);
   const bool show_placement = p.vm.count("placement") > 0 || device != "cpu";
   std::string placement_error;
   const auto placement = show_placement ? placement_on(path, p.global, placement_error) : std::vector<onnx::NodePlacement>{};

@@ -13,10 +13,22 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   relink(g);
   // Folding first turns exporter shape arithmetic into constants that the
   // fusions below need (Clip bounds, Reshape targets); dead nodes after it.
-  if (o.fold_constants) s.folded_constants += fold_constants(g, o, &s.folded_shapes);
+  // Folded shape arithmetic (a Reshape target, with symbolic dims bound) tells
+  // inference what it could not know before, and that in turn lets the next
+  // layer's shape arithmetic fold: one round per layer of a transformer at
+  // most. The fusions and the memory plan below need the shapes.
+  if (o.fold_constants) {
+    for (int round = 0; round < 64; ++round) {
+      const int folded = fold_constants(g, o, &s.folded_shapes);
+      s.folded_constants += folded;
+      const int refined = folded > 0 ? graph::refine_shapes(g) : 0;
+      s.refined_shapes += refined;
+      if (refined == 0) break;
+    }
+  }
   if (o.remove_dead) s.removed_dead += remove_dead_nodes(g);
   if (o.fuse_conv_bn) s.conv_bn += fuse_conv_batchnorm(g);
-  if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g);
+  if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g, o.device == "cpu");
   if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
   if (o.fuse_layer_norm && o.device == "cpu") s.layer_norms += fuse_layer_norm(g);
   if (o.fuse_gelu && o.device == "cpu") s.gelus += fuse_gelu(g);

@@ -21,7 +21,8 @@ struct PassStats {
   int folded_shapes = 0;     // of those, Shape/Size of statically known shapes
   int removed_dead = 0;      // nodes whose outputs nobody reads
   int conv_bn = 0;           // BatchNormalization folded into the Conv before it
-  int matmul_add = 0;        // MatMul + Add -> Gemm
+  int refined_shapes = 0;    // values whose shape inference could complete after folding (not a change of the graph)
+  int matmul_add = 0;        // MatMul + Add -> Gemm (or a batched MatMul with a bias row, on the CPU)
   int activations = 0;       // Relu/LeakyRelu/Clip fused into Conv or Gemm
   int layer_norms = 0;       // LayerNormalization's arithmetic -> one node
   int gelus = 0;             // GELU's arithmetic (Erf form) -> one Gelu node
@@ -53,7 +54,9 @@ void optimize(graph::Graph& g, const PassOptions& options);
 int fold_constants(graph::Graph& g, const PassOptions& options, int* shapes_folded);
 int remove_dead_nodes(graph::Graph& g);
 int fuse_conv_batchnorm(graph::Graph& g);
-int fuse_matmul_add(graph::Graph& g);
+// `batched_bias`: also fuse MatMul [..., M, K] x [K, N] + bias row for the
+// CPU's MatMul kernel, which takes the row as a third input.
+int fuse_matmul_add(graph::Graph& g, bool batched_bias);
 int fuse_activations(graph::Graph& g);
 int fuse_layer_norm(graph::Graph& g);
 int fuse_gelu(graph::Graph& g);

@@ -27,8 +27,22 @@ class MatMulKernel {
     sdk::Tensor a = ctx.input(0), b = ctx.input(1);
     same_dtype(a, b, "inputs A and B");
     MatMulPlan p = plan_matmul(a.shape(), b.shape());
+    // A third input is the bias row the MatMul+Add pass moved in
+    // (core/passes/fuse_matmul_add.cpp), added as the product is stored.
+    sdk::Tensor bias = ctx.input(2);
+    if (bias.present()) {
+      sdk::check(a.dtype() == SINGA_ONNX_FLOAT && bias.dtype() == SINGA_ONNX_FLOAT && (p.fold || p.batch == 1) &&
+                     bias.numel() == p.N,
+                 "a fused bias needs float inputs, B of rank 2 and " + std::to_string(p.N) + " values, got bias " +
+                     shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
+    }
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
     use_blas_threads(ctx);
+    if (bias.present()) {
+      blas_gemm(ctx, false, false, p.batch * p.M, p.N, p.K, 1.0f, a.data<float>() + (p.fold ? 0 : p.a_off[0]),
+                b.data<float>() + (p.fold ? 0 : p.b_off[0]), 0.0f, y.data<float>(), bias.data<float>());
+      return;
+    }
     sdk::dispatch(
         a.dtype(),
         [&](auto tag) {

@@ -148,8 +148,45 @@ TEST(Passes, MatMulAddBecomesGemmWithActivation) {
   EXPECT_EQ(s.activations, 1);
 }
 
-TEST(Passes, MatMulAddStaysForBatchedMatMul) {
+TEST(Passes, BatchedMatMulTakesABiasRowOnTheCpu) {
   ensure_loaded();
+  // [N], [1, N] and [1, 1, N] are rows; either operand order of Add; one
+  // product or several.
+  for (int64_t batch : {1, 2}) {
+    for (const singa::Shape& bs : {singa::Shape{7}, singa::Shape{1, 7}, singa::Shape{1, 1, 7}}) {
+      for (bool bias_first : {false, true}) {
+        SCOPED_TRACE(std::to_string(batch) + " " + std::to_string(bs.size()) + (bias_first ? " bias first" : ""));
+        ModelBuilder m;
+        m.input("x", SINGA_ONNX_FLOAT, {batch, 5, 16})
+            .initializer("W", random_floats({16, 7}, 13))
+            .initializer("b", random_floats(bs, 14))
+            .node("MatMul", {"x", "W"}, {"mm"})
+            .node("Add", bias_first ? std::vector<std::string>{"b", "mm"} : std::vector<std::string>{"mm", "b"}, {"y"})
+            .output("y", SINGA_ONNX_FLOAT, {batch, 5, 7});
+        auto ops = check_same(m, {random_floats({batch, 5, 16}, 15)});
+        EXPECT_EQ(ops, (std::vector<std::string>{"MatMul"}));
+        EXPECT_EQ(stats_of(m).matmul_add, 1);
+      }
+    }
+  }
+}
+
+TEST(Passes, BatchedMatMulAddStaysWhenTheAddIsNotABiasRow) {
+  ensure_loaded();
+  // A [5, 7] addend varies by row; a [2, 1, 7] one by batch; another device
+  // has no MatMul taking a third input.
+  for (const singa::Shape& bs : {singa::Shape{5, 7}, singa::Shape{2, 1, 7}}) {
+    ModelBuilder m;
+    m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16})
+        .initializer("W", random_floats({16, 7}, 13))
+        .initializer("b", random_floats(bs, 14))
+        .node("MatMul", {"x", "W"}, {"mm"})
+        .node("Add", {"mm", "b"}, {"y"})
+        .output("y", SINGA_ONNX_FLOAT, {2, 5, 7});
+    auto ops = check_same(m, {random_floats({2, 5, 16}, 15)});
+    EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Add"}));
+    EXPECT_EQ(stats_of(m).matmul_add, 0);
+  }
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16})
       .initializer("W", random_floats({16, 7}, 13))
@@ -157,8 +194,49 @@ TEST(Passes, MatMulAddStaysForBatchedMatMul) {
       .node("MatMul", {"x", "W"}, {"mm"})
       .node("Add", {"mm", "b"}, {"y"})
       .output("y", SINGA_ONNX_FLOAT, {2, 5, 7});
-  auto ops = check_same(m, {random_floats({2, 5, 16}, 15)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Add"}));
+  singa::graph::Graph g = singa::graph::build(m.model, "<test>", "", {});
+  EXPECT_EQ(singa::passes::fuse_matmul_add(g, false), 0);
+}
+
+TEST(Passes, BoundDimsLetEachLayersShapeArithmeticFoldInTurn) {
+  ensure_loaded();
+  // Two layers of y = Reshape(h, [dim 0 of Shape(h), 4, 16]) @ W + b, the way
+  // exporters write a transformer's head split. With N bound, layer 1's target
+  // folds, inference then knows its output, and only then can layer 2's fold;
+  // both MatMul+Adds then see a known rank.
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {-1, 64}, {"N"})
+      .initializer("zero", ints({}, {0}))
+      .initializer("axes0", ints({1}, {0}))
+      .initializer("rest", ints({2}, {4, 16}))
+      .initializer("W1", random_floats({16, 16}, 31))
+      .initializer("b1", random_floats({16}, 32))
+      .initializer("W2", random_floats({16, 16}, 33))
+      .initializer("b2", random_floats({16}, 34));
+  std::string h = "x";
+  for (int layer = 1; layer <= 2; ++layer) {
+    const std::string l = std::to_string(layer);
+    m.node("Shape", {h}, {"s" + l})
+        .node("Gather", {"s" + l, "zero"}, {"n" + l})
+        .node("Unsqueeze", {"n" + l, "axes0"}, {"u" + l})
+        .node("Concat", {"u" + l, "rest"}, {"t" + l});
+    m.last()->add_attribute()->set_name("axis");
+    m.last()->mutable_attribute(0)->set_type(::onnx::AttributeProto::INT);
+    m.last()->mutable_attribute(0)->set_i(0);
+    m.node("Reshape", {h, "t" + l}, {"r" + l})
+        .node("MatMul", {"r" + l, "W" + l}, {"mm" + l})
+        .node("Add", {"mm" + l, "b" + l}, {"y" + l});
+    h = "y" + l;
+  }
+  m.output("y2", SINGA_ONNX_FLOAT, {-1, 4, 16}, {"N"});
+  singa::onnx::PrepareOptions opts;
+  opts.dims = {{"N", 3}};
+  auto ops = check_same(m, {random_floats({3, 64}, 35)}, 1e-4, opts);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Add"), 0);
+  auto s = stats_of(m, opts);
+  EXPECT_EQ(s.matmul_add, 2);
+  EXPECT_GE(s.refined_shapes, 2);
+  // Unbound, nothing folds and the Adds stay.
   EXPECT_EQ(stats_of(m).matmul_add, 0);
 }
 
