@@ -18,7 +18,12 @@ enum class Kind { kSoftmax, kLogSoftmax, kHardmax };
 // float math for float, half and bfloat16; double for double.
 template <typename T> using math_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
 
-constexpr int kLanes = 8;  // independent accumulators, so the row loops vectorise
+constexpr int kLanes = 16;  // independent accumulators, so the row loops vectorise (one AVX-512 register)
+// exp(x - max) is summed in float lanes over blocks of this many elements, and
+// the block sums in double: the inner loop stays one register wide (a double
+// accumulator halved it and added conversions) while a long row keeps the
+// accuracy of a double sum.
+constexpr int64_t kSumBlock = 256;
 
 // Index of the first maximum; a NaN counts as the maximum, as in numpy's argmax.
 template <typename C> int64_t first_argmax(const C* x, int64_t n, int64_t stride) {
@@ -51,16 +56,21 @@ template <Kind K, bool InPlace, typename C> SINGA_VEC_CLONES void softmax_row_im
   for (int l = 1; l < kLanes; ++l) mx = lane_max[l] > mx ? lane_max[l] : mx;
   for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
 
-  double lane_sum[kLanes] = {};
-  i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const C e = fast_exp(x[i + l] - mx);
-      if (K == Kind::kSoftmax) y[i + l] = e;
-      lane_sum[l] += e;
-    }
   double sum = 0;
-  for (int l = 0; l < kLanes; ++l) sum += lane_sum[l];
+  i = 0;
+  while (i + kLanes <= n) {
+    C lane_sum[kLanes] = {};
+    const int64_t end = std::min(n, i + kSumBlock) / kLanes * kLanes;
+    for (; i < end; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const C e = fast_exp(x[i + l] - mx);
+        if (K == Kind::kSoftmax) y[i + l] = e;
+        lane_sum[l] += e;
+      }
+    C block = 0;
+    for (int l = 0; l < kLanes; ++l) block += lane_sum[l];
+    sum += double(block);
+  }
   for (; i < n; ++i) {
     const C e = fast_exp(x[i] - mx);
     if (K == Kind::kSoftmax) y[i] = e;
