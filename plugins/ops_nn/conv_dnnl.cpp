@@ -4,8 +4,11 @@
 #include <omp.h>
 #endif
 
+#include "unblock16_f32.hpp"
+
 #include <env_switch.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <sgemm.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -45,6 +48,9 @@ struct DnnlConvPart {
   memory weights, bias;  // the plan's shared copy, or this slice's own
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_in, dst_out;
+  // A band of rows whose output oneDNN writes in 16-channel blocks goes back
+  // to NCHW through unblock16_f32 instead of dst_out (see its header).
+  bool unblock16 = false;
   // Set when oneDNN's Winograd code refused the activation as a post-op: it
   // then runs on the part's output right after the convolution, in cache.
   bool act_after = false;
@@ -161,6 +167,9 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
     throw dnnl::error(dnnl_unimplemented, "only the reference implementation");
   part.reorder_src = part.pd.src_desc() != part.user_src;
   part.reorder_dst = part.pd.dst_desc() != part.user_dst;
+  static const bool own_unblock = !ops::env_switched_off("SINGA_CONV_UNBLOCK16");
+  part.unblock16 = own_unblock && part.reorder_dst && fast::avx512() && r1 - r0 < s.OH && pm % 16 == 0 &&
+                   part.pd.dst_desc() == memory::desc(dst_dims, dt::f32, tag::nChw16c);
   part.src_bytes = part.reorder_src ? align64(part.pd.src_desc().get_size()) : 0;
   part.dst_bytes = part.reorder_dst ? align64(part.pd.dst_desc().get_size()) : 0;
   part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
@@ -173,7 +182,7 @@ void finish_part(const DnnlConv::State& s, DnnlConvPart& part, const memory* sha
   part.conv = dnnl::convolution_forward(part.pd);
   if (part.reorder_src)
     part.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.user_src, s.eng, part.pd.src_desc()));
-  if (part.reorder_dst)
+  if (part.reorder_dst && !part.unblock16)
     part.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.pd.dst_desc(), s.eng, part.user_dst));
   const int64_t pm = part.pd.dst_desc().dims()[1];
   part.bias = memory(memory::desc({pm}, dt::f32, tag::x), s.eng);
@@ -362,7 +371,13 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
                           {DNNL_ARG_DST, dst},
                           {DNNL_ARG_SCRATCHPAD, scratch}});
       if (p.act_after) p.act.execute(st, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
-      if (p.reorder_dst) p.dst_out.execute(st, dst, udst);
+      if (p.unblock16) {
+        const memory::dims d = p.pd.dst_desc().dims();
+        unblock16_f32(static_cast<const float*>(dst.get_data_handle()), y + p.dst_offset, d[0], d[1], d[2], d[3],
+                      s.M * s.OH * s.OW, s.OH * s.OW);
+      } else if (p.reorder_dst) {
+        p.dst_out.execute(st, dst, udst);
+      }
     }
     st.wait();
   });

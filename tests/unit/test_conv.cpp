@@ -85,6 +85,9 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       {"grouped", 1, 16, 9, 9, 32, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"depthwise stride 2", 1, 32, 14, 14, 32, 3, 3, 32, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"1x1 stride 2", 2, 24, 8, 8, 40, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      // A thin first layer with 16-channel-blocked output: bands go back to
+      // NCHW through unblock16_f32 (two full 16-column blocks and a tail of 2).
+      {"C=3 stride 2, blocked output", 2, 3, 21, 69, 32, 3, 3, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, "Relu"},
       // 3x3, stride 1, 16+ channels: oneDNN's Winograd code, which takes Relu
       // as a post-op but not LeakyRelu or Clip (those run after it).
       {"winograd + LeakyRelu", 1, 32, 20, 22, 48, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},

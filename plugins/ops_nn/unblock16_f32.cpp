@@ -1,0 +1,52 @@
+#include "unblock16_f32.hpp"
+
+#include <avx512_region.hpp>
+#include <transpose16_f32.hpp>
+
+#ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
+#include <immintrin.h>
+
+namespace singa {
+namespace nn {
+
+SINGA_AVX512_BEGIN
+
+void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
+                   int64_t y_channel) {
+  const int64_t blocks = M / 16, full = W / 16 * 16, tail = W - full;
+  const __mmask16 tail_mask = __mmask16((1u << tail) - 1u);
+  __m512 v[16];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      const float* src = b + ((n * blocks + cb) * R) * W * 16;
+      float* dst = y + n * y_image + cb * 16 * y_channel;
+      for (int64_t r = 0; r < R; ++r) {
+        const float* row = src + r * W * 16;
+        float* out = dst + r * W;
+        for (int64_t w = 0; w < full; w += 16) {
+          for (int i = 0; i < 16; ++i) v[i] = _mm512_loadu_ps(row + (w + i) * 16);
+          fast::transpose16(v);
+          for (int c = 0; c < 16; ++c) _mm512_storeu_ps(out + c * y_channel + w, v[c]);
+        }
+        if (tail) {
+          for (int64_t i = 0; i < 16; ++i) v[i] = i < tail ? _mm512_loadu_ps(row + (full + i) * 16) : _mm512_setzero_ps();
+          fast::transpose16(v);
+          for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(out + c * y_channel + full, tail_mask, v[c]);
+        }
+      }
+    }
+}
+
+SINGA_AVX512_END
+
+}  // namespace nn
+}  // namespace singa
+#else
+#include <cstdlib>
+
+namespace singa {
+namespace nn {
+void unblock16_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { std::abort(); }
+}  // namespace nn
+}  // namespace singa
+#endif
