@@ -162,22 +162,24 @@ int cmd_info(const std::vector<std::string>& args) {
   if (!Runtime::instance().device(device)) require_device(p.global.device);  // throws naming the known devices
 
   ::onnx::ModelProto model = singa::onnx::load_model(path);
+  std::map<std::string, int64_t> opsets;
+  for (const auto& o : model.opset_import()) opsets[normalize_domain(o.domain())] = o.version();
+  std::map<OpKey, int64_t> hist;
+  int64_t nodes = 0, subgraphs = 0;
+  count_ops(model.graph(), hist, nodes, subgraphs);
   // Kernels are looked up for the model's own ops: the passes' fused nodes
   // (Gelu, LayerNormalization) carry the opset of their kernel, not the model's.
-  std::map<OpKey, int64_t> own_ops;
-  {
-    int64_t n = 0, s = 0;
-    count_ops(model.graph(), own_ops, n, s);
-  }
+  auto missing = find_missing(hist, opsets, device);
   const bool optimized = p.vm.count("optimized") > 0;
   if (optimized) {
     singa::onnx::PrepareOptions popts;
     popts.device = p.global.device;
     model = singa::onnx::optimized_model(model, popts, path, std::filesystem::path(path).parent_path().string());
+    hist.clear();
+    nodes = subgraphs = 0;
+    count_ops(model.graph(), hist, nodes, subgraphs);
   }
   const auto& g = model.graph();
-  std::map<std::string, int64_t> opsets;
-  for (const auto& o : model.opset_import()) opsets[normalize_domain(o.domain())] = o.version();
   std::set<std::string> init_names;
   int64_t param_elems = 0;
   for (const auto& t : g.initializer()) {
@@ -190,10 +192,6 @@ int cmd_info(const std::vector<std::string>& args) {
   for (const auto& v : g.input())
     if (!init_names.count(v.name())) inputs.push_back(&v);
   for (const auto& v : g.output()) outputs.push_back(&v);
-  std::map<OpKey, int64_t> hist;
-  int64_t nodes = 0, subgraphs = 0;
-  count_ops(g, hist, nodes, subgraphs);
-  auto missing = find_missing(own_ops, opsets, device);
   const bool show_placement = p.vm.count("placement") > 0 || device != "cpu";
   std::string placement_error;
   const auto placement = show_placement ? placement_on(path, p.global, placement_error) : std::vector<onnx::NodePlacement>{};

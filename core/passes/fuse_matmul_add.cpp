@@ -39,7 +39,7 @@ int fuse_matmul_add(graph::Graph& g, bool batched_bias) {
     if (a.dtype != SINGA_ONNX_FLOAT || !a.rank_known || a.dims.size() < 2 || !b || b->ndim() != 2) continue;
     const bool batched = a.dims.size() > 2;
     if (batched && !batched_bias) continue;
-    const int64_t M = a.dims[0], N = b->shape()[1];
+    const int64_t M = a.dims[a.dims.size() - 2], N = b->shape()[1];
     graph::Node* addp = sole_reader(g, y, "Add", 2);
     if (!addp || addp->outputs.size() != 1 || addp->outputs[0] < 0 || addp->inputs[0] == addp->inputs[1]) continue;
     graph::Node& add = *addp;
