@@ -26,7 +26,11 @@ struct PassStats {
   int activations = 0;       // Relu/LeakyRelu/Clip fused into Conv or Gemm
   int layer_norms = 0;       // LayerNormalization's arithmetic -> one node
   int gelus = 0;             // GELU's arithmetic (Erf form) -> one Gelu node
-  int total() const { return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus; }
+  int inverted_residuals = 0;  // [1x1 Conv ->] depthwise Conv -> 1x1 Conv -> one ExpandDepthwiseProject node
+  int total() const {
+    return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
+           inverted_residuals;
+  }
 };
 
 struct PassOptions {
@@ -40,6 +44,7 @@ struct PassOptions {
   bool fuse_activations = true;
   bool fuse_layer_norm = true;  // CPU only, like the activations
   bool fuse_gelu = true;        // CPU only
+  bool fuse_inverted_residuals = true;  // CPU only, after the activations
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -60,6 +65,7 @@ int fuse_matmul_add(graph::Graph& g, bool batched_bias);
 int fuse_activations(graph::Graph& g);
 int fuse_layer_norm(graph::Graph& g);
 int fuse_gelu(graph::Graph& g);
+int fuse_inverted_residuals(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

@@ -20,20 +20,23 @@ struct FusedActivation {
   float alpha = 0, lo = 0, hi = 0;
 
   FusedActivation() = default;
-  explicit FusedActivation(const sdk::Node& node) {
-    const std::string a = node.attr_string("activation", "");
+  explicit FusedActivation(const sdk::Node& node) : FusedActivation(node, "") {}
+  // The attributes under a prefix ("expand_activation", ...): a fused node of
+  // several stages (ExpandDepthwiseProject) holds one activation per stage.
+  FusedActivation(const sdk::Node& node, const std::string& prefix) {
+    const std::string a = node.attr_string((prefix + "activation").c_str(), "");
     if (a.empty()) return;
     if (a == "Relu") {
       kind = kRelu;
     } else if (a == "LeakyRelu") {
       kind = kLeakyRelu;
-      alpha = node.attr_float("activation_alpha", 0.01f);
+      alpha = node.attr_float((prefix + "activation_alpha").c_str(), 0.01f);
     } else if (a == "Clip") {
       kind = kClip;
-      lo = node.attr_float("activation_min", std::numeric_limits<float>::lowest());
-      hi = node.attr_float("activation_max", std::numeric_limits<float>::max());
+      lo = node.attr_float((prefix + "activation_min").c_str(), std::numeric_limits<float>::lowest());
+      hi = node.attr_float((prefix + "activation_max").c_str(), std::numeric_limits<float>::max());
     } else {
-      node.fail("attribute activation '" + a + "' is not one of Relu, LeakyRelu, Clip");
+      node.fail("attribute " + prefix + "activation '" + a + "' is not one of Relu, LeakyRelu, Clip");
     }
   }
 

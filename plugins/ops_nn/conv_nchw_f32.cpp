@@ -22,16 +22,12 @@ bool pointwise_fits(const Geometry& g, int64_t group) {
   return true;
 }
 
-namespace {
-
 // FusedActivation::apply_rows compiled for AVX-512 and AVX2 as well (the
 // plugin's baseline is SSE2).
 SINGA_VEC_CLONES void bias_activation(const FusedActivation& act, float* y, int64_t rows, int64_t n, int64_t ld,
                                       const float* bias) {
   act.apply_rows(y, rows, n, ld, bias);
 }
-
-}  // namespace
 
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
                         int64_t C, int64_t M, int64_t HW, const FusedActivation& act) {

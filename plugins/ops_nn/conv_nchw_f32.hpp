@@ -23,6 +23,11 @@
 namespace singa {
 namespace nn {
 
+// Adds bias[r] (null: none) to `rows` rows of `n` floats `ld` apart and applies
+// the activation, in place: the epilogue of the pointwise products.
+void bias_activation(const ops::FusedActivation& act, float* y, int64_t rows, int64_t n, int64_t ld,
+                     const float* bias);
+
 // True when conv_pointwise_f32 computes this convolution (2-D).
 bool pointwise_fits(const Geometry& g, int64_t group);
 // x [N, C, H*W], w [M, C], bias [M] or null, y [N, M, H*W].

@@ -3,6 +3,8 @@
 #include <avx512_region.hpp>
 #include <transpose16_f32.hpp>
 
+#include "vec_activation_avx512.hpp"
+
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
@@ -64,26 +66,6 @@ void from_blocked(const float* src, int64_t n, float* y, int64_t plane) {
   for (; p < n; ++p)
     for (int i = 0; i < kL; ++i) y[i * plane + p] = src[p * kL + i];
 }
-
-// FusedActivation on 16 lanes, NaN passing through as in its scalar form;
-// the kind is a template argument so that the pixel loop has no switch (a
-// per-pixel switch on it was a tenth of the kernel's time).
-template <FusedActivation::Kind A>
-struct VecActivation {
-  __m512 alpha, lo, hi, zero = _mm512_setzero_ps();
-  static constexpr __mmask16 all = 0xFFFF;
-  explicit VecActivation(const FusedActivation& a)
-      : alpha(_mm512_set1_ps(a.alpha)), lo(_mm512_set1_ps(a.lo)), hi(_mm512_set1_ps(a.hi)) {}
-  __m512 operator()(__m512 v) const {
-    // max_ps/min_ps return their second operand when either is NaN (maskz
-    // forms: GCC 12's plain ones trip -Wmaybe-uninitialized).
-    if constexpr (A == FusedActivation::kRelu) return _mm512_maskz_max_ps(all, zero, v);
-    if constexpr (A == FusedActivation::kClip) return _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, v));
-    if constexpr (A == FusedActivation::kLeakyRelu)
-      return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_NGE_UQ), v, alpha);
-    return v;
-  }
-};
 
 template <int K, int S, FusedActivation::Kind A>
 void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,

@@ -422,3 +422,135 @@ TEST(Passes, DecomposedGeluBecomesOneNode) {
     if (t.name() == "half") t.set_raw_data(std::string("\x00\x00\x40\x3f", 4));  // 0.75
   EXPECT_EQ(stats_of(odd).gelus, 0);
 }
+
+namespace {
+
+void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+struct Block {
+  int64_t N = 1, C = 8, Me = 32, M = 16, H = 9, W = 7, K = 3, S = 1;
+  std::vector<int64_t> pads{1, 1, 1, 1};
+  bool expand = true, biases = true;
+  std::string expand_act = "Clip", dw_act = "Clip", project_act = "";  // "" none, else Relu | LeakyRelu | Clip
+  int64_t out(int64_t in, int axis) const { return (in + pads[size_t(axis)] + pads[size_t(axis) + 2] - K) / S + 1; }
+};
+
+// x -> [Conv 1x1 -> act] -> depthwise Conv -> act -> Conv 1x1 [-> act] -> y.
+ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand ? b.C : b.Me, b.H, b.W});
+  m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+  auto act = [&](const std::string& kind, const std::string& in, const std::string& out) {
+    if (kind.empty()) return in;
+    if (kind == "Clip")
+      m.node("Clip", {in, "lo", "hi"}, {out});
+    else
+      m.node(kind, {in}, {out});
+    return out;
+  };
+  auto conv = [&](const std::string& in, const std::string& name, const singa::Shape& w, int64_t bias) {
+    m.initializer(name + "_w", random_floats(w, seed++, -0.5f, 0.5f));
+    std::vector<std::string> ins{in, name + "_w"};
+    if (b.biases) {
+      m.initializer(name + "_b", random_floats({bias}, seed++, -0.5f, 0.5f));
+      ins.push_back(name + "_b");
+    }
+    m.node("Conv", ins, {name}, name);
+  };
+  std::string v = "x";
+  if (b.expand) {
+    conv(v, "expand", {b.Me, b.C, 1, 1}, b.Me);
+    v = act(b.expand_act, "expand", "expand_act");
+  }
+  conv(v, "dw", {b.Me, 1, b.K, b.K}, b.Me);
+  auto* dw = m.last();
+  add_ints(dw, "pads", b.pads);
+  add_ints(dw, "strides", {b.S, b.S});
+  auto* group = dw->add_attribute();
+  group->set_name("group");
+  group->set_type(::onnx::AttributeProto::INT);
+  group->set_i(b.Me);
+  v = act(b.dw_act, "dw", "dw_act");
+  conv(v, "project", {b.M, b.Me, 1, 1}, b.M);
+  v = act(b.project_act, "project", "y");
+  if (v != "y") m.node("Identity", {v}, {"y"});
+  m.output("y", SINGA_ONNX_FLOAT, {b.N, b.M, b.out(b.H, 0), b.out(b.W, 1)});
+  return m;
+}
+
+}  // namespace
+
+// Each block shape against the unfused graph, at 1 and 2 threads: 3x3 and 5x5,
+// strides 1 and 2, symmetric and one-sided pads, with and without the expand
+// stage and biases, every activation kind; expanded channels in whole vectors
+// (the band kernel) and not (the staged fallback); planes several bands tall
+// (the kept rows between bands) and batches (one chunk per image).
+TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
+  ensure_loaded();
+  std::vector<Block> cases;
+  Block b;
+  cases.push_back(b);
+  b.K = 5, b.pads = {2, 2, 2, 2};
+  cases.push_back(b);
+  b.K = 3, b.S = 2, b.pads = {0, 0, 1, 1}, b.H = 10, b.W = 11;
+  cases.push_back(b);
+  b.K = 5, b.pads = {1, 2, 2, 1}, b.expand_act = "Relu", b.dw_act = "LeakyRelu", b.project_act = "Clip";
+  cases.push_back(b);
+  b = Block();
+  b.expand = false, b.biases = false, b.dw_act = "Relu", b.project_act = "LeakyRelu";
+  cases.push_back(b);
+  b = Block();
+  b.Me = 24, b.N = 2;  // not whole vectors: the staged path
+  cases.push_back(b);
+  b = Block();
+  b.N = 3, b.H = 70, b.W = 96, b.Me = 48, b.M = 24, b.S = 2, b.pads = {1, 1, 1, 1};  // several bands per chunk
+  cases.push_back(b);
+  b.S = 1, b.N = 1, b.K = 5, b.pads = {2, 2, 2, 2}, b.expand_act = "", b.dw_act = "";
+  cases.push_back(b);
+  b = Block();
+  b.H = 1, b.W = 1, b.pads = {2, 2, 2, 2}, b.K = 3;  // every tap but the centre is padding
+  cases.push_back(b);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Block& c = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    ModelBuilder m = inverted_residual(c);
+    for (int threads : {1, 2}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      auto ops = check_same(m, {random_floats({c.N, c.expand ? c.C : c.Me, c.H, c.W}, 50 + unsigned(i))}, 1e-4, o);
+      std::vector<std::string> want{"ExpandDepthwiseProject"};
+      if (c.project_act.empty()) want.push_back("Identity");  // the builder's way to name the result y
+      EXPECT_EQ(ops, want);
+    }
+    EXPECT_EQ(stats_of(m).inverted_residuals, 1);
+  }
+}
+
+TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
+  ensure_loaded();
+  Block b;
+  ModelBuilder m = inverted_residual(b);
+  m.output("dw_act", SINGA_ONNX_FLOAT, {1, 32, 9, 7});  // the depthwise result is a graph output
+  check_same(m, {random_floats({1, 8, 9, 7}, 60)});
+  EXPECT_EQ(stats_of(m).inverted_residuals, 0);
+  // An expand output that is read elsewhere: only the depthwise and project fuse.
+  ModelBuilder m2 = inverted_residual(b);
+  m2.output("expand_act", SINGA_ONNX_FLOAT, {1, 32, 9, 7});
+  auto ops = check_same(m2, {random_floats({1, 8, 9, 7}, 61)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "ExpandDepthwiseProject", "Identity"}));
+  // A dilated depthwise window is not the kernel's.
+  ModelBuilder m3 = inverted_residual(b);
+  for (auto& n : *m3.model.mutable_graph()->mutable_node())
+    if (n.name() == "dw") add_ints(&n, "dilations", {2, 2});
+  auto* dims = m3.model.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(2)->set_dim_value(7);  // a 5x5 reach over 9x7 with pads 1
+  dims->mutable_dim(3)->set_dim_value(5);
+  ops = check_same(m3, {random_floats({1, 8, 9, 7}, 62)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Conv", "Identity"}));
+  EXPECT_EQ(stats_of(m3).inverted_residuals, 0);
+}

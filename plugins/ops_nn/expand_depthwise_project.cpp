@@ -1,0 +1,108 @@
+// ExpandDepthwiseProject (domain ai.singa, opset 1): the body of an inverted
+// residual block, which core/passes/fuse_inverted_residual.cpp makes on the
+// CPU from three float Convs (inverted_residual_f32.hpp says why):
+//
+//   ExpandDepthwiseProject(X, W1?, B1?, Wd, Bd?, W2, B2?) -> Y
+//     Y = Conv(Conv(Conv(X, W1, B1), Wd, Bd, group = Me), W2, B2)
+//   W1 [Me, C, 1, 1] (absent: no expand stage, Me = C), Wd [Me, 1, K, K],
+//   W2 [M, Me, 1, 1]; the depthwise Conv's window attributes (kernel_shape,
+//   strides, pads, dilations, auto_pad) as they were, and each stage's fused
+//   activation under the prefixes expand_, depthwise_ and project_
+//   (fused_activation.hpp).
+#include "conv_nchw_f32.hpp"
+#include "conv_relu_pool.hpp"  // kFusedDomain
+#include "inverted_residual_f32.hpp"
+#include "register.hpp"
+
+#include <string>
+
+namespace singa {
+namespace nn {
+namespace {
+
+class ExpandDepthwiseProject : public NodeKernel {
+ public:
+  explicit ExpandDepthwiseProject(const sdk::Node& node)
+      : NodeKernel(node),
+        attrs_(node, *this),
+        expand_act_(node, "expand_"),
+        dw_act_(node, "depthwise_"),
+        project_act_(node, "project_") {
+    // The weights are initializers wherever the pass made the node: their
+    // band layouts once here, not on every run.
+    sdk::Tensor w1 = node.constant(1), wd = node.constant(3), w2 = node.constant(5);
+    auto float4 = [](const sdk::Tensor& t) { return t.present() && t.dtype() == SINGA_ONNX_FLOAT && t.shape().size() == 4; };
+    if (!float4(wd) || !float4(w2) || (w1.present() && !float4(w1))) return;
+    InvertedResidual s;
+    s.expand = w1.present();
+    s.Me = wd.shape()[0];
+    s.C = s.expand ? w1.shape()[1] : s.Me;
+    s.M = w2.shape()[0];
+    s.dw.k[1] = wd.shape()[2];
+    s.dw.k[2] = wd.shape()[3];
+    if ((s.expand && w1.shape()[0] != s.Me) || w2.shape()[1] != s.Me) return;  // compute() names the mismatch
+    prepared_ = inverted_residual_weights(s.expand ? w1.data<float>() : nullptr, wd.data<float>(), w2.data<float>(), s);
+  }
+
+  void compute(sdk::Context& ctx) const {
+    sdk::Tensor x = required(ctx, 0, "X"), w1 = ctx.input(1), b1 = ctx.input(2), wd = required(ctx, 3, "Wd"),
+                bd = ctx.input(4), w2 = required(ctx, 5, "W2"), b2 = ctx.input(6);
+    for (const sdk::Tensor* t : {&x, &w1, &b1, &wd, &bd, &w2, &b2})
+      if (t->present()) check(t->dtype() == SINGA_ONNX_FLOAT, "every input must be float");
+    const Shape xs = x.shape();
+    check(xs.size() == 4, "X must be [N, C, H, W], got " + shape_str(xs));
+    InvertedResidual s;
+    s.N = xs[0];
+    s.C = xs[1];
+    s.expand = w1.present();
+    check(s.expand || !b1.present(), "B1 is given without W1");
+    s.Me = s.expand ? w1.shape()[0] : s.C;
+    if (s.expand)
+      check(w1.shape() == Shape{s.Me, s.C, 1, 1},
+            "W1 must be [Me, " + std::to_string(s.C) + ", 1, 1], got " + shape_str(w1.shape()));
+    const Shape ds = wd.shape();
+    check(ds.size() == 4 && ds[0] == s.Me && ds[1] == 1 && ds[2] == ds[3],
+          "Wd must be [" + std::to_string(s.Me) + ", 1, K, K], got " + shape_str(ds));
+    const Shape ps = w2.shape();
+    check(ps.size() == 4 && ps[1] == s.Me && ps[2] == 1 && ps[3] == 1,
+          "W2 must be [M, " + std::to_string(s.Me) + ", 1, 1], got " + shape_str(ps));
+    s.M = ps[0];
+    auto check_bias = [&](const sdk::Tensor& b, int64_t n, const char* name) {
+      if (b.present())
+        check(b.numel() == n, std::string(name) + " has " + std::to_string(b.numel()) + " values, expected " +
+                                  std::to_string(n));
+    };
+    check_bias(b1, s.Me, "B1");
+    check_bias(bd, s.Me, "Bd");
+    check_bias(b2, s.M, "B2");
+    s.dw = window_geometry(attrs_, {xs[2], xs[3]}, {ds[2], ds[3]}, *this);
+    check(depthwise_fits(s.dw, s.Me, s.Me, s.Me),
+          "the depthwise window must be 3x3 or 5x5 with stride 1 or 2, no dilation and pads below the kernel");
+    s.expand_act = expand_act_;
+    s.dw_act = dw_act_;
+    s.project_act = project_act_;
+    sdk::Tensor y = ctx.output(0, Shape{s.N, s.M, s.dw.out[1], s.dw.out[2]}, x.dl_dtype());
+    if (y.numel() == 0 || x.numel() == 0) return;
+    auto ptr = [](const sdk::Tensor& t) { return t.present() ? t.data<float>() : nullptr; };
+    const int64_t KK = s.dw.k[1] * s.dw.k[2];
+    const bool prepared = prepared_.w1t.size() == size_t(s.expand ? s.C * s.Me : 0) &&
+                          prepared_.wdt.size() == size_t(KK * s.Me) && prepared_.w2t.size() == size_t(s.Me * s.M);
+    inverted_residual_f32(ctx, x.data<float>(), ptr(w1), ptr(b1), wd.data<float>(), ptr(bd), w2.data<float>(),
+                          ptr(b2), y.data<float>(), s, prepared ? &prepared_ : nullptr);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  ops::FusedActivation expand_act_, dw_act_, project_act_;
+  InvertedResidualWeights prepared_;
+};
+
+}  // namespace
+
+void register_expand_depthwise_project(sdk::Registrar& reg) {
+  reg.kernel<ExpandDepthwiseProject>(kFusedDomain, "ExpandDepthwiseProject", 1, 1, "cpu",
+                                     {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+}
+
+}  // namespace nn
+}  // namespace singa

@@ -1,0 +1,299 @@
+#include "inverted_residual_f32.hpp"
+
+#include "conv_nchw_f32.hpp"
+#include "vec_activation_avx512.hpp"
+
+#include <avx512_region.hpp>
+#include <dnnl_sgemm.hpp>
+#include <sgemm.hpp>  // fast::avx512
+#include <transpose16_f32.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace singa {
+namespace nn {
+
+using ops::FusedActivation;
+
+namespace {
+
+void check_sgemm(dnnl_status_t st) {
+  if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+}
+
+// The three stages one after the other on whole tensors: where AVX-512 is
+// missing or the expanded channels are not whole vectors.
+void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
+                const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s) {
+  const Geometry& g = s.dw;
+  std::vector<float> expanded, dw(size_t(s.N * s.Me * g.out_size()));
+  const float* e = x;
+  if (s.expand) {
+    expanded.resize(size_t(s.N * s.Me * g.in_size()));
+    conv_pointwise_f32(ctx, x, w1, b1, expanded.data(), s.N, s.C, s.Me, g.in_size(), s.expand_act);
+    e = expanded.data();
+  }
+  conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act);
+  conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
+}
+
+}  // namespace
+
+#ifdef SINGA_AVX512_BEGIN
+SINGA_AVX512_BEGIN
+namespace {
+
+constexpr int64_t kL = 16;  // channels per vector
+
+// e[p][c] += b[c] and the activation, for `pixels` channels-last pixels of Me
+// channels (b null: none).
+template <FusedActivation::Kind A>
+void bias_act_channels_last(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
+  if (!b && A == FusedActivation::kNone) return;
+  const VecActivation<A> f(act);
+  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
+    const __m512 bv = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < pixels; ++p) {
+      float* at = e + p * Me + c0;
+      _mm512_storeu_ps(at, f(_mm512_add_ps(_mm512_loadu_ps(at), bv)));
+    }
+  }
+}
+
+void bias_act_channels_last(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
+  switch (act.kind) {
+    case FusedActivation::kRelu: return bias_act_channels_last<FusedActivation::kRelu>(e, pixels, Me, b, act);
+    case FusedActivation::kClip: return bias_act_channels_last<FusedActivation::kClip>(e, pixels, Me, b, act);
+    case FusedActivation::kLeakyRelu:
+      return bias_act_channels_last<FusedActivation::kLeakyRelu>(e, pixels, Me, b, act);
+    default: return bias_act_channels_last<FusedActivation::kNone>(e, pixels, Me, b, act);
+  }
+}
+
+// e[p][c] = x[c * plane + p] for pixels [0, n) and channels [0, Me), Me a
+// multiple of 16: the block's input taken channels-last when there is no
+// expand stage.
+void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, float* e) {
+  __m512 v[kL];
+  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
+    int64_t p = 0;
+    for (; p + kL <= n; p += kL) {
+      for (int i = 0; i < kL; ++i) v[i] = _mm512_loadu_ps(x + (c0 + i) * plane + p);
+      fast::transpose16(v);
+      for (int j = 0; j < kL; ++j) _mm512_storeu_ps(e + (p + j) * Me + c0, v[j]);
+    }
+    for (; p < n; ++p)
+      for (int i = 0; i < kL; ++i) e[p * Me + c0 + i] = x[(c0 + i) * plane + p];
+  }
+}
+
+// y[c * ld + p] = act(yt[p * M + c] + b[c]) for pixels [0, P) and channels
+// [0, M): the band's project result back to NCHW (b null: no bias).
+template <FusedActivation::Kind A>
+void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
+                int64_t ld) {
+  const VecActivation<A> f(act);
+  __m512 v[kL];
+  for (int64_t c0 = 0; c0 < M; c0 += kL) {
+    const int64_t cn = std::min(kL, M - c0);
+    const __mmask16 lanes = __mmask16((1u << cn) - 1);
+    int64_t p = 0;
+    for (; p + kL <= P; p += kL) {
+      for (int i = 0; i < kL; ++i) v[i] = _mm512_maskz_loadu_ps(lanes, yt + (p + i) * M + c0);
+      fast::transpose16(v);
+      for (int64_t j = 0; j < cn; ++j) {
+        const __m512 bj = _mm512_set1_ps(b ? b[c0 + j] : 0.f);
+        _mm512_storeu_ps(y + (c0 + j) * ld + p, f(_mm512_add_ps(v[j], bj)));
+      }
+    }
+    for (; p < P; ++p)
+      for (int64_t j = 0; j < cn; ++j) y[(c0 + j) * ld + p] = act(yt[p * M + c0 + j] + (b ? b[c0 + j] : 0.f));
+  }
+}
+
+void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
+                int64_t ld) {
+  switch (act.kind) {
+    case FusedActivation::kRelu: return store_nchw<FusedActivation::kRelu>(yt, P, M, b, act, y, ld);
+    case FusedActivation::kClip: return store_nchw<FusedActivation::kClip>(yt, P, M, b, act, y, ld);
+    case FusedActivation::kLeakyRelu: return store_nchw<FusedActivation::kLeakyRelu>(yt, P, M, b, act, y, ld);
+    default: return store_nchw<FusedActivation::kNone>(yt, P, M, b, act, y, ld);
+  }
+}
+
+// The depthwise stencil for output rows [oy0, oy0 + rows): e holds input rows
+// [e_lo, ...) channels-last, wt the weights tap-major ([tap][Me]); d gets the
+// rows channels-last. Padding is never stored: the taps that fall outside the
+// input are skipped (rows per output row, columns only at the borders).
+template <int K, int S, FusedActivation::Kind A>
+void stencil(const float* e, int64_t e_lo, const float* wt, const float* bd, float* d, int64_t oy0, int64_t rows,
+             const Geometry& g, int64_t Me, const FusedActivation& act) {
+  const int64_t H = g.in[1], W = g.in[2], OW = g.out[2], pt = g.pb[1], pl = g.pb[2];
+  // Output columns whose K taps all lie inside the row: [ox_lo, ox_hi).
+  const int64_t ox_lo = std::min(OW, (pl + S - 1) / S);
+  const int64_t ox_hi = std::max(ox_lo, std::min(OW, W - K + pl >= 0 ? (W - K + pl) / S + 1 : 0));
+  const VecActivation<A> f(act);
+  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
+    __m512 wv[K * K];
+    for (int t = 0; t < K * K; ++t) wv[t] = _mm512_loadu_ps(wt + t * Me + c0);
+    const __m512 bv = bd ? _mm512_loadu_ps(bd + c0) : _mm512_setzero_ps();
+    for (int64_t o = 0; o < rows; ++o) {
+      const int64_t iy0 = (oy0 + o) * S - pt;
+      const int ky0 = int(std::max<int64_t>(0, -iy0)), ky1 = int(std::min<int64_t>(K, H - iy0));
+      const float* row = e + (iy0 - e_lo) * W * Me + c0;  // input row iy0 (may lie before e: only taps >= ky0 read)
+      float* out = d + o * OW * Me + c0;
+      auto edge = [&](int64_t ox) {
+        const int64_t ix0 = ox * S - pl;
+        const int kx0 = int(std::max<int64_t>(0, -ix0)), kx1 = int(std::min<int64_t>(K, W - ix0));
+        __m512 acc = bv;
+        for (int ky = ky0; ky < ky1; ++ky)
+          for (int kx = kx0; kx < kx1; ++kx)
+            acc = _mm512_fmadd_ps(wv[ky * K + kx], _mm512_loadu_ps(row + (ky * W + ix0 + kx) * Me), acc);
+        _mm512_storeu_ps(out + ox * Me, f(acc));
+      };
+      for (int64_t ox = 0; ox < ox_lo; ++ox) edge(ox);
+      if (ky0 == 0 && ky1 == K) {
+        for (int64_t ox = ox_lo; ox < ox_hi; ++ox) {
+          const float* at = row + (ox * S - pl) * Me;
+          __m512 acc = bv;
+          for (int ky = 0; ky < K; ++ky)
+            for (int kx = 0; kx < K; ++kx)
+              acc = _mm512_fmadd_ps(wv[ky * K + kx], _mm512_loadu_ps(at + (ky * W + kx) * Me), acc);
+          _mm512_storeu_ps(out + ox * Me, f(acc));
+        }
+      } else {
+        for (int64_t ox = ox_lo; ox < ox_hi; ++ox) edge(ox);
+      }
+      for (int64_t ox = ox_hi; ox < OW; ++ox) edge(ox);
+    }
+  }
+}
+
+using StencilFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, const Geometry&,
+                           int64_t, const FusedActivation&);
+
+template <FusedActivation::Kind A>
+StencilFn stencil_for(int64_t k, int64_t s) {
+  if (k == 3) return s == 1 ? &stencil<3, 1, A> : &stencil<3, 2, A>;
+  return s == 1 ? &stencil<5, 1, A> : &stencil<5, 2, A>;
+}
+
+StencilFn stencil_for(const Geometry& g, const FusedActivation& act) {
+  switch (act.kind) {
+    case FusedActivation::kRelu: return stencil_for<FusedActivation::kRelu>(g.k[1], g.s[1]);
+    case FusedActivation::kClip: return stencil_for<FusedActivation::kClip>(g.k[1], g.s[1]);
+    case FusedActivation::kLeakyRelu: return stencil_for<FusedActivation::kLeakyRelu>(g.k[1], g.s[1]);
+    default: return stencil_for<FusedActivation::kNone>(g.k[1], g.s[1]);
+  }
+}
+
+void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2, float* y,
+               const InvertedResidual& s, const InvertedResidualWeights& pw) {
+  const Geometry& g = s.dw;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1], pt = g.pb[1];
+  const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
+  const StencilFn run_stencil = stencil_for(g, s.dw_act);
+  // Bands of R output rows whose expanded input rows and depthwise result
+  // take about 512 KiB together (half of a core's L2 here).
+  const int64_t in_row = W * Me, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
+  const int64_t R = std::clamp<int64_t>((budget - (K - S) * in_row) / (S * in_row + out_row), 1, OH);
+  // Each image's rows in as many chunks as make work for every thread; a
+  // chunk recomputes the K - S expanded rows it shares with the one before.
+  const int64_t threads = std::max(1, ctx.num_threads());
+  const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, OH);
+  ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    thread_local std::vector<float> e_buf, d_buf, y_buf;
+    const size_t e_need = size_t(std::min(H, (R - 1) * S + K) * in_row), d_need = size_t(R * out_row);
+    if (e_buf.size() < e_need) e_buf.resize(e_need);
+    if (d_buf.size() < d_need) d_buf.resize(d_need);
+    if (y_buf.size() < size_t(R * OW * M)) y_buf.resize(size_t(R * OW * M));
+    float* e = e_buf.data();
+    float* d = d_buf.data();
+    float* yt = y_buf.data();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / chunks, ch = t % chunks;
+      const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
+      const float* xn = x + n * C * HW;
+      float* yn = y + n * M * OHW;
+      int64_t e_lo = 0, e_hi = 0;  // the input rows e holds
+      for (int64_t oy0 = oy_begin; oy0 < oy_end; oy0 += R) {
+        const int64_t rows = std::min(R, oy_end - oy0);
+        const int64_t need_lo = std::clamp<int64_t>(oy0 * S - pt, 0, H);
+        const int64_t need_hi = std::clamp<int64_t>((oy0 + rows - 1) * S - pt + K, need_lo, H);
+        if (e_hi > need_lo && e_lo <= need_lo) {
+          std::memmove(e, e + (need_lo - e_lo) * in_row, size_t((e_hi - need_lo) * in_row) * sizeof(float));
+          e_lo = need_lo;
+        } else {
+          e_lo = e_hi = need_lo;
+        }
+        if (need_hi > e_hi) {
+          float* at = e + (e_hi - e_lo) * in_row;
+          const int64_t pixels = (need_hi - e_hi) * W;
+          if (s.expand) {
+            check_sgemm(dnnl_sgemm('T', 'N', pixels, Me, C, 1.f, xn + e_hi * W, HW, pw.w1t.data(), Me, 0.f, at, Me));
+            bias_act_channels_last(at, pixels, Me, b1, s.expand_act);
+          } else {
+            to_channels_last(xn + e_hi * W, HW, pixels, Me, at);
+          }
+          e_hi = need_hi;
+        }
+        run_stencil(e, e_lo, pw.wdt.data(), bd, d, oy0, rows, g, Me, s.dw_act);
+        check_sgemm(dnnl_sgemm('N', 'N', rows * OW, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
+        store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW);
+      }
+    }
+  });
+}
+
+}  // namespace
+SINGA_AVX512_END
+#endif
+
+bool inverted_residual_bands(const InvertedResidual& s) {
+#ifdef SINGA_AVX512_BEGIN
+  return fast::avx512() && s.Me % kL == 0;
+#else
+  return false;
+#endif
+}
+
+InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
+                                                  const InvertedResidual& s) {
+  InvertedResidualWeights p;
+  if (!inverted_residual_bands(s)) return p;
+  const int64_t C = s.C, Me = s.Me, M = s.M, KK = s.dw.k[1] * s.dw.k[2];
+  if (s.expand) {
+    p.w1t.resize(size_t(C * Me));
+    for (int64_t m = 0; m < Me; ++m)
+      for (int64_t c = 0; c < C; ++c) p.w1t[size_t(c * Me + m)] = w1[m * C + c];
+  }
+  p.wdt.resize(size_t(KK * Me));
+  for (int64_t c = 0; c < Me; ++c)
+    for (int64_t t = 0; t < KK; ++t) p.wdt[size_t(t * Me + c)] = wd[c * KK + t];
+  p.w2t.resize(size_t(Me * M));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < Me; ++c) p.w2t[size_t(c * M + m)] = w2[m * Me + c];
+  return p;
+}
+
+void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
+                           const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s,
+                           const InvertedResidualWeights* prepared) {
+#ifdef SINGA_AVX512_BEGIN
+  if (inverted_residual_bands(s)) {
+    if (prepared) return run_bands(ctx, x, b1, bd, b2, y, s, *prepared);
+    return run_bands(ctx, x, b1, bd, b2, y, s, inverted_residual_weights(w1, wd, w2, s));
+  }
+#endif
+  run_staged(ctx, x, w1, b1, wd, bd, w2, b2, y, s);
+}
+
+}  // namespace nn
+}  // namespace singa

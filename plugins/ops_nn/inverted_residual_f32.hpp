@@ -1,0 +1,64 @@
+// inverted_residual_f32.hpp - MobileNetV2's block body in one pass: a
+// pointwise "expand" convolution (optional), a depthwise convolution, and a
+// pointwise "project" convolution, each with its bias and fused activation
+// (the ai.singa ExpandDepthwiseProject node of core/passes/fuse_inverted_residual.cpp).
+//
+// Run as three convolutions, the expanded tensor (6x the block's input) goes
+// to memory and back twice, and the depthwise kernel transposes it into
+// channel blocks and its result back (depthwise_blocked_f32.hpp): on
+// MobileNetV2 those transposes took as long as the stencil itself. Here each
+// task takes a band of output rows and keeps the band's expanded rows and
+// depthwise result channels-last ([pixel][channel]) in a buffer that stays in
+// L2: the expand product writes channels-last directly (oneDNN's sgemm with
+// both operands transposed), the stencil reads and writes 16 channels per
+// vector without any transpose, and the project product writes the band's
+// result channels-last too, which goes to the NCHW output through 16x16
+// register transposes with the bias and activation (at the 7x7 and 112x112
+// planes oneDNN's sgemm ran [pixels, Me] x [Me, M] 20-60% faster than the
+// NCHW form, or than reading the band transposed). Expanded rows that the next band
+// also reads are kept, not recomputed.
+#ifndef SINGA_OPS_NN_INVERTED_RESIDUAL_F32_HPP
+#define SINGA_OPS_NN_INVERTED_RESIDUAL_F32_HPP
+
+#include "fused_activation.hpp"
+#include "spatial.hpp"
+
+#include <vector>
+
+namespace singa {
+namespace nn {
+
+struct InvertedResidual {
+  int64_t N = 0, C = 0;  // images and input channels
+  int64_t Me = 0;        // expanded (depthwise) channels; C when there is no expand stage
+  int64_t M = 0;         // output channels
+  bool expand = true;    // false: the depthwise convolution reads X itself
+  Geometry dw;           // the depthwise window, one that depthwise_fits accepts
+  ops::FusedActivation expand_act, dw_act, project_act;
+};
+
+// The weights in the layouts of the band kernel: w1t [C][Me], wdt [K*K][Me]
+// (tap-major) and w2t [Me][M]. Made once per node where the weights are
+// constants; empty where the band kernel does not run.
+struct InvertedResidualWeights {
+  std::vector<float> w1t, wdt, w2t;
+};
+
+// True when the band kernel runs (AVX-512, whole vectors of expanded channels);
+// otherwise the three stages run one after the other on whole tensors.
+bool inverted_residual_bands(const InvertedResidual& s);
+
+// w1 [Me, C] (null without expand), wd [Me, K, K], w2 [M, Me].
+InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
+                                                  const InvertedResidual& s);
+
+// x [N, C, H, W]; w1 [Me, C] and b1 [Me] (null without expand; b1 may be null),
+// wd [Me, K, K], bd [Me] or null, w2 [M, Me], b2 [M] or null; y [N, M, OH, OW].
+// `prepared`: inverted_residual_weights of these weights, or null.
+void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
+                           const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s,
+                           const InvertedResidualWeights* prepared);
+
+}  // namespace nn
+}  // namespace singa
+#endif

@@ -1,0 +1,45 @@
+// vec_activation_avx512.hpp - a fused activation (fused_activation.hpp)
+// applied to 16 float lanes, for the AVX-512 convolution kernels of ops_nn
+// that store their results a vector at a time. Only for callers that checked
+// fast::avx512().
+#ifndef SINGA_OPS_NN_VEC_ACTIVATION_AVX512_HPP
+#define SINGA_OPS_NN_VEC_ACTIVATION_AVX512_HPP
+
+#include "fused_activation.hpp"
+
+#include <avx512_region.hpp>
+
+#ifdef SINGA_AVX512_BEGIN
+#include <immintrin.h>
+
+namespace singa {
+namespace nn {
+
+SINGA_AVX512_BEGIN
+
+// NaN passes through, as in the scalar form. The kind is a template argument
+// so that a pixel loop has no switch (a per-pixel switch on it was a tenth of
+// the depthwise kernel's time).
+template <ops::FusedActivation::Kind A>
+struct VecActivation {
+  __m512 alpha, lo, hi, zero = _mm512_setzero_ps();
+  static constexpr __mmask16 all = 0xFFFF;
+  explicit VecActivation(const ops::FusedActivation& a)
+      : alpha(_mm512_set1_ps(a.alpha)), lo(_mm512_set1_ps(a.lo)), hi(_mm512_set1_ps(a.hi)) {}
+  __m512 operator()(__m512 v) const {
+    using K = ops::FusedActivation;
+    // max_ps/min_ps return their second operand when either is NaN (maskz
+    // forms: GCC 12's plain ones trip -Wmaybe-uninitialized).
+    if constexpr (A == K::kRelu) return _mm512_maskz_max_ps(all, zero, v);
+    if constexpr (A == K::kClip) return _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, v));
+    if constexpr (A == K::kLeakyRelu) return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_NGE_UQ), v, alpha);
+    return v;
+  }
+};
+
+SINGA_AVX512_END
+
+}  // namespace nn
+}  // namespace singa
+#endif
+#endif
