@@ -1,6 +1,7 @@
 #include "depthwise_blocked_f32.hpp"
 
 #include <avx512_region.hpp>
+#include <line_aligned.hpp>
 #include <transpose16_f32.hpp>
 
 #include "vec_activation_avx512.hpp"
@@ -86,9 +87,9 @@ void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, c
       const int64_t iy0 = oy0 * S - pt;  // input row of the band's first padded row
       const int64_t lo = std::max<int64_t>(0, iy0), hi = std::min(H, iy0 + rows_in);
       const float* xc = x + (n * C + c0) * H * W;
-      if (in.size() < size_t(rows_in * PW * kL)) in.resize(size_t(rows_in * PW * kL));
+      float* inb = fast::line_aligned(in, size_t(rows_in * PW * kL));  // whole lines per pixel
       for (int64_t r = 0; r < rows_in; ++r) {
-        float* dst = in.data() + r * PW * kL;
+        float* dst = inb + r * PW * kL;
         const int64_t iy = iy0 + r;
         if (iy < lo || iy >= hi) {
           std::fill(dst, dst + PW * kL, 0.f);
@@ -99,7 +100,7 @@ void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, c
       }
       // The band's input rows are contiguous in each plane.
       if (hi > lo)
-        to_blocked_rows(xc + lo * W, H * W, (hi - lo) * W, W, inner, PW, pl, in.data() + (lo - iy0) * PW * kL);
+        to_blocked_rows(xc + lo * W, H * W, (hi - lo) * W, W, inner, PW, pl, inb + (lo - iy0) * PW * kL);
       __m512 wv[K * K];
       alignas(64) float lane[kL];
       for (int tap = 0; tap < K * K; ++tap) {
@@ -107,17 +108,17 @@ void depthwise_blocks(const sdk::Context& ctx, const float* x, const float* w, c
         wv[tap] = _mm512_load_ps(lane);
       }
       const __m512 b = bias ? _mm512_loadu_ps(bias + c0) : _mm512_setzero_ps();
-      if (out.size() < size_t(rows * OW * kL)) out.resize(size_t(rows * OW * kL));
+      float* outb = fast::line_aligned(out, size_t(rows * OW * kL));
       for (int64_t o = 0; o < rows; ++o)
         for (int64_t ox = 0; ox < OW; ++ox) {
           __m512 acc = b;
-          const float* at = in.data() + (o * S * PW + ox * S) * kL;
+          const float* at = inb + (o * S * PW + ox * S) * kL;
           for (int ky = 0; ky < K; ++ky)
             for (int kx = 0; kx < K; ++kx)
               acc = _mm512_fmadd_ps(wv[ky * K + kx], _mm512_loadu_ps(at + (ky * PW + kx) * kL), acc);
-          _mm512_storeu_ps(out.data() + (o * OW + ox) * kL, vact(acc));
+          _mm512_storeu_ps(outb + (o * OW + ox) * kL, vact(acc));
         }
-      from_blocked(out.data(), rows * OW, y + (n * C + c0) * OH * OW + oy0 * OW, OH * OW);
+      from_blocked(outb, rows * OW, y + (n * C + c0) * OH * OW + oy0 * OW, OH * OW);
     }
   });
 }

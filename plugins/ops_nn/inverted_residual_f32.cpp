@@ -5,11 +5,11 @@
 
 #include <avx512_region.hpp>
 #include <dnnl_sgemm.hpp>
+#include <line_aligned.hpp>
 #include <sgemm.hpp>  // fast::avx512
 #include <transpose16_f32.hpp>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -228,17 +228,9 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
     omp_set_num_threads(1);
 #endif
     thread_local std::vector<float> e_buf, d_buf, y_buf;
-    // Pixels are whole vectors apart, so on 64-byte lines each vector load
-    // and store of the stencil touches one line, not two (a large vector's
-    // data lies 16 bytes into its pages): twice as fast in a micro-benchmark.
-    auto lines = [](std::vector<float>& v, int64_t n) {
-      if (v.size() < size_t(n + kL)) v.resize(size_t(n + kL));
-      const auto at = reinterpret_cast<uintptr_t>(v.data());
-      return v.data() + ((64 - at % 64) % 64) / sizeof(float);
-    };
-    float* e = lines(e_buf, std::min(H, (R - 1) * S + K) * in_row);
-    float* d = lines(d_buf, R * out_row);
-    float* yt = lines(y_buf, R * OW * M);
+    float* e = fast::line_aligned(e_buf, size_t(std::min(H, (R - 1) * S + K) * in_row));
+    float* d = fast::line_aligned(d_buf, size_t(R * out_row));
+    float* yt = fast::line_aligned(y_buf, size_t(R * OW * M));  // on lines: see line_aligned.hpp
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / chunks, ch = t % chunks;
       const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
