@@ -1,13 +1,13 @@
 #include "inverted_residual_f32.hpp"
 
 #include "conv_nchw_f32.hpp"
+#include "channels_last_f32.hpp"
 #include "vec_activation_avx512.hpp"
 
 #include <avx512_region.hpp>
 #include <dnnl_sgemm.hpp>
 #include <line_aligned.hpp>
 #include <sgemm.hpp>  // fast::avx512
-#include <transpose16_f32.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -49,82 +49,6 @@ SINGA_AVX512_BEGIN
 namespace {
 
 constexpr int64_t kL = 16;  // channels per vector
-
-// e[p][c] += b[c] and the activation, for `pixels` channels-last pixels of Me
-// channels (b null: none).
-template <FusedActivation::Kind A>
-void bias_act_channels_last(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
-  if (!b && A == FusedActivation::kNone) return;
-  const VecActivation<A> f(act);
-  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
-    const __m512 bv = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
-    for (int64_t p = 0; p < pixels; ++p) {
-      float* at = e + p * Me + c0;
-      _mm512_storeu_ps(at, f(_mm512_add_ps(_mm512_loadu_ps(at), bv)));
-    }
-  }
-}
-
-void bias_act_channels_last(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
-  switch (act.kind) {
-    case FusedActivation::kRelu: return bias_act_channels_last<FusedActivation::kRelu>(e, pixels, Me, b, act);
-    case FusedActivation::kClip: return bias_act_channels_last<FusedActivation::kClip>(e, pixels, Me, b, act);
-    case FusedActivation::kLeakyRelu:
-      return bias_act_channels_last<FusedActivation::kLeakyRelu>(e, pixels, Me, b, act);
-    default: return bias_act_channels_last<FusedActivation::kNone>(e, pixels, Me, b, act);
-  }
-}
-
-// e[p][c] = x[c * plane + p] for pixels [0, n) and channels [0, Me), Me a
-// multiple of 16: the block's input taken channels-last when there is no
-// expand stage.
-void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, float* e) {
-  __m512 v[kL];
-  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
-    int64_t p = 0;
-    for (; p + kL <= n; p += kL) {
-      for (int i = 0; i < kL; ++i) v[i] = _mm512_loadu_ps(x + (c0 + i) * plane + p);
-      fast::transpose16(v);
-      for (int j = 0; j < kL; ++j) _mm512_storeu_ps(e + (p + j) * Me + c0, v[j]);
-    }
-    for (; p < n; ++p)
-      for (int i = 0; i < kL; ++i) e[p * Me + c0 + i] = x[(c0 + i) * plane + p];
-  }
-}
-
-// y[c * ld + p] = act(yt[p * M + c] + b[c]) for pixels [0, P) and channels
-// [0, M): the band's project result back to NCHW (b null: no bias).
-template <FusedActivation::Kind A>
-void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
-                int64_t ld) {
-  const VecActivation<A> f(act);
-  __m512 v[kL];
-  for (int64_t c0 = 0; c0 < M; c0 += kL) {
-    const int64_t cn = std::min(kL, M - c0);
-    const __mmask16 lanes = __mmask16((1u << cn) - 1);
-    int64_t p = 0;
-    for (; p + kL <= P; p += kL) {
-      for (int i = 0; i < kL; ++i) v[i] = _mm512_maskz_loadu_ps(lanes, yt + (p + i) * M + c0);
-      fast::transpose16(v);
-      for (int64_t j = 0; j < cn; ++j) {
-        const __m512 bj = _mm512_set1_ps(b ? b[c0 + j] : 0.f);
-        _mm512_storeu_ps(y + (c0 + j) * ld + p, f(_mm512_add_ps(v[j], bj)));
-      }
-    }
-    for (; p < P; ++p)
-      for (int64_t j = 0; j < cn; ++j) y[(c0 + j) * ld + p] = act(yt[p * M + c0 + j] + (b ? b[c0 + j] : 0.f));
-  }
-}
-
-void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
-                int64_t ld) {
-  switch (act.kind) {
-    case FusedActivation::kRelu: return store_nchw<FusedActivation::kRelu>(yt, P, M, b, act, y, ld);
-    case FusedActivation::kClip: return store_nchw<FusedActivation::kClip>(yt, P, M, b, act, y, ld);
-    case FusedActivation::kLeakyRelu: return store_nchw<FusedActivation::kLeakyRelu>(yt, P, M, b, act, y, ld);
-    default: return store_nchw<FusedActivation::kNone>(yt, P, M, b, act, y, ld);
-  }
-}
 
 // NB channel blocks from c0 of every output row (NB * K * K weight vectors
 // stay in registers).

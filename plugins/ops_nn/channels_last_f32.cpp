@@ -1,0 +1,110 @@
+#include "channels_last_f32.hpp"
+
+#include "vec_activation_avx512.hpp"
+
+#include <transpose16_f32.hpp>
+
+#ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace singa {
+namespace nn {
+
+using ops::FusedActivation;
+
+SINGA_AVX512_BEGIN
+
+namespace {
+
+constexpr int64_t kL = 16;  // channels per vector
+
+template <FusedActivation::Kind A>
+void bias_act_as(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
+  if (!b && A == FusedActivation::kNone) return;
+  const VecActivation<A> f(act);
+  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
+    const __m512 bv = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < pixels; ++p) {
+      float* at = e + p * Me + c0;
+      _mm512_storeu_ps(at, f(_mm512_add_ps(_mm512_loadu_ps(at), bv)));
+    }
+  }
+}
+
+template <FusedActivation::Kind A>
+void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
+                int64_t ld) {
+  const VecActivation<A> f(act);
+  __m512 v[kL];
+  for (int64_t c0 = 0; c0 < M; c0 += kL) {
+    const int64_t cn = std::min(kL, M - c0);
+    const __mmask16 lanes = __mmask16((1u << cn) - 1);
+    int64_t p = 0;
+    for (; p + kL <= P; p += kL) {
+      for (int i = 0; i < kL; ++i) v[i] = _mm512_maskz_loadu_ps(lanes, yt + (p + i) * M + c0);
+      fast::transpose16(v);
+      for (int64_t j = 0; j < cn; ++j) {
+        const __m512 bj = _mm512_set1_ps(b ? b[c0 + j] : 0.f);
+        _mm512_storeu_ps(y + (c0 + j) * ld + p, f(_mm512_add_ps(v[j], bj)));
+      }
+    }
+    for (; p < P; ++p)
+      for (int64_t j = 0; j < cn; ++j) y[(c0 + j) * ld + p] = act(yt[p * M + c0 + j] + (b ? b[c0 + j] : 0.f));
+  }
+}
+
+}  // namespace
+
+void bias_act_channels_last(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
+  switch (act.kind) {
+    case FusedActivation::kRelu: return bias_act_as<FusedActivation::kRelu>(e, pixels, Me, b, act);
+    case FusedActivation::kClip: return bias_act_as<FusedActivation::kClip>(e, pixels, Me, b, act);
+    case FusedActivation::kLeakyRelu:
+      return bias_act_as<FusedActivation::kLeakyRelu>(e, pixels, Me, b, act);
+    default: return bias_act_as<FusedActivation::kNone>(e, pixels, Me, b, act);
+  }
+}
+
+void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, float* e) {
+  __m512 v[kL];
+  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
+    int64_t p = 0;
+    for (; p + kL <= n; p += kL) {
+      for (int i = 0; i < kL; ++i) v[i] = _mm512_loadu_ps(x + (c0 + i) * plane + p);
+      fast::transpose16(v);
+      for (int j = 0; j < kL; ++j) _mm512_storeu_ps(e + (p + j) * Me + c0, v[j]);
+    }
+    for (; p < n; ++p)
+      for (int i = 0; i < kL; ++i) e[p * Me + c0 + i] = x[(c0 + i) * plane + p];
+  }
+}
+
+void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
+                int64_t ld) {
+  switch (act.kind) {
+    case FusedActivation::kRelu: return store_nchw_as<FusedActivation::kRelu>(yt, P, M, b, act, y, ld);
+    case FusedActivation::kClip: return store_nchw_as<FusedActivation::kClip>(yt, P, M, b, act, y, ld);
+    case FusedActivation::kLeakyRelu: return store_nchw_as<FusedActivation::kLeakyRelu>(yt, P, M, b, act, y, ld);
+    default: return store_nchw_as<FusedActivation::kNone>(yt, P, M, b, act, y, ld);
+  }
+}
+
+SINGA_AVX512_END
+
+}  // namespace nn
+}  // namespace singa
+
+#else
+#include <cstdlib>
+namespace singa {
+namespace nn {
+void bias_act_channels_last(float*, int64_t, int64_t, const float*, const ops::FusedActivation&) { std::abort(); }
+void to_channels_last(const float*, int64_t, int64_t, int64_t, float*) { std::abort(); }
+void store_nchw(const float*, int64_t, int64_t, const float*, const ops::FusedActivation&, float*, int64_t) {
+  std::abort();
+}
+}  // namespace nn
+}  // namespace singa
+#endif
