@@ -9,6 +9,7 @@
 // stage's prefix (expand_, depthwise_, project_). CPU only, float only, and
 // only windows the kernel takes: all weights constant, the depthwise window
 // 3x3 or 5x5 with stride 1 or 2, explicit pads below the kernel size.
+#include "conv_patterns.hpp"
 #include "graph_edit.hpp"
 #include "passes.hpp"
 
@@ -18,50 +19,10 @@ namespace singa {
 namespace passes {
 namespace {
 
-constexpr const char* kFusedDomain = "ai.singa";
-
-bool all_equal(const ::onnx::AttributeProto* a, int64_t want, size_t count) {
-  if (!a) return true;
-  if (a->type() != ::onnx::AttributeProto::INTS || size_t(a->ints_size()) != count) return false;
-  for (int64_t v : a->ints())
-    if (v != want) return false;
-  return true;
-}
-
-// The Conv's weights: a float initializer of rank 4 (else null).
-const Tensor* conv_weights(const graph::Graph& g, const graph::Node& n) {
-  const Tensor* w = float_constant(g, n, 1);
-  return w && w->shape().size() == 4 ? w : nullptr;
-}
-
-bool float_value(const graph::Graph& g, int v) { return v >= 0 && g.values[size_t(v)].dtype == SINGA_ONNX_FLOAT; }
-
-// A bias, when present, is a float initializer.
-bool bias_ok(const graph::Graph& g, const graph::Node& n) {
-  return n.inputs.size() < 3 || n.inputs[2] < 0 || float_constant(g, n, 2) != nullptr;
-}
-
-bool default_auto_pad(const graph::Node& n) {
-  const auto* a = find_attr(n, "auto_pad");
-  return !a || a->s() == "NOTSET" || a->s().empty();
-}
-
-// A float 2-D Conv with a 1x1 kernel, stride 1, no padding, one group.
-bool pointwise(const graph::Graph& g, const graph::Node& n) {
-  if (!plain_onnx_node(n) || n.proto.op_type() != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
-  const Tensor* w = conv_weights(g, n);
-  if (!w || w->shape()[2] != 1 || w->shape()[3] != 1 || !bias_ok(g, n) || !default_auto_pad(n)) return false;
-  const auto* group = find_attr(n, "group");
-  return (!group || group->i() == 1) && all_equal(find_attr(n, "strides"), 1, 2) &&
-         all_equal(find_attr(n, "dilations"), 1, 2) && all_equal(find_attr(n, "pads"), 0, 4) &&
-         all_equal(find_attr(n, "kernel_shape"), 1, 2);
-}
-
 // A float 2-D depthwise Conv the fused kernel takes.
 bool depthwise(const graph::Graph& g, const graph::Node& n) {
-  if (!plain_onnx_node(n) || n.proto.op_type() != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (!plain_conv(g, n)) return false;
   const Tensor* w = conv_weights(g, n);
-  if (!w || !bias_ok(g, n) || !default_auto_pad(n)) return false;
   const int64_t C = w->shape()[0], k = w->shape()[2];
   const auto* group = find_attr(n, "group");
   if (w->shape()[1] != 1 || w->shape()[3] != k || (k != 3 && k != 5) || !group || group->i() != C) return false;
@@ -72,33 +33,13 @@ bool depthwise(const graph::Graph& g, const graph::Node& n) {
     s = strides->ints(0);
   }
   if (s != 1 && s != 2) return false;
-  if (!all_equal(find_attr(n, "dilations"), 1, 2)) return false;
-  if (const auto* ks = find_attr(n, "kernel_shape"); ks && !all_equal(ks, k, 2)) return false;
+  if (const auto* ks = find_attr(n, "kernel_shape"); ks && !ints_all(ks, k, 2)) return false;
   if (const auto* pads = find_attr(n, "pads")) {
     if (pads->ints_size() != 4) return false;
     for (int64_t p : pads->ints())
       if (p < 0 || p >= k) return false;
   }
   return true;
-}
-
-// The input channels of a Conv's input value must match its weights (a
-// model whose shapes disagree keeps its nodes, to fail there with Conv's
-// own message).
-bool channels(const graph::Graph& g, int v, int64_t c) {
-  const auto& val = g.values[size_t(v)];
-  return val.rank_known && val.dims.size() == 4 && val.dims[1] == c;
-}
-
-// Copies the Conv's fused activation attributes (fuse_activation.cpp) under
-// `prefix`.
-void move_activation(const graph::Node& from, ::onnx::NodeProto& to, const std::string& prefix) {
-  for (const auto& a : from.proto.attribute())
-    if (a.name().rfind("activation", 0) == 0) {
-      auto* c = to.add_attribute();
-      *c = a;
-      c->set_name(prefix + a.name());
-    }
 }
 
 }  // namespace
@@ -110,13 +51,13 @@ int fuse_inverted_residuals(graph::Graph& g) {
     graph::Node& dw = g.nodes[i];
     if (dead[i] || !depthwise(g, dw) || !float_value(g, dw.inputs[0]) || dw.outputs[0] < 0) continue;
     const int64_t Me = conv_weights(g, dw)->shape()[0];
-    if (!channels(g, dw.inputs[0], Me)) continue;
+    if (!has_channels(g, dw.inputs[0], Me)) continue;
     // The project Conv: the depthwise result's only reader.
     const int mid = dw.outputs[0];
     if (!single_use(g, mid)) continue;
     const size_t pi = size_t(g.values[size_t(mid)].consumers[0]);
     graph::Node& project = g.nodes[pi];
-    if (dead[pi] || !pointwise(g, project) || project.inputs[0] != mid || conv_weights(g, project)->shape()[1] != Me ||
+    if (dead[pi] || !pointwise_conv(g, project) || project.inputs[0] != mid || conv_weights(g, project)->shape()[1] != Me ||
         project.outputs[0] < 0)
       continue;
     // The expand Conv, when the depthwise input comes from one that nothing
@@ -124,10 +65,10 @@ int fuse_inverted_residuals(graph::Graph& g) {
     const int e = dw.inputs[0];
     const int ep = g.values[size_t(e)].producer;
     graph::Node* expand = nullptr;
-    if (ep >= 0 && !dead[size_t(ep)] && single_use(g, e) && pointwise(g, g.nodes[size_t(ep)]) &&
+    if (ep >= 0 && !dead[size_t(ep)] && single_use(g, e) && pointwise_conv(g, g.nodes[size_t(ep)]) &&
         conv_weights(g, g.nodes[size_t(ep)])->shape()[0] == Me) {
       graph::Node& cand = g.nodes[size_t(ep)];
-      if (float_value(g, cand.inputs[0]) && channels(g, cand.inputs[0], conv_weights(g, cand)->shape()[1]))
+      if (float_value(g, cand.inputs[0]) && has_channels(g, cand.inputs[0], conv_weights(g, cand)->shape()[1]))
         expand = &cand;
     }
     ::onnx::NodeProto p;

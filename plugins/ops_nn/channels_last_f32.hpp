@@ -1,5 +1,5 @@
 // channels_last_f32.hpp - the conversions of the fused band kernels
-// (inverted_residual_f32.hpp, fire_f32.hpp), which keep a band of
+// (inverted_residual_f32.hpp), which keep a band of
 // activations channels-last ([pixel][channel]) in cache between oneDNN sgemm
 // calls while the graph's tensors stay NCHW. AVX-512 only: callers check
 // fast::avx512() first.
