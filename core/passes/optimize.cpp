@@ -53,6 +53,18 @@ namespace onnx {
   gp->clear_initializer();
   gp->clear_value_info();
   for (const auto& n : g.nodes) *gp->add_node() = n.proto;
+  // Fused nodes of singa's own domains (ai.singa, opset 1) need it imported
+  // for the model to load again.
+  for (const auto& n : g.nodes) {
+    const std::string& d = n.proto.domain();
+    if (d.empty() || d == "ai.onnx") continue;
+    bool imported = false;
+    for (const auto& op : out.opset_import()) imported = imported || op.domain() == d;
+    if (imported) continue;
+    auto* op = out.add_opset_import();
+    op->set_domain(d);
+    op->set_version(n.opset);
+  }
   for (const auto& v : g.values)
     if (v.is_initializer && !v.is_input) *gp->add_initializer() = to_proto(v.constant, v.name);
   // IR < 4 lists initializers as graph inputs; keep only those still present.

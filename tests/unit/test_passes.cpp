@@ -531,6 +531,31 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   }
 }
 
+// optimized_model() writes the fused node with its domain imported: the
+// model loads, checks and runs again with the same results.
+TEST(Passes, OptimizedModelWithAFusedBlockLoadsAgain) {
+  ensure_loaded();
+  Block b;
+  ModelBuilder m = inverted_residual(b);
+  ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+  bool fused = false;
+  for (const auto& n : out.graph().node()) fused = fused || n.op_type() == "ExpandDepthwiseProject";
+  EXPECT_TRUE(fused);
+  std::string bytes;
+  ASSERT_TRUE(out.SerializeToString(&bytes));
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  auto again = singa::onnx::prepare_bytes(bytes, o);
+  auto plain = singa::onnx::prepare_bytes(m.bytes(), o);
+  const Tensor x = random_floats({1, 8, 9, 7}, 63);
+  auto a = plain->run({x}), c = again->run({x});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(c.size(), 1u);
+  ASSERT_EQ(a[0].second.shape(), c[0].second.shape());
+  for (int64_t i = 0; i < a[0].second.numel(); ++i)
+    EXPECT_NEAR(a[0].second.data<float>()[i], c[0].second.data<float>()[i], 1e-4) << i;
+}
+
 TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
   ensure_loaded();
   Block b;
