@@ -107,7 +107,8 @@ std::string describe_missing(const MissingKernel& m, const std::string& device) 
   return s;
 }
 
-// One line per node of the top-level graph: "Op name(inputs) -> outputs [activation=...]".
+// One line per node of the top-level graph: "Op name(inputs) -> outputs [activation=...]"
+// (the fused activations, a stage's under its prefix, and a fused MaxPool's window).
 void print_nodes(const ::onnx::GraphProto& g) {
   std::cout << "nodes after the passes:\n";
   for (const auto& n : g.node()) {
@@ -115,8 +116,16 @@ void print_nodes(const ::onnx::GraphProto& g) {
     for (int i = 0; i < n.input_size(); ++i) std::cout << (i ? ", " : "") << n.input(i);
     std::cout << ") -> ";
     for (int i = 0; i < n.output_size(); ++i) std::cout << (i ? ", " : "") << n.output(i);
-    for (const auto& a : n.attribute())
-      if (a.name() == "activation") std::cout << "  [activation=" << a.s() << "]";
+    for (const auto& a : n.attribute()) {
+      const std::string& k = a.name();
+      if (a.type() == ::onnx::AttributeProto::STRING && k.size() >= 10 && k.compare(k.size() - 10, 10, "activation") == 0)
+        std::cout << "  [" << k << "=" << a.s() << "]";
+      if (k == "pool_kernel_shape") {
+        std::cout << "  [maxpool";
+        for (int64_t v : a.ints()) std::cout << " " << v;
+        std::cout << "]";
+      }
+    }
     std::cout << "\n";
   }
 }

@@ -11,6 +11,7 @@
 #include "conv_nchw_f32.hpp"
 #include "env_switch.hpp"
 #include "nn_common.hpp"
+#include "pool_f32.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
 
@@ -31,6 +32,16 @@ class Conv : public NodeKernel {
   explicit Conv(const sdk::Node& node)
       : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)), act_(node) {
     if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
+    // A MaxPool fused by core/passes/fuse_conv_pool.cpp: its window under
+    // pool_kernel_shape, pool_strides, pool_pads and pool_ceil_mode.
+    pool_.kernel_shape = node.attr_ints("pool_kernel_shape");
+    pooled_ = !pool_.kernel_shape.empty();
+    if (pooled_) {
+      pool_.strides = node.attr_ints("pool_strides");
+      pool_.pads = node.attr_ints("pool_pads");
+      pool_.ceil_mode = node.attr_int("pool_ceil_mode", 0) != 0;
+      if (pool_.kernel_shape.size() != 2) fail("attribute pool_kernel_shape must hold 2 values");
+    }
     plan_dnnl(node);
     // 16-bit float weights are widened once here instead of on every run.
     sdk::Tensor w = node.constant(1);
@@ -75,6 +86,7 @@ class Conv : public NodeKernel {
 
     Shape ys{N, M};
     for (int64_t d : g.out_dims()) ys.push_back(d);
+    if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, Cg);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (sdk::numel(ys) == 0) return;
     if (x.dtype() == SINGA_ONNX_FLOAT && nchw_fast(g, C, M)) {
@@ -96,6 +108,44 @@ class Conv : public NodeKernel {
   }
 
  private:
+  // The pool's window over a conv output of shape ys.
+  Geometry pool_geometry(const Shape& ys) const {
+    check(ys.size() == 4, "a fused MaxPool needs a 2-D convolution");
+    return window_geometry(pool_, {ys[2], ys[3]}, pool_.kernel_shape, *this);
+  }
+
+  // A Conv with a fused MaxPool that oneDNN does not run pooled: the float
+  // convolution into a buffer of its own, then MaxPool's 2-D path.
+  void compute_pooled(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
+                      const Geometry& g, const Shape& ys, int64_t Cg) const {
+    check(x.dtype() == SINGA_ONNX_FLOAT, "a fused MaxPool needs float");
+    const Geometry pg = pool_geometry(ys);
+    const int64_t N = ys[0], M = ys[1], C = x.dim(1);
+    sdk::Tensor y = ctx.output(0, Shape{N, M, pg.out[1], pg.out[2]}, x.dl_dtype());
+    if (y.numel() == 0) return;
+    std::vector<float> conv(size_t(sdk::numel(ys)));
+    const std::vector<float> zeros(b.present() ? 0 : size_t(M), 0.f);
+    const float* bias = b.present() ? b.data<float>() : zeros.data();
+    const float* xp = x.data<float>();
+    const float* wp = w.data<float>();
+    if (nchw_fast(g, C, M)) {
+      if (pointwise_fits(g, group_))
+        conv_pointwise_f32(ctx, xp, wp, bias, conv.data(), N, C, M, g.in_size(), act_);
+      else
+        conv_depthwise_f32(ctx, xp, wp, bias, conv.data(), N, C, g, act_);
+    } else {
+      ops::use_blas_threads(ctx);
+      if (fast::avx512() && !(Cg == 1 && group_ > 1))
+        conv_gemm_f32(ctx, xp, wp, bias, conv.data(), g, N, C, M, Cg, group_);
+      else if (Cg == 1 && group_ > 1)
+        conv_direct<float, float>(ctx, xp, wp, bias, conv.data(), g, N, C, M, group_);
+      else
+        conv_unfolded<float, float>(ctx, xp, wp, bias, conv.data(), g, N, C, M, Cg, group_);
+      act_.apply(ctx, conv.data(), int64_t(conv.size()));
+    }
+    max_pool_2d_f32(ctx, pg, N * M, conv.data(), y.data<float>());
+  }
+
   // The NCHW paths of conv_nchw_f32.hpp take pointwise and depthwise float
   // convs ahead of oneDNN (SINGA_NCHW_FAST=0 turns them off, to compare).
   bool nchw_fast(const Geometry& g, int64_t C, int64_t M) const {
@@ -166,7 +216,9 @@ class Conv : public NodeKernel {
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
       if (nchw_fast(g, xs[1], ws[0])) return nullptr;
-      return DnnlConv::plan(xs, w, b, g, group_, act_);
+      if (!pooled_) return DnnlConv::plan(xs, w, b, g, group_, act_);
+      const Geometry pg = pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]});
+      return DnnlConv::plan(xs, w, b, g, group_, act_, &pg);
     } catch (const std::exception&) {
       return nullptr;  // bad window attributes: compute() reports them with the shapes involved
     }
@@ -190,6 +242,8 @@ class Conv : public NodeKernel {
   WindowAttrs attrs_;
   int64_t group_;
   FusedActivation act_;
+  bool pooled_ = false;
+  WindowAttrs pool_;
   std::vector<float> wide_weights_;
   std::unique_ptr<DnnlConv> dnnl_;
   std::unique_ptr<Late> late_;

@@ -4,6 +4,7 @@
 #include <omp.h>
 #endif
 
+#include "pool_blocked16_f32.hpp"
 #include "unblock16_f32.hpp"
 
 #include <env_switch.hpp>
@@ -56,6 +57,10 @@ struct DnnlConvPart {
   bool act_after = false;
   dnnl::eltwise_forward act;
   size_t src_bytes = 0, dst_bytes = 0, scratch_bytes = 0, ws_offset = 0;
+  // A pooled plan's part: conv rows [r0, r0 + rows) in blocks, pooled rows
+  // [q0, q1) through a blocked buffer of pool_bytes.
+  int64_t r0 = 0, q0 = 0, q1 = 0;
+  size_t pool_bytes = 0;
 };
 
 // The parts for one thread count.
@@ -72,6 +77,8 @@ struct DnnlConv::State {
   dnnl::algorithm act_alg = dnnl::algorithm::undef;
   float act_alpha = 0.f, act_beta = 0.f;
   bool winograd = false;  // a 3x3 convolution that may take oneDNN's Winograd code
+  bool pooled = false;    // a MaxPool over the output (pool), see plan()
+  Geometry pool;
   std::vector<float> bias;
   // Built on first use for each thread count: a Rep usually runs at one count,
   // so only that plan pays oneDNN's code generation and holds weights.
@@ -188,7 +195,7 @@ void finish_part(const DnnlConv::State& s, DnnlConvPart& part, const memory* sha
   part.conv = dnnl::convolution_forward(part.pd);
   if (part.reorder_src)
     part.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.user_src, s.eng, part.pd.src_desc()));
-  if (part.reorder_dst && !part.unblock16)
+  if (part.reorder_dst && !part.unblock16 && !s.pooled)
     part.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, part.pd.dst_desc(), s.eng, part.user_dst));
   const int64_t pm = part.pd.dst_desc().dims()[1];
   part.bias = memory(memory::desc({pm}, dt::f32, tag::x), s.eng);
@@ -209,7 +216,7 @@ void finish_part(const DnnlConv::State& s, DnnlConvPart& part, const memory* sha
 
 void add_part(DnnlConvPlan& plan, DnnlConvPart part) {
   part.ws_offset = plan.ws_bytes;
-  plan.ws_bytes += part.src_bytes + part.dst_bytes + part.scratch_bytes;
+  plan.ws_bytes += part.src_bytes + part.dst_bytes + part.scratch_bytes + part.pool_bytes;
   plan.parts.push_back(std::move(part));
 }
 
@@ -252,6 +259,42 @@ std::unique_ptr<DnnlConvPlan> split_by_rows(const DnnlConv::State& s, int64_t n,
   return plan;
 }
 
+// The part writing the conv rows that pooled rows [q0, q1) read.
+DnnlConvPart pooled_part(const DnnlConv::State& s, int64_t q0, int64_t q1, const memory::desc* weights_md) {
+  const Geometry& pg = s.pool;
+  const int64_t r0 = std::clamp<int64_t>(q0 * pg.s[1] - pg.pb[1], 0, s.OH);
+  const int64_t r1 = std::clamp<int64_t>((q1 - 1) * pg.s[1] - pg.pb[1] + pg.k[1], r0, s.OH);
+  if (r1 <= r0) throw dnnl::error(dnnl_invalid_arguments, "pooled rows of padding only");
+  DnnlConvPart part = make_part(s, r0, r1, 0, s.M, weights_md);
+  const memory::dims dst_dims{s.N, s.M, r1 - r0, s.OW};
+  if (part.pd.dst_desc() != memory::desc(dst_dims, dt::f32, tag::nChw16c))
+    throw dnnl::error(dnnl_unimplemented, "the conv output is not in 16-channel blocks");
+  part.r0 = r0, part.q0 = q0, part.q1 = q1;
+  part.unblock16 = false;
+  part.pool_bytes = align64(size_t(s.N * s.M * (q1 - q0) * pg.out[2]) * sizeof(float));
+  return part;
+}
+
+// A pooled plan: the pooled rows in n bands, each part convolving the rows
+// its band reads (neighbours share a row or two) with one copy of the weights.
+std::unique_ptr<DnnlConvPlan> pooled_plan(const DnnlConv::State& s, int64_t n, const float* w) {
+  const int64_t PH = s.pool.out[1];
+  n = std::clamp<int64_t>(n, 1, PH);
+  std::vector<DnnlConvPart> parts;
+  parts.push_back(pooled_part(s, 0, PH / n, nullptr));
+  const memory::desc wd = parts[0].pd.weights_desc();
+  for (int64_t p = 1; p < n; ++p) {
+    parts.push_back(pooled_part(s, PH * p / n, PH * (p + 1) / n, &wd));
+    if (parts.back().pd.weights_desc() != wd) throw dnnl::error(dnnl_unimplemented, "bands disagree on weights");
+  }
+  auto plan = std::make_unique<DnnlConvPlan>();
+  finish_part(s, parts[0], nullptr, w, 0);
+  const memory shared = parts[0].weights;
+  for (size_t p = 1; p < parts.size(); ++p) finish_part(s, parts[p], &shared, w, 0);
+  for (auto& part : parts) add_part(*plan, std::move(part));
+  return plan;
+}
+
 std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, const float* w) {
   if (split_rows(s, threads))
     if (auto plan = split_by_rows(s, threads, w)) return plan;
@@ -273,7 +316,7 @@ std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, 
 }  // namespace
 
 std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
-                                         int64_t group, const FusedActivation& act) {
+                                         int64_t group, const FusedActivation& act, const Geometry* pool) {
   if (g.rank != 2 || x.size() != 4 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return nullptr;
   if (b.present() && (b.dtype() != SINGA_ONNX_FLOAT || b.numel() != w.dim(0))) return nullptr;
   for (int64_t d : x)
@@ -324,6 +367,17 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     if (s.winograd && std::string(whole.pd.impl_info_str()).find("wino") != std::string::npos &&
         whole.pd.weights_desc().get_size() > max_winograd_bytes)
       s.winograd = false;
+    if (pool) {
+      // Pooled only where the whole convolution writes 16-channel blocks
+      // and the pooling is ours to run (AVX-512); bands are checked when
+      // their plan is made.
+      if (!fast::avx512() || s.M % 16 != 0 || pool->rank != 2 || pool->out[1] <= 0 || pool->out[2] <= 0)
+        return nullptr;
+      s.pooled = true;
+      s.pool = *pool;
+      pooled_part(s, 0, pool->out[1], nullptr);  // throws when oneDNN picks another layout
+      c->y_ = Shape{s.N, s.M, pool->out[1], pool->out[2]};
+    }
     return c;
   } catch (const dnnl::error&) {
     return nullptr;
@@ -338,7 +392,13 @@ const DnnlConvPlan& DnnlConv::plan_for(int threads, const float* w) const {
   if (it == s.plans.end()) {
     single_omp_thread();
     std::unique_ptr<DnnlConvPlan> plan;
-    if (threads > 1) {
+    if (s.pooled) {
+      try {
+        plan = pooled_plan(s, threads, w);
+      } catch (const dnnl::error&) {
+        plan = pooled_plan(s, 1, w);  // plan() made sure the whole one works
+      }
+    } else if (threads > 1) {
       try {
         plan = make_split(s, threads, w);
       } catch (const dnnl::error&) {
@@ -377,7 +437,13 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
                           {DNNL_ARG_DST, dst},
                           {DNNL_ARG_SCRATCHPAD, scratch}});
       if (p.act_after) p.act.execute(st, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
-      if (p.unblock16) {
+      if (s.pooled) {
+        float* pooled = reinterpret_cast<float*>(base + p.src_bytes + p.dst_bytes + p.scratch_bytes);
+        const int64_t PH = s.pool.out[1], PW = s.pool.out[2];
+        max_pool_blocked16_f32(static_cast<const float*>(dst.get_data_handle()), s.N, s.M, p.pd.dst_desc().dims()[2],
+                               p.r0, s.pool, p.q0, p.q1, pooled);
+        unblock16_f32(pooled, y + p.q0 * PW, s.N, s.M, p.q1 - p.q0, PW, s.M * PH * PW, PH * PW);
+      } else if (p.unblock16) {
         const memory::dims d = p.pd.dst_desc().dims();
         unblock16_f32(static_cast<const float*>(dst.get_data_handle()), y + p.dst_offset, d[0], d[1], d[2], d[3],
                       s.M * s.OH * s.OW, s.OH * s.OW);

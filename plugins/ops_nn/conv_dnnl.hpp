@@ -28,11 +28,16 @@ struct DnnlConvPlan;
 class DnnlConv {
  public:
   // Null when oneDNN cannot take the node (not 2-D, not float, shape unknown, ...).
+  // `pool`: a MaxPool window over the conv output (a Conv with a fused
+  // MaxPool), or null. A pooled plan pools each part's rows while they are in
+  // oneDNN's 16-channel blocks (pool_blocked16_f32.hpp) and writes only the
+  // pooled rows to NCHW; null when oneDNN would not write those blocks (the
+  // caller then convolves and pools on its own).
   static std::unique_ptr<DnnlConv> plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
-                                        int64_t group, const FusedActivation& act);
+                                        int64_t group, const FusedActivation& act, const Geometry* pool = nullptr);
   ~DnnlConv();
   const Shape& input_shape() const { return x_; }
-  const Shape& output_shape() const { return y_; }
+  const Shape& output_shape() const { return y_; }  // pooled, for a pooled plan
   // x and y are NCHW of input_shape()/output_shape(); w is the OIHW weights
   // the plan was made for (read only on the first run at a thread count).
   void run(const sdk::Context& ctx, const float* x, const float* w, float* y) const;

@@ -169,6 +169,8 @@ class MaxPool : public PoolBase {
   }
 
  private:
+  friend void singa::nn::max_pool_2d_f32(const sdk::Context&, const Geometry&, int64_t, const float*, float*);
+
   template <class T>
   static T lowest() {
     if constexpr (std::is_integral<T>::value)
@@ -374,6 +376,10 @@ class LpPool : public PoolBase {
 };
 
 }  // namespace
+
+void max_pool_2d_f32(const sdk::Context& ctx, const Geometry& g, int64_t planes, const float* x, float* y) {
+  MaxPool::max_pool_2d(ctx, g, planes, x, y, nullptr);
+}
 
 void register_pool(sdk::Registrar& reg) {
   const uint64_t f = sdk::kFloatTypes;

@@ -1,12 +1,20 @@
-// pool_f32.hpp - AVX-512 float pooling for the training path (pool_f32.cpp):
-// call only where fast::avx512() holds.
+// pool_f32.hpp - float pooling: MaxPool's 2-D path for other kernels, and the
+// AVX-512 pieces of the inference and training paths (pool_f32.cpp; call
+// those only where fast::avx512() holds).
 #ifndef SINGA_OPS_NN_POOL_F32_HPP
 #define SINGA_OPS_NN_POOL_F32_HPP
+
+#include "spatial.hpp"
 
 #include <cstdint>
 
 namespace singa {
 namespace nn {
+
+// MaxPool's float 2-D path (pool.cpp, any CPU): `planes` planes of g.in into
+// g.out, no dilation, no Indices. For kernels that pool their own output (a
+// Conv with a fused MaxPool, when oneDNN does not run it).
+void max_pool_2d_f32(const sdk::Context& ctx, const Geometry& g, int64_t planes, const float* x, float* y);
 
 // 2x2 windows, stride 2, no padding, over one plane of width W (2 * OH rows
 // and 2 * OW columns of it are read). Writes each window's maximum to y and,

@@ -579,3 +579,100 @@ TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
   EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Conv", "Identity"}));
   EXPECT_EQ(stats_of(m3).inverted_residuals, 0);
 }
+
+namespace {
+
+struct PoolCase {
+  int64_t N = 1, C = 3, M = 16, H = 23, W = 20;
+  int64_t k = 3, s = 2;
+  std::vector<int64_t> pads{0, 0, 0, 0};
+  int64_t ceil = 0;
+  std::string act = "Relu";  // "" for none
+};
+
+// MaxPool's output over the [N, M, H, W] conv output (ONNX's rule: in ceil
+// mode a last window that would start in the end padding is dropped).
+std::vector<int64_t> pooled_shape(const PoolCase& c) {
+  auto out = [&](int64_t in, int64_t pb, int64_t pe) {
+    int64_t o = (in + pb + pe - c.k + (c.ceil ? c.s - 1 : 0)) / c.s + 1;
+    if (c.ceil && (o - 1) * c.s >= in + pb) --o;
+    return o;
+  };
+  return {c.N, c.M, out(c.H, c.pads[0], c.pads[2]), out(c.W, c.pads[1], c.pads[3])};
+}
+
+// x -> Conv 3x3 pads 1 [-> act] -> MaxPool -> y.
+ModelBuilder conv_pool(const PoolCase& c) {
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W})
+      .initializer("w", random_floats({c.M, c.C, 3, 3}, 70))
+      .initializer("b", random_floats({c.M}, 71))
+      .node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
+  std::string v = "c";
+  if (!c.act.empty()) {
+    m.node(c.act, {"c"}, {"a"}, "act");
+    v = "a";
+  }
+  m.node("MaxPool", {v}, {"y"}, "pool");
+  add_ints(m.last(), "kernel_shape", {c.k, c.k});
+  add_ints(m.last(), "strides", {c.s, c.s});
+  add_ints(m.last(), "pads", c.pads);
+  auto* ceil = m.last()->add_attribute();
+  ceil->set_name("ceil_mode");
+  ceil->set_type(::onnx::AttributeProto::INT);
+  ceil->set_i(c.ceil);
+  m.output("y", SINGA_ONNX_FLOAT, pooled_shape(c));
+  return m;
+}
+
+}  // namespace
+
+// The MaxPool runs inside the Conv: pooled in oneDNN's 16-channel blocks
+// (output channels a multiple of 16) or after the Conv's other paths (not),
+// at 1 and 2 threads, against the unfused graph.
+TEST(Passes, MaxPoolAfterAConvRunsInsideIt) {
+  ensure_loaded();
+  std::vector<PoolCase> cases;
+  PoolCase c;
+  cases.push_back(c);  // SqueezeNet's first layer, in small
+  c.ceil = 1;
+  cases.push_back(c);
+  c.k = 2, c.s = 2, c.ceil = 0, c.act = "LeakyRelu", c.M = 32, c.C = 16, c.N = 2;
+  cases.push_back(c);
+  c.k = 3, c.s = 2, c.pads = {1, 1, 1, 1}, c.act = "", c.M = 16, c.C = 3, c.N = 1, c.H = 40, c.W = 37;
+  cases.push_back(c);  // ResNet's stem pool, bands several rows apart
+  c.M = 8;
+  cases.push_back(c);  // not whole 16-channel blocks: convolved, then pooled
+  c.M = 16, c.k = 2, c.s = 1, c.pads = {0, 0, 1, 1}, c.H = 9, c.W = 9;
+  cases.push_back(c);  // Tiny-YOLO's last pool: stride 1, one-sided pads
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const PoolCase& pc = cases[i];
+    ModelBuilder m = conv_pool(pc);
+    for (int threads : {1, 2}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      auto ops = check_same(m, {random_floats({pc.N, pc.C, pc.H, pc.W}, 80 + unsigned(i))}, 1e-4, o);
+      EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+    }
+    EXPECT_EQ(stats_of(m).conv_pools, 1);
+  }
+}
+
+TEST(Passes, MaxPoolStaysWhenItsIndicesOrTheConvOutputAreRead) {
+  ensure_loaded();
+  PoolCase c;
+  ModelBuilder with_indices = conv_pool(c);
+  auto* pool = with_indices.model.mutable_graph()->mutable_node(2);
+  pool->add_output("idx");
+  with_indices.output("idx", SINGA_ONNX_INT64, pooled_shape(c));
+  EXPECT_EQ(stats_of(with_indices).conv_pools, 0);
+  ModelBuilder read = conv_pool(c);
+  read.output("a", SINGA_ONNX_FLOAT, {1, 16, 23, 20});
+  check_same(read, {random_floats({1, 3, 23, 20}, 90)});
+  EXPECT_EQ(stats_of(read).conv_pools, 0);
+  ModelBuilder dilated = conv_pool(c);
+  add_ints(dilated.model.mutable_graph()->mutable_node(2), "dilations", {2, 2});
+  EXPECT_EQ(stats_of(dilated).conv_pools, 0);
+}
