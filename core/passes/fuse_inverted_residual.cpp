@@ -88,14 +88,39 @@ int fuse_inverted_residuals(graph::Graph& g) {
     ins.push_back(input(&dw, 2));
     ins.push_back(input(&project, 1));
     ins.push_back(input(&project, 2));
-    p.add_output(project.proto.output(0));
+    // The skip connection: an Add of the block's input and its result (in
+    // either order, same shape) that alone reads the result.
+    int out = project.outputs[0];
+    bool with_skip = false;
+    graph::Node* skip = sole_reader(g, out, "Add", 2);
+    if (skip && (skip->inputs[0] == out ? skip->inputs[1] : skip->inputs[0]) == ins[0] && skip->outputs.size() == 1 &&
+        skip->outputs[0] >= 0) {
+      const auto& a = g.values[size_t(ins[0])];
+      const auto& b = g.values[size_t(out)];
+      bool same = a.rank_known && b.rank_known && a.dims.size() == 4 && b.dims.size() == 4;
+      for (size_t d = 0; same && d < 4; ++d)  // equal sizes, or one symbolic name
+        same = a.dims[d] == b.dims[d] &&
+               (a.dims[d] >= 0 || (!a.dim_params[d].empty() && a.dim_params[d] == b.dim_params[d]));
+      if (same) {
+        with_skip = true;
+        auto* r = p.add_attribute();
+        r->set_name("residual");
+        r->set_type(::onnx::AttributeProto::INT);
+        r->set_i(1);
+        out = skip->outputs[0];
+        g.values[size_t(out)].producer = int(pi);
+        dead[index_of(g, *skip)] = true;
+      }
+    }
+    project.outputs[0] = out;
+    p.add_output(g.values[size_t(out)].name);
     for (const auto& a : dw.proto.attribute())
       if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "pads" || a.name() == "dilations")
         *p.add_attribute() = a;
     if (expand) move_activation(*expand, p, "expand_");
     move_activation(dw, p, "depthwise_");
     move_activation(project, p, "project_");
-    const std::string stages = expand ? "Conv+Conv+Conv" : "Conv+Conv";
+    const std::string stages = std::string(expand ? "Conv+Conv+Conv" : "Conv+Conv") + (with_skip ? "+Add" : "");
     project.label = "node '" + p.name() + "' (ExpandDepthwiseProject of " + stages + ")";
     project.proto = std::move(p);
     project.inputs = ins;

@@ -35,7 +35,7 @@ void bias_act_as(float* e, int64_t pixels, int64_t Me, const float* b, const Fus
 
 template <FusedActivation::Kind A>
 void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
-                int64_t ld) {
+                   int64_t ld, const float* add) {
   const VecActivation<A> f(act);
   __m512 v[kL];
   for (int64_t c0 = 0; c0 < M; c0 += kL) {
@@ -43,15 +43,24 @@ void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const 
     const __mmask16 lanes = __mmask16((1u << cn) - 1);
     int64_t p = 0;
     for (; p + kL <= P; p += kL) {
-      for (int i = 0; i < kL; ++i) v[i] = _mm512_maskz_loadu_ps(lanes, yt + (p + i) * M + c0);
+      // Plain loads for whole vectors: masked ones are slow on AMD family 1Ah.
+      if (cn == kL)
+        for (int i = 0; i < kL; ++i) v[i] = _mm512_loadu_ps(yt + (p + i) * M + c0);
+      else
+        for (int i = 0; i < kL; ++i) v[i] = _mm512_maskz_loadu_ps(lanes, yt + (p + i) * M + c0);
       fast::transpose16(v);
       for (int64_t j = 0; j < cn; ++j) {
         const __m512 bj = _mm512_set1_ps(b ? b[c0 + j] : 0.f);
-        _mm512_storeu_ps(y + (c0 + j) * ld + p, f(_mm512_add_ps(v[j], bj)));
+        __m512 out = f(_mm512_add_ps(v[j], bj));
+        if (add) out = _mm512_add_ps(out, _mm512_loadu_ps(add + (c0 + j) * ld + p));
+        _mm512_storeu_ps(y + (c0 + j) * ld + p, out);
       }
     }
     for (; p < P; ++p)
-      for (int64_t j = 0; j < cn; ++j) y[(c0 + j) * ld + p] = act(yt[p * M + c0 + j] + (b ? b[c0 + j] : 0.f));
+      for (int64_t j = 0; j < cn; ++j) {
+        const int64_t at = (c0 + j) * ld + p;
+        y[at] = act(yt[p * M + c0 + j] + (b ? b[c0 + j] : 0.f)) + (add ? add[at] : 0.f);
+      }
   }
 }
 
@@ -82,12 +91,13 @@ void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, floa
 }
 
 void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
-                int64_t ld) {
+                int64_t ld, const float* add) {
   switch (act.kind) {
-    case FusedActivation::kRelu: return store_nchw_as<FusedActivation::kRelu>(yt, P, M, b, act, y, ld);
-    case FusedActivation::kClip: return store_nchw_as<FusedActivation::kClip>(yt, P, M, b, act, y, ld);
-    case FusedActivation::kLeakyRelu: return store_nchw_as<FusedActivation::kLeakyRelu>(yt, P, M, b, act, y, ld);
-    default: return store_nchw_as<FusedActivation::kNone>(yt, P, M, b, act, y, ld);
+    case FusedActivation::kRelu: return store_nchw_as<FusedActivation::kRelu>(yt, P, M, b, act, y, ld, add);
+    case FusedActivation::kClip: return store_nchw_as<FusedActivation::kClip>(yt, P, M, b, act, y, ld, add);
+    case FusedActivation::kLeakyRelu:
+      return store_nchw_as<FusedActivation::kLeakyRelu>(yt, P, M, b, act, y, ld, add);
+    default: return store_nchw_as<FusedActivation::kNone>(yt, P, M, b, act, y, ld, add);
   }
 }
 
@@ -102,7 +112,8 @@ namespace singa {
 namespace nn {
 void bias_act_channels_last(float*, int64_t, int64_t, const float*, const ops::FusedActivation&) { std::abort(); }
 void to_channels_last(const float*, int64_t, int64_t, int64_t, float*) { std::abort(); }
-void store_nchw(const float*, int64_t, int64_t, const float*, const ops::FusedActivation&, float*, int64_t) {
+void store_nchw(const float*, int64_t, int64_t, const float*, const ops::FusedActivation&, float*, int64_t,
+                const float*) {
   std::abort();
 }
 }  // namespace nn

@@ -21,11 +21,12 @@ void bias_act_channels_last(float* e, int64_t pixels, int64_t C, const float* b,
 // multiple of 16: NCHW planes taken channels-last.
 void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t C, float* e);
 
-// y[c * ld + p] = act(yt[p * M + c] + b[c]) for pixels [0, P) and channels
-// [0, M), any M: a channels-last result back to NCHW planes `ld` apart,
-// through 16x16 register transposes (b null: no bias).
+// y[c * ld + p] = act(yt[p * M + c] + b[c]) + add[c * ld + p] for pixels
+// [0, P) and channels [0, M), any M: a channels-last result back to NCHW
+// planes `ld` apart, through 16x16 register transposes (b null: no bias; add
+// null: nothing added, else a residual in y's layout).
 void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const ops::FusedActivation& act, float* y,
-                int64_t ld);
+                int64_t ld, const float* add = nullptr);
 
 }  // namespace nn
 }  // namespace singa

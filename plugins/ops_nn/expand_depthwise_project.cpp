@@ -8,7 +8,8 @@
 //   W2 [M, Me, 1, 1]; the depthwise Conv's window attributes (kernel_shape,
 //   strides, pads, dilations, auto_pad) as they were, and each stage's fused
 //   activation under the prefixes expand_, depthwise_ and project_
-//   (fused_activation.hpp).
+//   (fused_activation.hpp); `residual` (0 or 1): Y += X, the block's skip
+//   connection's Add (stride 1 and M == C).
 #include "conv_nchw_f32.hpp"
 #include "conv_relu_pool.hpp"  // kFusedDomain
 #include "inverted_residual_f32.hpp"
@@ -25,6 +26,7 @@ class ExpandDepthwiseProject : public NodeKernel {
   explicit ExpandDepthwiseProject(const sdk::Node& node)
       : NodeKernel(node),
         attrs_(node, *this),
+        residual_(node.attr_int("residual", 0) != 0),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
         project_act_(node, "project_") {
@@ -78,6 +80,10 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.dw = window_geometry(attrs_, {xs[2], xs[3]}, {ds[2], ds[3]}, *this);
     check(depthwise_fits(s.dw, s.Me, s.Me, s.Me),
           "the depthwise window must be 3x3 or 5x5 with stride 1 or 2, no dilation and pads below the kernel");
+    s.residual = residual_;
+    if (s.residual)
+      check(s.M == s.C && s.dw.out[1] == xs[2] && s.dw.out[2] == xs[3],
+            "attribute residual needs Y of X's shape " + shape_str(xs));
     s.expand_act = expand_act_;
     s.dw_act = dw_act_;
     s.project_act = project_act_;
@@ -93,6 +99,7 @@ class ExpandDepthwiseProject : public NodeKernel {
 
  private:
   WindowAttrs attrs_;
+  bool residual_;
   ops::FusedActivation expand_act_, dw_act_, project_act_;
   InvertedResidualWeights prepared_;
 };

@@ -40,6 +40,8 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
   }
   conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act);
   conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
+  if (s.residual)
+    for (int64_t i = 0, n = s.N * s.M * g.out_size(); i < n; ++i) y[i] += x[i];
 }
 
 }  // namespace
@@ -184,7 +186,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
         }
         run_stencil(e, e_lo, pw.wdt.data(), bd, d, oy0, rows, g, Me, s.dw_act);
         check_sgemm(dnnl_sgemm('N', 'N', rows * OW, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
-        store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW);
+        store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW, s.residual ? xn + oy0 * OW : nullptr);
       }
     }
   });

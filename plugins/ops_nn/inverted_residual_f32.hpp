@@ -33,6 +33,7 @@ struct InvertedResidual {
   int64_t Me = 0;        // expanded (depthwise) channels; C when there is no expand stage
   int64_t M = 0;         // output channels
   bool expand = true;    // false: the depthwise convolution reads X itself
+  bool residual = false;  // Y += X, the block's skip connection (same shape: stride 1, M == C)
   Geometry dw;           // the depthwise window, one that depthwise_fits accepts
   ops::FusedActivation expand_act, dw_act, project_act;
 };

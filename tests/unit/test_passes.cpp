@@ -436,6 +436,7 @@ struct Block {
   int64_t N = 1, C = 8, Me = 32, M = 16, H = 9, W = 7, K = 3, S = 1;
   std::vector<int64_t> pads{1, 1, 1, 1};
   bool expand = true, biases = true;
+  int skip = 0;  // 1: y = x + block(x), 2: y = block(x) + x (stride 1, M == the input's channels)
   std::string expand_act = "Clip", dw_act = "Clip", project_act = "";  // "" none, else Relu | LeakyRelu | Clip
   int64_t out(int64_t in, int axis) const { return (in + pads[size_t(axis)] + pads[size_t(axis) + 2] - K) / S + 1; }
 };
@@ -477,8 +478,13 @@ ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
   group->set_i(b.Me);
   v = act(b.dw_act, "dw", "dw_act");
   conv(v, "project", {b.M, b.Me, 1, 1}, b.M);
-  v = act(b.project_act, "project", "y");
-  if (v != "y") m.node("Identity", {v}, {"y"});
+  if (b.skip) {
+    v = act(b.project_act, "project", "block");
+    m.node("Add", b.skip == 1 ? std::vector<std::string>{"x", v} : std::vector<std::string>{v, "x"}, {"y"});
+  } else {
+    v = act(b.project_act, "project", "y");
+    if (v != "y") m.node("Identity", {v}, {"y"});
+  }
   m.output("y", SINGA_ONNX_FLOAT, {b.N, b.M, b.out(b.H, 0), b.out(b.W, 1)});
   return m;
 }
@@ -515,6 +521,17 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   b = Block();
   b.H = 1, b.W = 1, b.pads = {2, 2, 2, 2}, b.K = 3;  // every tap but the centre is padding
   cases.push_back(b);
+  b = Block();
+  b.C = b.M = 16, b.skip = 1;  // the skip connection's Add goes into the node
+  cases.push_back(b);
+  b.skip = 2, b.N = 2, b.H = 70, b.W = 33, b.project_act = "Relu";
+  cases.push_back(b);
+  b = Block();
+  b.expand = false, b.M = 32, b.skip = 2;
+  cases.push_back(b);
+  b = Block();
+  b.C = b.M = 16, b.Me = 24, b.skip = 1;  // the staged path adds it too
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
@@ -524,7 +541,7 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
       o.threads = threads;
       auto ops = check_same(m, {random_floats({c.N, c.expand ? c.C : c.Me, c.H, c.W}, 50 + unsigned(i))}, 1e-4, o);
       std::vector<std::string> want{"ExpandDepthwiseProject"};
-      if (c.project_act.empty()) want.push_back("Identity");  // the builder's way to name the result y
+      if (c.project_act.empty() && !c.skip) want.push_back("Identity");  // the builder's way to name the result y
       EXPECT_EQ(ops, want);
     }
     EXPECT_EQ(stats_of(m).inverted_residuals, 1);
