@@ -239,6 +239,17 @@ bool split_rows(const DnnlConv::State& s, int64_t n) {
   return s.OH >= n && (weights <= acts || units < n);
 }
 
+// A plan of bands that all read the first band's copy of the weights.
+std::unique_ptr<DnnlConvPlan> sharing_weights(const DnnlConv::State& s, std::vector<DnnlConvPart> parts,
+                                              const float* w) {
+  auto plan = std::make_unique<DnnlConvPlan>();
+  finish_part(s, parts[0], nullptr, w, 0);
+  const memory shared = parts[0].weights;
+  for (size_t p = 1; p < parts.size(); ++p) finish_part(s, parts[p], &shared, w, 0);
+  for (auto& part : parts) add_part(*plan, std::move(part));
+  return plan;
+}
+
 // Null when oneDNN refuses some band in the first band's weight layout.
 std::unique_ptr<DnnlConvPlan> split_by_rows(const DnnlConv::State& s, int64_t n, const float* w) {
   std::vector<DnnlConvPart> parts;
@@ -251,12 +262,7 @@ std::unique_ptr<DnnlConvPlan> split_by_rows(const DnnlConv::State& s, int64_t n,
   } catch (const dnnl::error&) {
     return nullptr;
   }
-  auto plan = std::make_unique<DnnlConvPlan>();
-  finish_part(s, parts[0], nullptr, w, 0);
-  const memory shared = parts[0].weights;
-  for (size_t p = 1; p < parts.size(); ++p) finish_part(s, parts[p], &shared, w, 0);
-  for (auto& part : parts) add_part(*plan, std::move(part));
-  return plan;
+  return sharing_weights(s, std::move(parts), w);
 }
 
 // The part writing the conv rows that pooled rows [q0, q1) read.
@@ -287,12 +293,7 @@ std::unique_ptr<DnnlConvPlan> pooled_plan(const DnnlConv::State& s, int64_t n, c
     parts.push_back(pooled_part(s, PH * p / n, PH * (p + 1) / n, &wd));
     if (parts.back().pd.weights_desc() != wd) throw dnnl::error(dnnl_unimplemented, "bands disagree on weights");
   }
-  auto plan = std::make_unique<DnnlConvPlan>();
-  finish_part(s, parts[0], nullptr, w, 0);
-  const memory shared = parts[0].weights;
-  for (size_t p = 1; p < parts.size(); ++p) finish_part(s, parts[p], &shared, w, 0);
-  for (auto& part : parts) add_part(*plan, std::move(part));
-  return plan;
+  return sharing_weights(s, std::move(parts), w);
 }
 
 std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, const float* w) {
