@@ -210,7 +210,7 @@ class Shrink : public NodeKernel {
 // loads models up to opset 17, so only the GELU fusion pass reaches this
 // (core/passes/fuse_gelu.cpp), and it writes approximate "none": the "tanh"
 // form is refused rather than carried untested. Floats run through
-// vec_math.hpp's vectorized erf in blocks.
+// vec_math.hpp's gelu (a rational erf: GELU needs absolute accuracy only).
 class Gelu : public NodeKernel {
  public:
   explicit Gelu(const sdk::Node& node) : NodeKernel(node) {
@@ -224,17 +224,7 @@ class Gelu : public NodeKernel {
     if (x.dtype() == SINGA_ONNX_FLOAT) {
       const float* px = x.data<float>();
       float* py = y.data<float>();
-      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
-        constexpr int64_t kBlock = 1024;  // the block stays in L1 between the passes
-        float t[kBlock];
-        for (int64_t b0 = b; b0 < e; b0 += kBlock) {
-          const int64_t n = std::min(kBlock, e - b0);
-          const float* xb = px + b0;
-          for (int64_t i = 0; i < n; ++i) t[i] = xb[i] * kInvSqrt2;
-          vec::erf_inplace(t, n);
-          for (int64_t i = 0; i < n; ++i) py[b0 + i] = 0.5f * xb[i] * (1.f + t[i]);
-        }
-      });
+      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) { vec::gelu(px + b, py + b, e - b); });
       return;
     }
     dispatch_real(x.dtype(), where(), [&](auto tag) {

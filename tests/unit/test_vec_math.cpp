@@ -52,3 +52,23 @@ TEST(VecMath, ErfMatchesLibm) {
     EXPECT_NEAR(e[i], want, 2.5e-7 + 2e-7 * std::fabs(want)) << "x = " << x[i];
   }
 }
+
+// GELU's rational erf: absolute accuracy over the whole line (saturated past
+// |x| = 4), relative accuracy near 0, NaN through; gelu() against the double
+// formula, absolute error scaled by |x| / 2 as the erf error is.
+TEST(VecMath, GeluMatchesTheErfFormula) {
+  const std::vector<float> x = sweep();
+  for (float v : x) {
+    const double want = std::erf(double(v));
+    EXPECT_NEAR(singa::vec::erf_rational(v), want, 4e-7) << "x = " << v;
+  }
+  for (float v : {1e-8f, -3e-5f, 0.01f})
+    EXPECT_NEAR(singa::vec::erf_rational(v), std::erf(double(v)), 1e-6 * std::fabs(std::erf(double(v))));
+  EXPECT_TRUE(std::isnan(singa::vec::erf_rational(NAN)));
+  std::vector<float> y(x.size());
+  singa::vec::gelu(x.data(), y.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    EXPECT_NEAR(y[i], want, 3e-7 * (1.0 + std::fabs(v))) << "x = " << v;
+  }
+}
