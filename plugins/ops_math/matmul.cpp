@@ -19,9 +19,12 @@ float* float_workspace(const sdk::Context& ctx, int64_t n) {
   return static_cast<float*>(ctx.workspace(size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
 }
 
+// `alpha` (float, default 1) is not ONNX's: core/passes/fuse_matmul_scale.cpp
+// moves a following division or multiplication by a constant scalar (the
+// attention scores' 1/sqrt(d)) into the product as its scale.
 class MatMulKernel {
  public:
-  explicit MatMulKernel(const sdk::Node& node) {}
+  explicit MatMulKernel(const sdk::Node& node) : alpha_(node.attr_float("alpha", 1.0f)) {}
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs two inputs A and B");
     sdk::Tensor a = ctx.input(0), b = ctx.input(1);
@@ -38,6 +41,7 @@ class MatMulKernel {
     }
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
     use_blas_threads(ctx);
+    sdk::check(alpha_ == 1.0f || !bias.present(), "a scale and a fused bias together are not supported");
     if (bias.present()) {
       blas_gemm(ctx, false, false, p.batch * p.M, p.N, p.K, 1.0f, a.data<float>() + (p.fold ? 0 : p.a_off[0]),
                 b.data<float>() + (p.fold ? 0 : p.b_off[0]), 0.0f, y.data<float>(), bias.data<float>());
@@ -48,21 +52,25 @@ class MatMulKernel {
         [&](auto tag) {
           using T = decltype(tag);
           if constexpr (in_mask<T>(kBlasTypes)) {
-            matmul_blas<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>());
+            matmul_blas<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>(), T(alpha_));
           } else if constexpr (in_mask<T>(kHalfTypes)) {
             float* af = float_workspace(ctx, a.numel());
             float* bf = float_workspace(ctx, b.numel());
             float* yf = float_workspace(ctx, y.numel());
             convert_n(ctx, a.data<T>(), af, a.numel());
             convert_n(ctx, b.data<T>(), bf, b.numel());
-            matmul_blas<float>(ctx, p, af, bf, yf);
+            matmul_blas<float>(ctx, p, af, bf, yf, alpha_);
             convert_n(ctx, yf, y.data<T>(), y.numel());
           } else if constexpr (in_mask<T>(kMatMulTypes)) {
+            sdk::check(alpha_ == 1.0f, "a scale needs a floating-point product");
             matmul_generic<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>());
           }
         },
         kMatMulTypes);
   }
+
+ private:
+  float alpha_;
 };
 
 // Y = alpha * op(A) op(B) + beta * C, C broadcast to (M, N): numpy-style

@@ -693,3 +693,33 @@ TEST(Passes, MaxPoolStaysWhenItsIndicesOrTheConvOutputAreRead) {
   add_ints(dilated.model.mutable_graph()->mutable_node(2), "dilations", {2, 2});
   EXPECT_EQ(stats_of(dilated).conv_pools, 0);
 }
+
+// Q K^T / s (and s * Q K^T, Q K^T * s) -> one MatMul with alpha, against the
+// unfused graph; a scalar dividend (s / Q K^T) and a non-scalar operand stay.
+TEST(Passes, AScaleAfterAMatMulBecomesItsAlpha) {
+  ensure_loaded();
+  struct Case {
+    std::string op;
+    bool scalar_first;
+    singa::Shape shape;
+    bool fuses;
+  };
+  const std::vector<Case> cases = {{"Div", false, {}, true},       {"Mul", false, {1}, true}, {"Mul", true, {}, true},
+                                   {"Div", true, {}, false},       {"Mul", false, {5}, false}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    ModelBuilder m(13);
+    m.input("q", SINGA_ONNX_FLOAT, {2, 3, 4, 8}).input("k", SINGA_ONNX_FLOAT, {2, 3, 8, 5});
+    m.initializer("s", Tensor::from_vector(c.shape, SINGA_ONNX_FLOAT, std::vector<float>(c.shape.empty() ? 1 : size_t(c.shape[0]), 2.5f)));
+    m.node("MatMul", {"q", "k"}, {"scores"});
+    m.node(c.op, c.scalar_first ? std::vector<std::string>{"s", "scores"} : std::vector<std::string>{"scores", "s"},
+           {"y"});
+    m.output("y", SINGA_ONNX_FLOAT, {2, 3, 4, 5});
+    auto ops = check_same(m, {random_floats({2, 3, 4, 8}, 100), random_floats({2, 3, 8, 5}, 101)}, 1e-5);
+    const std::vector<std::string> want =
+        c.fuses ? std::vector<std::string>{"MatMul"} : std::vector<std::string>{"MatMul", c.op};
+    EXPECT_EQ(ops, want);
+    EXPECT_EQ(stats_of(m).matmul_scales, c.fuses ? 1 : 0);
+  }
+}
