@@ -723,3 +723,47 @@ TEST(Passes, AScaleAfterAMatMulBecomesItsAlpha) {
     EXPECT_EQ(stats_of(m).matmul_scales, c.fuses ? 1 : 0);
   }
 }
+
+// Fused nodes written by hand with inconsistent weights or attributes fail
+// with one clear error naming the node, and the process goes on.
+TEST(Passes, BadFusedNodesFailClearly) {
+  ensure_loaded();
+  auto expect_error = [](const ModelBuilder& m, const std::vector<Tensor>& in, const std::string& what) {
+    try {
+      auto rep = singa::onnx::prepare_bytes(m.bytes());
+      rep->run(in);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("bad"), std::string::npos) << msg;  // the node's name
+      EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    }
+  };
+  {  // ExpandDepthwiseProject whose depthwise weights do not match the expand
+    ModelBuilder m(13);
+    auto* op = m.model.add_opset_import();
+    op->set_domain("ai.singa");
+    op->set_version(1);
+    m.input("x", SINGA_ONNX_FLOAT, {1, 8, 9, 7})
+        .initializer("w1", random_floats({32, 8, 1, 1}, 1))
+        .initializer("wd", random_floats({24, 1, 3, 3}, 2))
+        .initializer("w2", random_floats({16, 32, 1, 1}, 3))
+        .node("ExpandDepthwiseProject", {"x", "w1", "", "wd", "", "w2", ""}, {"y"}, "bad");
+    m.last()->set_domain("ai.singa");
+    add_ints(m.last(), "pads", {1, 1, 1, 1});
+    m.output("y", SINGA_ONNX_FLOAT, {1, 16, 9, 7});
+    expect_error(m, {random_floats({1, 8, 9, 7}, 4)}, "Wd must be");
+  }
+  {  // singa's own Conv attributes in a model file: ONNX's checker refuses them, naming the node
+    ModelBuilder m(13);
+    m.input("x", SINGA_ONNX_FLOAT, {1, 3, 9, 9})
+        .initializer("w", random_floats({16, 3, 3, 3}, 5))
+        .node("Conv", {"x", "w"}, {"y"}, "bad");
+    add_ints(m.last(), "pool_kernel_shape", {2, 2, 2});
+    m.output("y", SINGA_ONNX_FLOAT, {1, 16, 7, 7});
+    expect_error(m, {random_floats({1, 3, 9, 9}, 6)}, "pool_kernel_shape");
+  }
+  // The runtime still works after both.
+  Block b;
+  check_same(inverted_residual(b), {random_floats({1, 8, 9, 7}, 7)});
+}
