@@ -1,6 +1,9 @@
 // matmul.cpp - MatMul (numpy semantics) and Gemm.
 #include "gemm.hpp"
+#include "matmul_dnnl.hpp"
 #include "registry.hpp"
+
+#include <env_switch.hpp>
 
 #include <type_traits>
 
@@ -24,7 +27,7 @@ float* float_workspace(const sdk::Context& ctx, int64_t n) {
 // attention scores' 1/sqrt(d)) into the product as its scale.
 class MatMulKernel {
  public:
-  explicit MatMulKernel(const sdk::Node& node) : alpha_(node.attr_float("alpha", 1.0f)) {}
+  explicit MatMulKernel(const sdk::Node& node) : alpha_(node.attr_float("alpha", 1.0f)) { plan_dnnl(node); }
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs two inputs A and B");
     sdk::Tensor a = ctx.input(0), b = ctx.input(1);
@@ -40,6 +43,11 @@ class MatMulKernel {
                      shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
     }
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
+    if (dnnl_ && a.dtype() == SINGA_ONNX_FLOAT && a.shape() == dnnl_->a_shape() && b.shape() == b_shape_ &&
+        b.data<float>() == b_data_) {
+      dnnl_->run(ctx, a.data<float>(), y.data<float>());
+      return;
+    }
     use_blas_threads(ctx);
     sdk::check(alpha_ == 1.0f || !bias.present(), "a scale and a fused bias together are not supported");
     if (bias.present()) {
@@ -70,7 +78,33 @@ class MatMulKernel {
   }
 
  private:
+  // A float product with a constant 2-D B (and bias row) and A's shape known
+  // at create time goes through oneDNN's matmul (matmul_dnnl.hpp;
+  // SINGA_MATMUL_PRIMITIVE=0 keeps sgemm, to compare).
+  void plan_dnnl(const sdk::Node& node) {
+    static const bool off = ops::env_switched_off("SINGA_MATMUL_PRIMITIVE");
+    if (off || !node.has_input(1)) return;
+    sdk::Tensor b = node.constant(1);
+    singa_value_info ai = node.input_info(0);
+    if (!b.present() || b.dtype() != SINGA_ONNX_FLOAT || b.ndim() != 2 || ai.onnx_dtype != SINGA_ONNX_FLOAT ||
+        ai.ndim < 2)
+      return;
+    const Shape as(ai.dims, ai.dims + ai.ndim);
+    for (int64_t d : as)
+      if (d <= 0) return;
+    if (as.back() != b.dim(0)) return;  // compute() reports the mismatch
+    sdk::Tensor bias = node.has_input(2) ? node.constant(2) : sdk::Tensor();
+    if (node.has_input(2) && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != b.dim(1))) return;
+    if (bias.present() && alpha_ != 1.0f) return;
+    dnnl_ = DnnlMatMul::plan(as, b.dim(1), b.data<float>(), bias.present() ? bias.data<float>() : nullptr, alpha_);
+    b_shape_ = b.shape();
+    b_data_ = b.data<float>();
+  }
+
   float alpha_;
+  std::unique_ptr<DnnlMatMul> dnnl_;
+  Shape b_shape_;
+  const float* b_data_ = nullptr;  // the constant B the plan packed (the run's B must be it)
 };
 
 // Y = alpha * op(A) op(B) + beta * C, C broadcast to (M, N): numpy-style

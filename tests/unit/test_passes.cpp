@@ -767,3 +767,35 @@ TEST(Passes, BadFusedNodesFailClearly) {
   Block b;
   check_same(inverted_residual(b), {random_floats({1, 8, 9, 7}, 7)});
 }
+
+// A MatMul with a constant B and A's shape known at prepare runs through
+// oneDNN's matmul primitive (plugins/ops_math/matmul_dnnl.cpp), bias row and
+// scale included: against a double-precision loop at 1 to 3 threads.
+TEST(Passes, PlannedMatMulMatchesAPlainLoop) {
+  ensure_loaded();
+  const int64_t B = 3, M = 7, K = 40, N = 50;
+  const Tensor b = random_floats({K, N}, 110), bias = random_floats({N}, 111), a = random_floats({B, M, K}, 112);
+  for (int variant = 0; variant < 3; ++variant) {  // plain, + bias row, / scalar
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    ModelBuilder m(13);
+    m.input("a", SINGA_ONNX_FLOAT, {B, M, K}).initializer("b", b).node("MatMul", {"a", "b"}, {"p"});
+    if (variant == 1) m.initializer("bias", bias).node("Add", {"p", "bias"}, {"y"});
+    if (variant == 2) m.initializer("s", floats({}, {4.f})).node("Div", {"p", "s"}, {"y"});
+    if (variant == 0) m.node("Identity", {"p"}, {"y"});
+    m.output("y", SINGA_ONNX_FLOAT, {B, M, N});
+    for (int threads : {1, 2, 3}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      auto out = singa::onnx::prepare_bytes(m.bytes(), o)->run({a});
+      const float* y = out[0].second.data<float>();
+      for (int64_t r = 0; r < B * M; ++r)
+        for (int64_t n = 0; n < N; ++n) {
+          double want = 0;
+          for (int64_t k = 0; k < K; ++k) want += double(a.data<float>()[r * K + k]) * b.data<float>()[k * N + n];
+          if (variant == 1) want += bias.data<float>()[n];
+          if (variant == 2) want /= 4;
+          ASSERT_NEAR(y[r * N + n], want, 1e-4) << "threads " << threads << " row " << r << " col " << n;
+        }
+    }
+  }
+}

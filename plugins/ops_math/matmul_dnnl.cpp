@@ -1,0 +1,158 @@
+#include "matmul_dnnl.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace singa {
+namespace ops {
+namespace math {
+
+using dnnl::memory;
+using dt = memory::data_type;
+
+namespace {
+
+// Rows [r0, r0 + rows) of the product.
+struct Part {
+  int64_t r0 = 0, rows = 0;
+  dnnl::matmul mm;
+  memory::desc src, dst;
+  memory weights;
+};
+
+void single_omp_thread() {
+#ifdef _OPENMP
+  omp_set_num_threads(1);
+#endif
+}
+
+}  // namespace
+
+struct DnnlMatMul::State {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  sdk::Shape a;
+  int64_t R = 0, K = 0, N = 0;
+  std::vector<float> b, bias;
+  float alpha = 1.f;
+  memory bias_mem;
+  mutable std::mutex mu;
+  mutable std::map<int, std::vector<Part>> plans;  // by thread count, made on first use
+};
+
+namespace {
+
+// The part's primitive; `shared` is a packed B it may use when its layout is
+// the same, else it packs its own. Throws dnnl::error without brgemm code.
+Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const memory* shared) {
+  Part p;
+  p.r0 = r0, p.rows = rows;
+  p.src = memory::desc({rows, s.K}, dt::f32, memory::format_tag::ab);
+  p.dst = memory::desc({rows, s.N}, dt::f32, memory::format_tag::ab);
+  const memory::desc any({s.K, s.N}, dt::f32, memory::format_tag::any);
+  dnnl::primitive_attr attr;
+  if (s.alpha != 1.f) attr.set_output_scales(0, {s.alpha});
+  const dnnl::matmul::desc d =
+      s.bias.empty() ? dnnl::matmul::desc(p.src, any, p.dst)
+                     : dnnl::matmul::desc(p.src, any, memory::desc({1, s.N}, dt::f32, memory::format_tag::ab), p.dst);
+  dnnl::matmul::primitive_desc pd(d, attr, s.eng);
+  if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0)
+    throw dnnl::error(dnnl_unimplemented, "no brgemm code for the product");
+  p.mm = dnnl::matmul(pd);
+  if (shared && shared->get_desc() == pd.weights_desc()) {
+    p.weights = *shared;
+    return p;
+  }
+  memory user({{s.K, s.N}, dt::f32, memory::format_tag::ab}, s.eng, const_cast<float*>(s.b.data()));
+  p.weights = memory(pd.weights_desc(), s.eng);
+  dnnl::stream st(s.eng);
+  dnnl::reorder(user, p.weights).execute(st, user, p.weights);
+  st.wait();
+  return p;
+}
+
+std::vector<Part> make_plan(const DnnlMatMul::State& s, int threads) {
+  const int64_t n = std::clamp<int64_t>(threads, 1, s.R);
+  std::vector<Part> parts;
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t r0 = s.R * p / n, r1 = s.R * (p + 1) / n;
+    parts.push_back(make_part(s, r0, r1 - r0, parts.empty() ? nullptr : &parts[0].weights));
+  }
+  return parts;
+}
+
+}  // namespace
+
+DnnlMatMul::~DnnlMatMul() = default;
+
+const sdk::Shape& DnnlMatMul::a_shape() const { return s_->a; }
+
+std::unique_ptr<DnnlMatMul> DnnlMatMul::plan(const sdk::Shape& a, int64_t N, const float* b, const float* bias,
+                                             float alpha) {
+  if (a.size() < 2 || N <= 0) return nullptr;
+  int64_t R = 1;
+  for (size_t d = 0; d + 1 < a.size(); ++d) R *= a[d];
+  const int64_t K = a.back();
+  if (R <= 0 || K <= 0) return nullptr;
+  std::unique_ptr<DnnlMatMul> m(new DnnlMatMul());
+  m->s_ = std::make_unique<State>();
+  State& s = *m->s_;
+  s.a = a, s.R = R, s.K = K, s.N = N, s.alpha = alpha;
+  s.b.assign(b, b + K * N);
+  if (bias) {
+    s.bias.assign(bias, bias + N);
+    s.bias_mem = memory({{1, N}, dt::f32, memory::format_tag::ab}, s.eng, s.bias.data());
+  }
+  single_omp_thread();
+  try {
+    s.plans.emplace(1, make_plan(s, 1));
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  return m;
+}
+
+void DnnlMatMul::run(const sdk::Context& ctx, const float* a, float* y) const {
+  const State& s = *s_;
+  const std::vector<Part>* parts;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    const int threads = std::max(1, ctx.num_threads());
+    auto it = s.plans.find(threads);
+    if (it == s.plans.end()) {
+      single_omp_thread();
+      try {
+        it = s.plans.emplace(threads, make_plan(s, threads)).first;
+      } catch (const dnnl::error&) {
+        it = s.plans.find(1);  // planned at create time
+      }
+    }
+    parts = &it->second;
+  }
+  ctx.parallel_for(int64_t(parts->size()), 1, [&](int64_t t0, int64_t t1) {
+    single_omp_thread();
+    dnnl::stream st(s.eng);
+    for (int64_t t = t0; t < t1; ++t) {
+      const Part& p = (*parts)[size_t(t)];
+      memory src(p.src, s.eng, const_cast<float*>(a) + p.r0 * s.K), dst(p.dst, s.eng, y + p.r0 * s.N);
+      if (s.bias.empty())
+        p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}});
+      else
+        p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_BIAS, s.bias_mem},
+                          {DNNL_ARG_DST, dst}});
+    }
+    st.wait();
+  });
+}
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa
