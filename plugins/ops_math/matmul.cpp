@@ -45,7 +45,7 @@ class MatMulKernel {
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
     if (dnnl_ && a.dtype() == SINGA_ONNX_FLOAT && a.shape() == dnnl_->a_shape() && b.shape() == b_shape_ &&
         b.data<float>() == b_data_) {
-      dnnl_->run(ctx, a.data<float>(), y.data<float>());
+      dnnl_->run(ctx, a.data<float>(), b.data<float>(), y.data<float>());
       return;
     }
     use_blas_threads(ctx);

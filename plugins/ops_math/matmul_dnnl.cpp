@@ -41,18 +41,22 @@ struct DnnlMatMul::State {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   sdk::Shape a;
   int64_t R = 0, K = 0, N = 0;
-  std::vector<float> b, bias;
+  std::vector<float> bias;
   float alpha = 1.f;
   memory bias_mem;
+  // B packed in oneDNN's layout, shared by every plan whose parts take that
+  // layout: one copy of the weights beside the model's own.
+  mutable memory packed;
   mutable std::mutex mu;
   mutable std::map<int, std::vector<Part>> plans;  // by thread count, made on first use
 };
 
 namespace {
 
-// The part's primitive; `shared` is a packed B it may use when its layout is
-// the same, else it packs its own. Throws dnnl::error without brgemm code.
-Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const memory* shared) {
+// The part's primitive, with the State's packed B when its layout is the
+// same, else B (the model's [K, N] constant) packed for it. Throws
+// dnnl::error without brgemm code.
+Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const float* b) {
   Part p;
   p.r0 = r0, p.rows = rows;
   p.src = memory::desc({rows, s.K}, dt::f32, memory::format_tag::ab);
@@ -67,24 +71,25 @@ Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const memor
   if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0)
     throw dnnl::error(dnnl_unimplemented, "no brgemm code for the product");
   p.mm = dnnl::matmul(pd);
-  if (shared && shared->get_desc() == pd.weights_desc()) {
-    p.weights = *shared;
+  if (s.packed && s.packed.get_desc() == pd.weights_desc()) {
+    p.weights = s.packed;
     return p;
   }
-  memory user({{s.K, s.N}, dt::f32, memory::format_tag::ab}, s.eng, const_cast<float*>(s.b.data()));
+  memory user({{s.K, s.N}, dt::f32, memory::format_tag::ab}, s.eng, const_cast<float*>(b));
   p.weights = memory(pd.weights_desc(), s.eng);
   dnnl::stream st(s.eng);
   dnnl::reorder(user, p.weights).execute(st, user, p.weights);
   st.wait();
+  if (!s.packed) s.packed = p.weights;
   return p;
 }
 
-std::vector<Part> make_plan(const DnnlMatMul::State& s, int threads) {
+std::vector<Part> make_plan(const DnnlMatMul::State& s, int threads, const float* b) {
   const int64_t n = std::clamp<int64_t>(threads, 1, s.R);
   std::vector<Part> parts;
   for (int64_t p = 0; p < n; ++p) {
     const int64_t r0 = s.R * p / n, r1 = s.R * (p + 1) / n;
-    parts.push_back(make_part(s, r0, r1 - r0, parts.empty() ? nullptr : &parts[0].weights));
+    parts.push_back(make_part(s, r0, r1 - r0, b));
   }
   return parts;
 }
@@ -106,21 +111,20 @@ std::unique_ptr<DnnlMatMul> DnnlMatMul::plan(const sdk::Shape& a, int64_t N, con
   m->s_ = std::make_unique<State>();
   State& s = *m->s_;
   s.a = a, s.R = R, s.K = K, s.N = N, s.alpha = alpha;
-  s.b.assign(b, b + K * N);
   if (bias) {
     s.bias.assign(bias, bias + N);
     s.bias_mem = memory({{1, N}, dt::f32, memory::format_tag::ab}, s.eng, s.bias.data());
   }
   single_omp_thread();
   try {
-    s.plans.emplace(1, make_plan(s, 1));
+    s.plans.emplace(1, make_plan(s, 1, b));
   } catch (const dnnl::error&) {
     return nullptr;
   }
   return m;
 }
 
-void DnnlMatMul::run(const sdk::Context& ctx, const float* a, float* y) const {
+void DnnlMatMul::run(const sdk::Context& ctx, const float* a, const float* b, float* y) const {
   const State& s = *s_;
   const std::vector<Part>* parts;
   {
@@ -130,7 +134,7 @@ void DnnlMatMul::run(const sdk::Context& ctx, const float* a, float* y) const {
     if (it == s.plans.end()) {
       single_omp_thread();
       try {
-        it = s.plans.emplace(threads, make_plan(s, threads)).first;
+        it = s.plans.emplace(threads, make_plan(s, threads, b)).first;
       } catch (const dnnl::error&) {
         it = s.plans.find(1);  // planned at create time
       }

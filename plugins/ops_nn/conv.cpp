@@ -93,7 +93,7 @@ class Conv : public NodeKernel {
     if (x.dtype() == SINGA_ONNX_FLOAT && nchw_fast(g, C, M)) {
       const float* bias = b.present() ? b.data<float>() : nullptr;
       if (pointwise_fits(g, group_) && pointwise_ && x.shape() == pointwise_->input_shape())
-        pointwise_->run(ctx, x.data<float>(), y.data<float>());
+        pointwise_->run(ctx, x.data<float>(), w.data<float>(), y.data<float>());
       else if (pointwise_fits(g, group_))
         conv_pointwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, M, g.in_size(), act_);
       else

@@ -46,7 +46,7 @@ struct DnnlPointwise::State {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   Shape x;
   int64_t N = 0, C = 0, M = 0, HW = 0;
-  std::vector<float> w, bias;
+  std::vector<float> bias;
   ops::FusedActivation act;
   mutable std::mutex mu;
   mutable std::map<int, std::vector<Part>> plans;  // by thread count, made on first use
@@ -58,7 +58,7 @@ namespace {
 // image: X^T is the image's NCHW planes read through strides, the weights
 // are packed from W's rows [m0, m0 + mn). Throws dnnl::error when oneDNN
 // has only its reference code.
-Part make_part(const DnnlPointwise::State& s, int64_t m0, int64_t mn) {
+Part make_part(const DnnlPointwise::State& s, int64_t m0, int64_t mn, const float* w) {
   Part p;
   p.m0 = m0, p.mn = mn;
   p.src = memory::desc({s.HW, s.C}, dt::f32, memory::dims{1, s.HW});
@@ -70,7 +70,7 @@ Part make_part(const DnnlPointwise::State& s, int64_t m0, int64_t mn) {
   p.mm = dnnl::matmul(pd);
   // W^T's slice: element (c, m) of the [C, mn] matrix is w[(m0 + m) * C + c].
   const memory::desc user({s.C, mn}, dt::f32, memory::dims{1, s.C});
-  memory wsrc(user, s.eng, const_cast<float*>(s.w.data()) + m0 * s.C);
+  memory wsrc(user, s.eng, const_cast<float*>(w) + m0 * s.C);
   p.weights = memory(pd.weights_desc(), s.eng);
   dnnl::stream st(s.eng);
   dnnl::reorder(wsrc, p.weights).execute(st, wsrc, p.weights);
@@ -80,12 +80,12 @@ Part make_part(const DnnlPointwise::State& s, int64_t m0, int64_t mn) {
 
 // One slice of the output channels per thread, in multiples of 16 so that
 // the transposing store runs whole blocks.
-std::vector<Part> make_plan(const DnnlPointwise::State& s, int threads) {
+std::vector<Part> make_plan(const DnnlPointwise::State& s, int threads, const float* w) {
   const int64_t blocks = (s.M + 15) / 16, n = std::clamp<int64_t>(threads, 1, blocks);
   std::vector<Part> parts;
   for (int64_t p = 0; p < n; ++p) {
     const int64_t m0 = std::min(s.M, blocks * p / n * 16), m1 = std::min(s.M, blocks * (p + 1) / n * 16);
-    if (m1 > m0) parts.push_back(make_part(s, m0, m1 - m0));
+    if (m1 > m0) parts.push_back(make_part(s, m0, m1 - m0, w));
   }
   return parts;
 }
@@ -106,19 +106,18 @@ std::unique_ptr<DnnlPointwise> DnnlPointwise::plan(const Shape& x, int64_t M, co
   State& s = *p->s_;
   s.x = x;
   s.N = x[0], s.C = x[1], s.M = M, s.HW = x[2] * x[3];
-  s.w.assign(w, w + M * s.C);
   if (bias) s.bias.assign(bias, bias + M);
   s.act = act;
   single_omp_thread();
   try {
-    s.plans.emplace(1, make_plan(s, 1));
+    s.plans.emplace(1, make_plan(s, 1, w));
   } catch (const dnnl::error&) {
     return nullptr;
   }
   return p;
 }
 
-void DnnlPointwise::run(const sdk::Context& ctx, const float* x, float* y) const {
+void DnnlPointwise::run(const sdk::Context& ctx, const float* x, const float* w, float* y) const {
   const State& s = *s_;
   const std::vector<Part>* parts;
   {
@@ -128,7 +127,7 @@ void DnnlPointwise::run(const sdk::Context& ctx, const float* x, float* y) const
     if (it == s.plans.end()) {
       single_omp_thread();
       try {
-        it = s.plans.emplace(threads, make_plan(s, threads)).first;
+        it = s.plans.emplace(threads, make_plan(s, threads, w)).first;
       } catch (const dnnl::error&) {
         it = s.plans.find(1);  // planned at create time
       }

@@ -26,14 +26,15 @@ namespace nn {
 class DnnlPointwise {
  public:
   // Null when the shape is not one this takes (fewer than 256 output
-  // channels, no AVX-512) or oneDNN has no brgemm code for it. w [M, C],
-  // bias [M] or null; both are copied.
+  // channels, no AVX-512) or oneDNN has no brgemm code for it. w [M, C] (read
+  // here and on the first run at each thread count, not kept), bias [M] or
+  // null (copied).
   static std::unique_ptr<DnnlPointwise> plan(const Shape& x, int64_t M, const float* w, const float* bias,
                                              const ops::FusedActivation& act);
   ~DnnlPointwise();
   const Shape& input_shape() const;
-  // x [N, C, H, W] of input_shape(), y [N, M, H, W].
-  void run(const sdk::Context& ctx, const float* x, float* y) const;
+  // x [N, C, H, W] of input_shape(), w the weights of plan(), y [N, M, H, W].
+  void run(const sdk::Context& ctx, const float* x, const float* w, float* y) const;
   struct State;  // opaque outside pointwise_dnnl.cpp
 
  private:
