@@ -4,6 +4,7 @@
 #include <omp.h>
 #endif
 
+#include <line_aligned.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -25,7 +26,7 @@ namespace {
 struct Part {
   int64_t r0 = 0, rows = 0;
   dnnl::matmul mm;
-  memory::desc src, dst;
+  memory::desc src, dst, scratch;
   memory weights;
 };
 
@@ -63,6 +64,7 @@ Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const float
   p.dst = memory::desc({rows, s.N}, dt::f32, memory::format_tag::ab);
   const memory::desc any({s.K, s.N}, dt::f32, memory::format_tag::any);
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see run()
   if (s.alpha != 1.f) attr.set_output_scales(0, {s.alpha});
   const dnnl::matmul::desc d =
       s.bias.empty() ? dnnl::matmul::desc(p.src, any, p.dst)
@@ -71,6 +73,7 @@ Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const float
   if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0)
     throw dnnl::error(dnnl_unimplemented, "no brgemm code for the product");
   p.mm = dnnl::matmul(pd);
+  p.scratch = pd.scratchpad_desc();
   if (s.packed && s.packed.get_desc() == pd.weights_desc()) {
     p.weights = s.packed;
     return p;
@@ -144,14 +147,19 @@ void DnnlMatMul::run(const sdk::Context& ctx, const float* a, const float* b, fl
   ctx.parallel_for(int64_t(parts->size()), 1, [&](int64_t t0, int64_t t1) {
     single_omp_thread();
     dnnl::stream st(s.eng);
+    // oneDNN's own scratchpad is one per process unless it was built for
+    // concurrent execution, so each thread hands its parts its own.
+    thread_local std::vector<float> pad;
     for (int64_t t = t0; t < t1; ++t) {
       const Part& p = (*parts)[size_t(t)];
+      memory sp(p.scratch, s.eng, fast::line_aligned(pad, (p.scratch.get_size() + 3) / 4));
       memory src(p.src, s.eng, const_cast<float*>(a) + p.r0 * s.K), dst(p.dst, s.eng, y + p.r0 * s.N);
       if (s.bias.empty())
-        p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}});
+        p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst},
+                          {DNNL_ARG_SCRATCHPAD, sp}});
       else
         p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_BIAS, s.bias_mem},
-                          {DNNL_ARG_DST, dst}});
+                          {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, sp}});
     }
     st.wait();
   });

@@ -29,7 +29,7 @@ namespace {
 struct Part {
   int64_t m0 = 0, mn = 0;
   dnnl::matmul mm;
-  memory::desc src, dst;
+  memory::desc src, dst, scratch;
   memory weights;
 };
 
@@ -64,10 +64,13 @@ Part make_part(const DnnlPointwise::State& s, int64_t m0, int64_t mn, const floa
   p.src = memory::desc({s.HW, s.C}, dt::f32, memory::dims{1, s.HW});
   p.dst = memory::desc({s.HW, mn}, dt::f32, memory::dims{mn, 1});
   const memory::desc any({s.C, mn}, dt::f32, memory::format_tag::any);
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.src, any, p.dst), s.eng);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see run()
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.src, any, p.dst), attr, s.eng);
   if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0)
     throw dnnl::error(dnnl_unimplemented, "no brgemm code for the product");
   p.mm = dnnl::matmul(pd);
+  p.scratch = pd.scratchpad_desc();
   // W^T's slice: element (c, m) of the [C, mn] matrix is w[(m0 + m) * C + c].
   const memory::desc user({s.C, mn}, dt::f32, memory::dims{1, s.C});
   memory wsrc(user, s.eng, const_cast<float*>(w) + m0 * s.C);
@@ -109,11 +112,18 @@ std::unique_ptr<DnnlPointwise> DnnlPointwise::plan(const Shape& x, int64_t M, co
   if (bias) s.bias.assign(bias, bias + M);
   s.act = act;
   single_omp_thread();
+  // Only whether oneDNN has brgemm code for the whole product: the parts, and
+  // the weights packed for them, are made on the first run at each thread
+  // count (packing here too kept a second copy in 2-thread runs).
   try {
-    s.plans.emplace(1, make_plan(s, 1, w));
+    const memory::desc src({s.HW, s.C}, dt::f32, memory::dims{1, s.HW}), dst({s.HW, M}, dt::f32, memory::dims{M, 1});
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(src, memory::desc({s.C, M}, dt::f32, memory::format_tag::any), dst), s.eng);
+    if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0) return nullptr;
   } catch (const dnnl::error&) {
     return nullptr;
   }
+  (void)w;
   return p;
 }
 
@@ -129,7 +139,7 @@ void DnnlPointwise::run(const sdk::Context& ctx, const float* x, const float* w,
       try {
         it = s.plans.emplace(threads, make_plan(s, threads, w)).first;
       } catch (const dnnl::error&) {
-        it = s.plans.find(1);  // planned at create time
+        it = s.plans.emplace(threads, make_plan(s, 1, w)).first;  // the whole product, which plan() checked
       }
     }
     parts = &it->second;
@@ -138,13 +148,18 @@ void DnnlPointwise::run(const sdk::Context& ctx, const float* x, const float* w,
   ctx.parallel_for(s.N * int64_t(parts->size()), 1, [&](int64_t t0, int64_t t1) {
     single_omp_thread();
     dnnl::stream st(s.eng);
-    thread_local std::vector<float> scratch;
+    // oneDNN's own scratchpad is one per process unless it was built for
+    // concurrent execution: two threads' parts then wrote over each other's
+    // (a test failed 1 run in 6), so each thread hands its part its own.
+    thread_local std::vector<float> scratch, pad;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / int64_t(parts->size());
       const Part& p = (*parts)[size_t(t % int64_t(parts->size()))];
       float* yt = fast::line_aligned(scratch, size_t(s.HW * p.mn));
       memory src(p.src, s.eng, const_cast<float*>(x) + n * s.C * s.HW), dst(p.dst, s.eng, yt);
-      p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}});
+      memory sp(p.scratch, s.eng, fast::line_aligned(pad, (p.scratch.get_size() + 3) / 4));
+      p.mm.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst},
+                        {DNNL_ARG_SCRATCHPAD, sp}});
       st.wait();
       store_nchw(yt, s.HW, p.mn, bias ? bias + p.m0 : nullptr, s.act, y + (n * s.M + p.m0) * s.HW, s.HW);
     }
