@@ -9,7 +9,6 @@
 #include "conv_gemm_f32.hpp"
 #include "conv_impl.hpp"
 #include "conv_nchw_f32.hpp"
-#include "pointwise_dnnl.hpp"
 #include "env_switch.hpp"
 #include "nn_common.hpp"
 #include "pool_f32.hpp"
@@ -92,9 +91,7 @@ class Conv : public NodeKernel {
     if (sdk::numel(ys) == 0) return;
     if (x.dtype() == SINGA_ONNX_FLOAT && nchw_fast(g, C, M)) {
       const float* bias = b.present() ? b.data<float>() : nullptr;
-      if (pointwise_fits(g, group_) && pointwise_ && x.shape() == pointwise_->input_shape())
-        pointwise_->run(ctx, x.data<float>(), w.data<float>(), y.data<float>());
-      else if (pointwise_fits(g, group_))
+      if (pointwise_fits(g, group_))
         conv_pointwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, M, g.in_size(), act_);
       else
         conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, g, act_);
@@ -210,23 +207,6 @@ class Conv : public NodeKernel {
         return;
       }
     dnnl_ = make_dnnl(xs, w, b);
-    plan_pointwise(xs, w, b);
-  }
-
-  // Wide 1x1 convolutions through oneDNN's matmul (pointwise_dnnl.hpp;
-  // SINGA_POINTWISE_MATMUL=0 keeps them on conv_pointwise_f32, to compare).
-  void plan_pointwise(const Shape& xs, const sdk::Tensor& w, const sdk::Tensor& b) {
-    static const bool off = ops::env_switched_off("SINGA_POINTWISE_MATMUL");
-    if (off || pooled_ || xs.size() != 4 || w.dtype() != SINGA_ONNX_FLOAT || (b.present() && b.dtype() != SINGA_ONNX_FLOAT))
-      return;
-    const Shape ws = w.shape();
-    try {
-      const Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, {ws[2], ws[3]}, *this);
-      if (!nchw_fast(g, xs[1], ws[0]) || !pointwise_fits(g, group_) || ws[1] != xs[1]) return;
-      pointwise_ = DnnlPointwise::plan(xs, ws[0], w.data<float>(), b.present() ? b.data<float>() : nullptr, act_);
-    } catch (const std::exception&) {
-      // bad window attributes: compute() reports them with the shapes involved
-    }
   }
 
   std::unique_ptr<DnnlConv> make_dnnl(const Shape& xs, const sdk::Tensor& w, const sdk::Tensor& b) const {
@@ -266,7 +246,6 @@ class Conv : public NodeKernel {
   WindowAttrs pool_;
   std::vector<float> wide_weights_;
   std::unique_ptr<DnnlConv> dnnl_;
-  std::unique_ptr<DnnlPointwise> pointwise_;
   std::unique_ptr<Late> late_;
 };
 

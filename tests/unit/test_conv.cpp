@@ -93,10 +93,6 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       {"winograd + LeakyRelu", 1, 32, 20, 22, 48, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
       {"winograd + Relu", 2, 16, 13, 13, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu"},
       {"winograd + Clip, unpadded", 1, 64, 9, 30, 64, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "Clip"},
-      // 1x1 with 256+ output channels: oneDNN's matmul (pointwise_dnnl.cpp),
-      // slices of 16-channel blocks per thread and a channel tail of 12.
-      {"wide 1x1: matmul + Clip", 2, 40, 7, 9, 300, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "Clip"},
-      {"wide 1x1: matmul, one image", 1, 64, 13, 13, 256, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "Relu"},
   };
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
