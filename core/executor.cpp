@@ -156,6 +156,7 @@ void Executor::plan_memory_of_intermediates() {
         p.takes_over = v0;
     }
   }
+  plan_concat_inputs_in_place(values);
   plan_ = plan_memory(values);
   for (size_t i = 0; i < exec_.size(); ++i) {
     ExecNode& e = exec_[i];
@@ -166,6 +167,54 @@ void Executor::plan_memory_of_intermediates() {
       any = any || out.back().first >= 0;
     }
     if (any) e.planned = std::move(out);
+  }
+}
+
+// A Concat whose inputs are whole blocks of its output (every dim before the
+// axis is 1) gets each input placed where it goes in the output, so that the
+// producers write it there and the Concat (plugins/ops_tensor/concat_split.cpp)
+// finds nothing to move: SqueezeNet's eight Concats copied 0.1 ms per run.
+// Only inputs that the Concat alone reads, once, that take no memory over
+// and that nothing takes over, all planned, at 64-byte offsets.
+void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const {
+  std::vector<bool> taken_over(values.size(), false);
+  for (const PlanValue& p : values)
+    if (p.takes_over >= 0) taken_over[size_t(p.takes_over)] = true;
+  for (const ExecNode& e : exec_) {
+    const graph::Node& n = *e.node;
+    if (e.core || e.device != cpu_ || n.proto.op_type() != "Concat" || !(n.proto.domain().empty() ||
+        n.proto.domain() == "ai.onnx") || n.outputs.size() != 1 || n.outputs[0] < 0 || n.inputs.size() < 2)
+      continue;
+    const int y = n.outputs[0];
+    const graph::Value& out = g_.values[size_t(y)];
+    if (!values[size_t(y)].eligible || values[size_t(y)].bytes == 0 || taken_over[size_t(y)] ||
+        values[size_t(y)].takes_over >= 0 || !out.rank_known)
+      continue;
+    int64_t axis = -1;
+    for (const auto& a : n.proto.attribute())
+      if (a.name() == "axis") axis = a.i();
+    if (axis < 0) axis += int64_t(out.dims.size());
+    if (axis < 0 || axis >= int64_t(out.dims.size())) continue;
+    bool ok = true;
+    for (int64_t d = 0; d < axis; ++d) ok = ok && out.dims[size_t(d)] == 1;
+    std::vector<int> seen;
+    size_t offset = 0;
+    std::vector<std::pair<int, size_t>> parts;
+    for (int v : n.inputs) {
+      if (!ok) break;
+      const PlanValue& p = values[size_t(v < 0 ? 0 : v)];
+      ok = v >= 0 && p.eligible && p.bytes > 0 && p.takes_over < 0 && !taken_over[size_t(v)] && p.part_of < 0 &&
+           std::find(seen.begin(), seen.end(), v) == seen.end() && g_.values[size_t(v)].consumers.size() == 1 &&
+           offset % MemoryPlan::kAlignment == 0;
+      seen.push_back(v);
+      parts.emplace_back(v, offset);
+      offset += p.bytes;
+    }
+    if (!ok || offset != values[size_t(y)].bytes) continue;
+    for (const auto& [v, at] : parts) {
+      values[size_t(v)].part_of = y;
+      values[size_t(v)].part_offset = at;
+    }
   }
 }
 

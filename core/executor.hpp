@@ -54,6 +54,7 @@ class Executor {
  private:
   void select(ExecNode& e, bool fallback);
   void plan_memory_of_intermediates();
+  void plan_concat_inputs_in_place(std::vector<PlanValue>& values) const;
   void run_kernel(const ExecNode& e, size_t index, std::vector<Value>& env, bool keep_all,
                   const std::shared_ptr<Storage>& arena) const;
   void run_core(const ExecNode& e, std::vector<Value>& env) const;

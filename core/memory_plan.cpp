@@ -56,11 +56,30 @@ MemoryPlan plan_memory(const std::vector<PlanValue>& values) {
   for (size_t v = 0; v < n; ++v) {
     const PlanValue& pv = values[v];
     if (!pv.eligible && pv.takes_over < 0) continue;
+    if (pv.part_of >= 0) continue;  // below, with its container
     Chain& ch = chains[size_t(chain_index(int(v)))];
     ch.ok = ch.ok && pv.eligible;
     ch.last = std::max(ch.last, pv.last);
     ch.first = std::min(ch.first, pv.first);
   }
+  // Parts reserve their container's room from their own producer on.
+  std::vector<bool> part_placed(n, false);
+  for (size_t v = 0; v < n; ++v) {
+    const PlanValue& pv = values[v];
+    if (pv.part_of < 0 || !pv.eligible) continue;
+    const int c = chain_of[size_t(pv.part_of)];
+    if (c < 0 || !chains[size_t(c)].ok || chains[size_t(c)].head != pv.part_of ||
+        pv.part_offset + pv.bytes > values[size_t(pv.part_of)].bytes)
+      continue;
+    chains[size_t(c)].first = std::min(chains[size_t(c)].first, pv.first);
+    part_placed[v] = true;
+  }
+  // A part whose container is not placed becomes a chain of its own.
+  for (size_t v = 0; v < n; ++v)
+    if (values[v].part_of >= 0 && values[v].eligible && !part_placed[v]) {
+      Chain& ch = chains[size_t(chain_index(int(v)))];
+      ch.ok = ch.ok && values[v].eligible;
+    }
 
   std::vector<int> order;
   for (size_t c = 0; c < chains.size(); ++c)
@@ -96,6 +115,12 @@ MemoryPlan plan_memory(const std::vector<PlanValue>& values) {
     plan.planned_values += 1;
     plan.planned_bytes += need;
   }
+  for (size_t v = 0; v < n; ++v)
+    if (part_placed[v] && plan.offset[size_t(values[v].part_of)] >= 0) {
+      plan.offset[v] = plan.offset[size_t(values[v].part_of)] + int64_t(values[v].part_offset);
+      plan.bytes[v] = values[v].bytes;
+      plan.planned_values += 1;
+    }
   return plan;
 }
 

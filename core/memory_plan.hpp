@@ -18,6 +18,11 @@ struct PlanValue {
   int last = -1;           // last node that reads it (or `first` when none does)
   bool eligible = false;   // an intermediate the executor may place in the arena
   int takes_over = -1;     // the value whose memory this one may take over in place
+  // This value lives inside value `part_of`, `part_offset` bytes in (a Concat
+  // input placed where the Concat writes it); its producer then writes it in
+  // place and the Concat finds nothing to move.
+  int part_of = -1;
+  size_t part_offset = 0;
 };
 
 struct MemoryPlan {
@@ -34,7 +39,11 @@ struct MemoryPlan {
 // out when any of its values is not eligible (an in-place output that is a
 // graph output would otherwise live in the arena). Placement is greedy, the
 // largest first, each in the smallest gap that is free for its whole life
-// (the end of the arena when no gap fits).
+// (the end of the arena when no gap fits). A value that is `part_of` another
+// is placed with it: the other's room is reserved from the first part's
+// producer on, and the part gets the other's offset plus its own. Parts must
+// be eligible, take nothing over and be taken over by nothing (the caller
+// checks); a part whose container is not placed is placed on its own.
 MemoryPlan plan_memory(const std::vector<PlanValue>& values);
 
 }  // namespace singa

@@ -61,8 +61,11 @@ class Concat : public KernelBase {
       for (int64_t i = b; i < e; ++i) {
         int64_t row = i / n, k = i % n;
         if (row_bytes[size_t(k)] == 0) continue;
-        std::memcpy(dst + row * out_row + col_offset[size_t(k)], bytes(ins[size_t(k)]) + row * row_bytes[size_t(k)],
-                    size_t(row_bytes[size_t(k)]));
+        char* to = dst + row * out_row + col_offset[size_t(k)];
+        const char* from = bytes(ins[size_t(k)]) + row * row_bytes[size_t(k)];
+        // The memory plan may have put the input where it goes in the output
+        // already (core/memory_plan.hpp, `part_of`): nothing to move.
+        if (to != from) std::memcpy(to, from, size_t(row_bytes[size_t(k)]));
       }
     });
   }
