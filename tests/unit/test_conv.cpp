@@ -164,6 +164,9 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
       {"pointwise", 2, 16, 9, 11, 24, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, many column blocks", 1, 8, 70, 70, 12, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, small plane split by channels", 1, 32, 7, 7, 80, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // Weights heavier than the image: one call per slice of output channels.
+      {"pointwise, weight-heavy, a channel tail", 1, 96, 5, 5, 200, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, weight-heavy batch", 3, 64, 4, 4, 128, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"depthwise 3x3", 2, 6, 7, 7, 6, 3, 3, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"depthwise 3x3 stride 2, odd sizes", 1, 5, 15, 13, 5, 3, 3, 5, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"depthwise 3x3 no padding", 1, 3, 9, 20, 3, 3, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
