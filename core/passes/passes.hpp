@@ -29,9 +29,10 @@ struct PassStats {
   int inverted_residuals = 0;  // [1x1 Conv ->] depthwise Conv -> 1x1 Conv -> one ExpandDepthwiseProject node
   int conv_pools = 0;          // MaxPool folded into the Conv before it
   int matmul_scales = 0;       // Div/Mul by a constant scalar -> the MatMul's alpha
+  int transposed_b = 0;        // Transpose of B's last two axes -> the MatMul's transB
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
-           inverted_residuals + conv_pools + matmul_scales;
+           inverted_residuals + conv_pools + matmul_scales + transposed_b;
   }
 };
 
@@ -49,6 +50,7 @@ struct PassOptions {
   bool fuse_inverted_residuals = true;  // CPU only, after the activations
   bool fuse_conv_pools = true;          // CPU only, after the activations
   bool fuse_matmul_scales = true;       // CPU only, after MatMul+Add
+  bool fuse_transposed_b = true;        // CPU only
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -72,6 +74,7 @@ int fuse_gelu(graph::Graph& g);
 int fuse_inverted_residuals(graph::Graph& g);
 int fuse_conv_pools(graph::Graph& g);
 int fuse_matmul_scales(graph::Graph& g);
+int fuse_transpose_matmuls(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

@@ -102,15 +102,18 @@ void matmul_generic(const sdk::Context& ctx, const MatMulPlan& p, const T* A, co
 }
 
 // Y = alpha A @ B for float/double through oneDNN's sgemm / OpenBLAS.
+// trans_b: each B matrix is stored [N, K] (a Transpose folded into the MatMul).
 template <typename T>
-void matmul_blas(const sdk::Context& ctx, const MatMulPlan& p, const T* A, const T* B, T* Y, T alpha = T(1)) {
+void matmul_blas(const sdk::Context& ctx, const MatMulPlan& p, const T* A, const T* B, T* Y, T alpha = T(1),
+                 bool trans_b = false) {
   if (p.fold) {
-    blas_gemm(ctx, false, false, p.batch * p.M, p.N, p.K, alpha, A, B, T(0), Y);
+    blas_gemm(ctx, false, trans_b, p.batch * p.M, p.N, p.K, alpha, A, B, T(0), Y);
     return;
   }
   int64_t mn = p.M * p.N;
   auto one = [&](int64_t b) {
-    blas_gemm(ctx, false, false, p.M, p.N, p.K, alpha, A + p.a_off[size_t(b)], B + p.b_off[size_t(b)], T(0), Y + b * mn);
+    blas_gemm(ctx, false, trans_b, p.M, p.N, p.K, alpha, A + p.a_off[size_t(b)], B + p.b_off[size_t(b)], T(0),
+              Y + b * mn);
   };
   if (p.batch > 1 && mn * p.K < kSmallProduct) {
     ctx.parallel_for(p.batch, 1, [&](int64_t bb, int64_t be) {

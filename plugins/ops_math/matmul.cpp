@@ -22,17 +22,28 @@ float* float_workspace(const sdk::Context& ctx, int64_t n) {
   return static_cast<float*>(ctx.workspace(size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
 }
 
-// `alpha` (float, default 1) is not ONNX's: core/passes/fuse_matmul_scale.cpp
-// moves a following division or multiplication by a constant scalar (the
-// attention scores' 1/sqrt(d)) into the product as its scale.
+// `alpha` (float, default 1) and `transB` (0 or 1) are not ONNX's:
+// core/passes/fuse_matmul_scale.cpp moves a following division or
+// multiplication by a constant scalar (the attention scores' 1/sqrt(d)) into
+// the product as its scale, and fuse_transpose_matmul.cpp a Transpose of B's
+// last two axes (attention's K^T) into the product, which then reads B
+// stored [..., N, K].
 class MatMulKernel {
  public:
-  explicit MatMulKernel(const sdk::Node& node) : alpha_(node.attr_float("alpha", 1.0f)) { plan_dnnl(node); }
+  explicit MatMulKernel(const sdk::Node& node)
+      : alpha_(node.attr_float("alpha", 1.0f)), trans_b_(node.attr_int("transB", 0) != 0) {
+    if (!trans_b_) plan_dnnl(node);
+  }
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs two inputs A and B");
     sdk::Tensor a = ctx.input(0), b = ctx.input(1);
     same_dtype(a, b, "inputs A and B");
-    MatMulPlan p = plan_matmul(a.shape(), b.shape());
+    Shape bs = b.shape();
+    if (trans_b_) {
+      sdk::check(bs.size() >= 2, "a transposed B needs rank >= 2, got " + shape_str(bs));
+      std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+    }
+    MatMulPlan p = plan_matmul(a.shape(), bs);
     // A third input is the bias row the MatMul+Add pass moved in
     // (core/passes/fuse_matmul_add.cpp), added as the product is stored.
     sdk::Tensor bias = ctx.input(2);
@@ -51,7 +62,7 @@ class MatMulKernel {
     use_blas_threads(ctx);
     sdk::check(alpha_ == 1.0f || !bias.present(), "a scale and a fused bias together are not supported");
     if (bias.present()) {
-      blas_gemm(ctx, false, false, p.batch * p.M, p.N, p.K, 1.0f, a.data<float>() + (p.fold ? 0 : p.a_off[0]),
+      blas_gemm(ctx, false, trans_b_, p.batch * p.M, p.N, p.K, 1.0f, a.data<float>() + (p.fold ? 0 : p.a_off[0]),
                 b.data<float>() + (p.fold ? 0 : p.b_off[0]), 0.0f, y.data<float>(), bias.data<float>());
       return;
     }
@@ -60,17 +71,17 @@ class MatMulKernel {
         [&](auto tag) {
           using T = decltype(tag);
           if constexpr (in_mask<T>(kBlasTypes)) {
-            matmul_blas<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>(), T(alpha_));
+            matmul_blas<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>(), T(alpha_), trans_b_);
           } else if constexpr (in_mask<T>(kHalfTypes)) {
             float* af = float_workspace(ctx, a.numel());
             float* bf = float_workspace(ctx, b.numel());
             float* yf = float_workspace(ctx, y.numel());
             convert_n(ctx, a.data<T>(), af, a.numel());
             convert_n(ctx, b.data<T>(), bf, b.numel());
-            matmul_blas<float>(ctx, p, af, bf, yf, alpha_);
+            matmul_blas<float>(ctx, p, af, bf, yf, alpha_, trans_b_);
             convert_n(ctx, yf, y.data<T>(), y.numel());
           } else if constexpr (in_mask<T>(kMatMulTypes)) {
-            sdk::check(alpha_ == 1.0f, "a scale needs a floating-point product");
+            sdk::check(alpha_ == 1.0f && !trans_b_, "a scale or a transposed B needs a floating-point product");
             matmul_generic<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>());
           }
         },
@@ -102,6 +113,7 @@ class MatMulKernel {
   }
 
   float alpha_;
+  bool trans_b_;
   std::unique_ptr<DnnlMatMul> dnnl_;
   Shape b_shape_;
   const float* b_data_ = nullptr;  // the constant B the plan packed (the run's B must be it)

@@ -799,3 +799,34 @@ TEST(Passes, PlannedMatMulMatchesAPlainLoop) {
     }
   }
 }
+
+// Q K^T with K^T a Transpose of the last two axes -> one MatMul reading K
+// transposed (transB), against the unfused graph; a Transpose of other axes,
+// or one whose result is also read elsewhere, stays.
+TEST(Passes, ATransposedBGoesIntoTheMatMul) {
+  ensure_loaded();
+  struct Case {
+    std::vector<int64_t> perm;
+    bool also_output, fuses;
+  };
+  for (const Case& c : std::vector<Case>{{{0, 1, 3, 2}, false, true}, {{1, 0, 3, 2}, false, false},
+                                         {{0, 1, 3, 2}, true, false}}) {
+    ModelBuilder m(13);
+    m.input("q", SINGA_ONNX_FLOAT, {2, 3, 4, 8}).input("k", SINGA_ONNX_FLOAT, {c.perm[0] == 0 ? 2 : 3, 3, 5, 8});
+    if (c.perm[0] != 0) {  // k is [3, 2, 5, 8], transposed to [2, 3, 8, 5]
+      m.model.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(
+          1)->set_dim_value(2);
+    }
+    m.node("Transpose", {"k"}, {"kt"});
+    add_ints(m.last(), "perm", c.perm);
+    m.node("MatMul", {"q", "kt"}, {"y"});
+    m.output("y", SINGA_ONNX_FLOAT, {2, 3, 4, 5});
+    if (c.also_output) m.output("kt", SINGA_ONNX_FLOAT, {2, 3, 8, 5});
+    const singa::Shape ks = c.perm[0] == 0 ? singa::Shape{2, 3, 5, 8} : singa::Shape{3, 2, 5, 8};
+    auto ops = check_same(m, {random_floats({2, 3, 4, 8}, 120), random_floats(ks, 121)}, 1e-5);
+    const std::vector<std::string> want =
+        c.fuses ? std::vector<std::string>{"MatMul"} : std::vector<std::string>{"Transpose", "MatMul"};
+    EXPECT_EQ(ops, want);
+    EXPECT_EQ(stats_of(m).transposed_b, c.fuses ? 1 : 0);
+  }
+}
