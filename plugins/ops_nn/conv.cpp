@@ -89,25 +89,35 @@ class Conv : public NodeKernel {
     if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, Cg);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (sdk::numel(ys) == 0) return;
-    if (x.dtype() == SINGA_ONNX_FLOAT && nchw_fast(g, C, M)) {
-      const float* bias = b.present() ? b.data<float>() : nullptr;
-      if (pointwise_fits(g, group_))
-        conv_pointwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, M, g.in_size(), act_);
-      else
-        conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y.data<float>(), N, C, g, act_);
-      return;
-    }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
-      run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M, Cg);
-      if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value)
-        act_.apply(ctx, y.data<T>(), y.numel());
-      else
-        check(act_.kind == FusedActivation::kNone, "a fused activation needs float or double");
+      convolve<T>(ctx, x, w, b, y.data<T>(), g, N, C, M, Cg);
     });
   }
 
  private:
+  // The convolution into y ([N, M, output dims]) with the fused activation,
+  // through whichever path the shape and type take (oneDNN aside).
+  template <class T>
+  void convolve(const sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b, T* y,
+                const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg) const {
+    if constexpr (std::is_same<T, float>::value) {
+      if (nchw_fast(g, C, M)) {
+        const float* bias = b.present() ? b.data<float>() : nullptr;
+        if (pointwise_fits(g, group_))
+          conv_pointwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, M, g.in_size(), act_);
+        else
+          conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, g, act_);
+        return;
+      }
+    }
+    run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M, Cg);
+    if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value)
+      act_.apply(ctx, y, N * M * g.out_size());
+    else
+      check(act_.kind == FusedActivation::kNone, "a fused activation needs float or double");
+  }
+
   // The pool's window over a conv output of shape ys.
   Geometry pool_geometry(const Shape& ys) const {
     check(ys.size() == 4, "a fused MaxPool needs a 2-D convolution");
@@ -124,25 +134,7 @@ class Conv : public NodeKernel {
     sdk::Tensor y = ctx.output(0, Shape{N, M, pg.out[1], pg.out[2]}, x.dl_dtype());
     if (y.numel() == 0) return;
     std::vector<float> conv(size_t(sdk::numel(ys)));
-    const std::vector<float> zeros(b.present() ? 0 : size_t(M), 0.f);
-    const float* bias = b.present() ? b.data<float>() : zeros.data();
-    const float* xp = x.data<float>();
-    const float* wp = w.data<float>();
-    if (nchw_fast(g, C, M)) {
-      if (pointwise_fits(g, group_))
-        conv_pointwise_f32(ctx, xp, wp, bias, conv.data(), N, C, M, g.in_size(), act_);
-      else
-        conv_depthwise_f32(ctx, xp, wp, bias, conv.data(), N, C, g, act_);
-    } else {
-      ops::use_blas_threads(ctx);
-      if (fast::avx512() && !(Cg == 1 && group_ > 1))
-        conv_gemm_f32(ctx, xp, wp, bias, conv.data(), g, N, C, M, Cg, group_);
-      else if (Cg == 1 && group_ > 1)
-        conv_direct<float, float>(ctx, xp, wp, bias, conv.data(), g, N, C, M, group_);
-      else
-        conv_unfolded<float, float>(ctx, xp, wp, bias, conv.data(), g, N, C, M, Cg, group_);
-      act_.apply(ctx, conv.data(), int64_t(conv.size()));
-    }
+    convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
     max_pool_2d_f32(ctx, pg, N * M, conv.data(), y.data<float>());
   }
 
@@ -167,8 +159,8 @@ class Conv : public NodeKernel {
   }
 
   template <class T, class A>
-  void run(const sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
-           const sdk::Tensor& y, const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg) const {
+  void run(const sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b, T* y,
+           const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg) const {
     const A* wa = weights<T, A>(ctx, w);
     std::vector<A> bias(size_t(M), A(0));
     if (b.present()) {
@@ -179,14 +171,14 @@ class Conv : public NodeKernel {
       // Depthwise convs keep the direct loop: their products would be a
       // single row each.
       if (fast::avx512() && !(Cg == 1 && group_ > 1)) {
-        conv_gemm_f32(ctx, x.data<float>(), wa, b.present() ? bias.data() : nullptr, y.data<float>(), g, N, C, M, Cg, group_);
+        conv_gemm_f32(ctx, x.data<float>(), wa, b.present() ? bias.data() : nullptr, y, g, N, C, M, Cg, group_);
         return;
       }
     }
     if (Cg == 1 && group_ > 1)
-      conv_direct<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, group_);
+      conv_direct<T, A>(ctx, x.data<T>(), wa, bias.data(), y, g, N, C, M, group_);
     else
-      conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y.data<T>(), g, N, C, M, Cg, group_);
+      conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y, g, N, C, M, Cg, group_);
   }
 
   // oneDNN needs constant weights (and bias) and a known input shape.
