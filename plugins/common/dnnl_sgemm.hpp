@@ -20,6 +20,11 @@
 namespace singa {
 namespace ops {
 
+// A failed dnnl_sgemm call (bad arguments) as the kernel's error.
+inline void check_sgemm(dnnl_status_t st) {
+  if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+}
+
 // C[M,N] = alpha * op(A) op(B) + beta * C, row-major with leading dimensions;
 // C is not read when beta is 0. M, N, K > 0.
 inline void sgemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
@@ -30,9 +35,8 @@ inline void sgemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t 
 #endif
     const float* a = ta ? A + m0 : A + m0 * lda;
     const float* b = tb ? B + n0 * ldb : B + n0;
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
-                                  C + m0 * ldc + n0, ldc);
-    if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+    check_sgemm(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
+                           C + m0 * ldc + n0, ldc));
   };
   const int64_t threads = std::max(1, ctx.num_threads());
   // Parts below ~64^3 multiply-adds cost more to hand out than they save.

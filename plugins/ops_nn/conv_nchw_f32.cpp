@@ -69,8 +69,7 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
       if (mn <= 0) continue;
       const float* xb = x + n * C * HW + c0;
       float* yb = y + (n * M + m0) * HW + c0;
-      dnnl_status_t st = dnnl_sgemm('N', 'N', mn, cn, C, 1.f, w + m0 * C, C, xb, HW, 0.f, yb, HW);
-      if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+      ops::check_sgemm(dnnl_sgemm('N', 'N', mn, cn, C, 1.f, w + m0 * C, C, xb, HW, 0.f, yb, HW));
       bias_activation(act, yb, mn, cn, HW, bias ? bias + m0 : nullptr);
     }
   });

@@ -22,10 +22,6 @@ using ops::FusedActivation;
 
 namespace {
 
-void check_sgemm(dnnl_status_t st) {
-  if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
-}
-
 // The three stages one after the other on whole tensors: where AVX-512 is
 // missing or the expanded channels are not whole vectors.
 void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
@@ -177,7 +173,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
           float* at = e + (e_hi - e_lo) * in_row;
           const int64_t pixels = (need_hi - e_hi) * W;
           if (s.expand) {
-            check_sgemm(dnnl_sgemm('T', 'N', pixels, Me, C, 1.f, xn + e_hi * W, HW, pw.w1t.data(), Me, 0.f, at, Me));
+            ops::check_sgemm(dnnl_sgemm('T', 'N', pixels, Me, C, 1.f, xn + e_hi * W, HW, pw.w1t.data(), Me, 0.f, at, Me));
             bias_act_channels_last(at, pixels, Me, b1, s.expand_act);
           } else {
             to_channels_last(xn + e_hi * W, HW, pixels, Me, at);
@@ -185,7 +181,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
           e_hi = need_hi;
         }
         run_stencil(e, e_lo, pw.wdt.data(), bd, d, oy0, rows, g, Me, s.dw_act);
-        check_sgemm(dnnl_sgemm('N', 'N', rows * OW, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
+        ops::check_sgemm(dnnl_sgemm('N', 'N', rows * OW, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
         store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW, s.residual ? xn + oy0 * OW : nullptr);
       }
     }
@@ -204,22 +200,25 @@ bool inverted_residual_bands(const InvertedResidual& s) {
 #endif
 }
 
+namespace {
+
+// The [cols, rows] transpose of a row-major [rows, cols] matrix.
+std::vector<float> transposed(const float* a, int64_t rows, int64_t cols) {
+  std::vector<float> t(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = a[r * cols + c];
+  return t;
+}
+
+}  // namespace
+
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s) {
   InvertedResidualWeights p;
   if (!inverted_residual_bands(s)) return p;
-  const int64_t C = s.C, Me = s.Me, M = s.M, KK = s.dw.k[1] * s.dw.k[2];
-  if (s.expand) {
-    p.w1t.resize(size_t(C * Me));
-    for (int64_t m = 0; m < Me; ++m)
-      for (int64_t c = 0; c < C; ++c) p.w1t[size_t(c * Me + m)] = w1[m * C + c];
-  }
-  p.wdt.resize(size_t(KK * Me));
-  for (int64_t c = 0; c < Me; ++c)
-    for (int64_t t = 0; t < KK; ++t) p.wdt[size_t(t * Me + c)] = wd[c * KK + t];
-  p.w2t.resize(size_t(Me * M));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t c = 0; c < Me; ++c) p.w2t[size_t(c * M + m)] = w2[m * Me + c];
+  if (s.expand) p.w1t = transposed(w1, s.Me, s.C);
+  p.wdt = transposed(wd, s.Me, s.dw.k[1] * s.dw.k[2]);
+  p.w2t = transposed(w2, s.M, s.Me);
   return p;
 }
 

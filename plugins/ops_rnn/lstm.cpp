@@ -157,9 +157,8 @@ class Lstm {
                 else std::fill(zr, zr + n, 0.f);
               }
             for (int64_t gate = 0; gate < 4; ++gate) {
-              dnnl_status_t st = dnnl_sgemm('N', 'T', N, n, H, 1.f, h.data(), H, R + (gate * H + j0) * H, H, 1.f,
-                                            z.data() + gate * H + j0, G);
-              if (st != dnnl_success) sdk::fail("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
+              check_sgemm(dnnl_sgemm('N', 'T', N, n, H, 1.f, h.data(), H, R + (gate * H + j0) * H, H, 1.f,
+                                     z.data() + gate * H + j0, G));
             }
           }
           for (int64_t b = 0; b < N; ++b) {
