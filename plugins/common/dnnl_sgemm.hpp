@@ -2,17 +2,15 @@
 // pool. oneDNN's AVX-512 kernels ran these shapes about 2x faster than
 // OpenBLAS's (with OPENBLAS_CORETYPE=Haswell) and 15% faster than its SkylakeX
 // ones, and 3-7x faster for the one-row products of an LSTM step. oneDNN runs
-// single-threaded in each part (its OpenMP workers would spin between calls,
-// see conv_dnnl.cpp); the pool runs the parts, so --threads is the count used.
+// single-threaded in each part (dnnl_threads.hpp says why); the pool runs the parts, so --threads is the count used.
 #ifndef SINGA_PLUGINS_COMMON_DNNL_SGEMM_HPP
 #define SINGA_PLUGINS_COMMON_DNNL_SGEMM_HPP
 
 #include <singa/kernel.hpp>
 
+#include "dnnl_threads.hpp"
+
 #include <oneapi/dnnl/dnnl.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <algorithm>
 #include <string>
@@ -30,9 +28,7 @@ inline void check_sgemm(dnnl_status_t st) {
 inline void sgemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   auto one = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-#ifdef _OPENMP
-    omp_set_num_threads(1);
-#endif
+dnnl_single_thread();
     const float* a = ta ? A + m0 : A + m0 * lda;
     const float* b = tb ? B + n0 * ldb : B + n0;
     check_sgemm(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,

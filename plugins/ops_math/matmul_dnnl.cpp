@@ -1,9 +1,6 @@
 #include "matmul_dnnl.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
+#include <dnnl_threads.hpp>
 #include <line_aligned.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -29,12 +26,6 @@ struct Part {
   memory::desc src, dst, scratch;
   memory weights;
 };
-
-void single_omp_thread() {
-#ifdef _OPENMP
-  omp_set_num_threads(1);
-#endif
-}
 
 }  // namespace
 
@@ -118,7 +109,7 @@ std::unique_ptr<DnnlMatMul> DnnlMatMul::plan(const sdk::Shape& a, int64_t N, con
     s.bias.assign(bias, bias + N);
     s.bias_mem = memory({{1, N}, dt::f32, memory::format_tag::ab}, s.eng, s.bias.data());
   }
-  single_omp_thread();
+  dnnl_single_thread();
   try {
     s.plans.emplace(1, make_plan(s, 1, b));
   } catch (const dnnl::error&) {
@@ -135,7 +126,7 @@ void DnnlMatMul::run(const sdk::Context& ctx, const float* a, const float* b, fl
     const int threads = std::max(1, ctx.num_threads());
     auto it = s.plans.find(threads);
     if (it == s.plans.end()) {
-      single_omp_thread();
+      dnnl_single_thread();
       try {
         it = s.plans.emplace(threads, make_plan(s, threads, b)).first;
       } catch (const dnnl::error&) {
@@ -145,7 +136,7 @@ void DnnlMatMul::run(const sdk::Context& ctx, const float* a, const float* b, fl
     parts = &it->second;
   }
   ctx.parallel_for(int64_t(parts->size()), 1, [&](int64_t t0, int64_t t1) {
-    single_omp_thread();
+    dnnl_single_thread();
     dnnl::stream st(s.eng);
     // oneDNN's own scratchpad is one per process unless it was built for
     // concurrent execution, so each thread hands its parts its own.

@@ -1,12 +1,9 @@
 #include "conv_dnnl.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "pool_blocked16_f32.hpp"
 #include "unblock16_f32.hpp"
 
+#include <dnnl_threads.hpp>
 #include <env_switch.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sgemm.hpp>
@@ -23,16 +20,6 @@ namespace nn {
 using dnnl::memory;
 
 namespace {
-
-// oneDNN runs single-threaded inside each call: its OpenMP workers would spin
-// between calls and fight the runtime's own pool (and other processes) for
-// the cores, which on a busy 2-core machine costs several times the
-// convolution. Parallelism comes from running parts on the pool instead.
-void single_omp_thread() {
-#ifdef _OPENMP
-  omp_set_num_threads(1);
-#endif
-}
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
@@ -330,7 +317,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
   s.sh = g.s[1], s.sw = g.s[2], s.dh = g.d[1], s.dw = g.d[2];
   s.pt = g.pb[1], s.pl = g.pb[2], s.pb = g.pe[1], s.pr = g.pe[2];
   if (s.Cg * group != s.C || s.M % group != 0 || s.OH <= 0 || s.OW <= 0) return nullptr;
-  single_omp_thread();
+  ops::dnnl_single_thread();
   try {
     c->x_ = x;
     c->y_ = Shape{s.N, s.M, s.OH, s.OW};
@@ -391,7 +378,7 @@ const DnnlConvPlan& DnnlConv::plan_for(int threads, const float* w) const {
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.plans.find(threads);
   if (it == s.plans.end()) {
-    single_omp_thread();
+    ops::dnnl_single_thread();
     std::unique_ptr<DnnlConvPlan> plan;
     if (s.pooled) {
       try {
@@ -419,7 +406,7 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
   char* ws = static_cast<char*>(ctx.workspace(plan.ws_bytes + 64));
   ws = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(ws) + 63) & ~uintptr_t(63));
   ctx.parallel_for(int64_t(plan.parts.size()), 1, [&](int64_t pb, int64_t pe) {
-    single_omp_thread();
+    ops::dnnl_single_thread();
     dnnl::stream st(s.eng);
     for (int64_t i = pb; i < pe; ++i) {
       const DnnlConvPart& p = plan.parts[size_t(i)];
