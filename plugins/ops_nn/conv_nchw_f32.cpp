@@ -50,13 +50,12 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
     // Enough blocks for every thread even on a small image.
     while (nb > 64 && N * ((HW + nb - 1) / nb) < 2 * threads) nb = std::max<int64_t>(64, nb / 2 / 16 * 16);
     blocks = (HW + nb - 1) / nb;
-    // Small planes (MobileNetV2's 7x7: one column block) also split the output
-    // channels, in multiples of 16 rows, so that every thread has two parts
-    // (one each left SqueezeNet's classifier, three blocks, 2:1 over two threads).
+    // Small planes (one column block) also split the output channels, in
+    // multiples of 16 rows, so that every thread has two parts.
     const int64_t parts = N * blocks;
     slices = threads == 1 || parts >= 2 * threads
-                               ? 1
-                               : std::min((2 * threads + parts - 1) / parts, std::max<int64_t>(1, M / 16));
+                 ? 1
+                 : std::min((2 * threads + parts - 1) / parts, std::max<int64_t>(1, M / 16));
   }
   const int64_t rows = ((M + slices - 1) / slices + 15) / 16 * 16;
   ctx.parallel_for(N * blocks * slices, 1, [&](int64_t b0, int64_t b1) {
