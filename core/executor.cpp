@@ -190,23 +190,23 @@ void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const
     if (!values[size_t(y)].eligible || values[size_t(y)].bytes == 0 || taken_over[size_t(y)] ||
         values[size_t(y)].takes_over >= 0 || !out.rank_known)
       continue;
-    int64_t axis = -1;
+    int64_t axis = 1;  // Concat-1's default; later opsets require the attribute
     for (const auto& a : n.proto.attribute())
       if (a.name() == "axis") axis = a.i();
     if (axis < 0) axis += int64_t(out.dims.size());
     if (axis < 0 || axis >= int64_t(out.dims.size())) continue;
     bool ok = true;
     for (int64_t d = 0; d < axis; ++d) ok = ok && out.dims[size_t(d)] == 1;
-    std::vector<int> seen;
     size_t offset = 0;
-    std::vector<std::pair<int, size_t>> parts;
-    for (int v : n.inputs) {
+    std::vector<std::pair<int, size_t>> parts;  // input, its offset in the output
+    for (size_t k = 0; ok && k < n.inputs.size(); ++k) {
+      const int v = n.inputs[k];
+      // (a value read twice by the Concat has the Concat once in its consumers)
+      ok = v >= 0 && std::find(n.inputs.begin(), n.inputs.begin() + k, v) == n.inputs.begin() + k;
       if (!ok) break;
-      const PlanValue& p = values[size_t(v < 0 ? 0 : v)];
-      ok = v >= 0 && p.eligible && p.bytes > 0 && p.takes_over < 0 && !taken_over[size_t(v)] && p.part_of < 0 &&
-           std::find(seen.begin(), seen.end(), v) == seen.end() && g_.values[size_t(v)].consumers.size() == 1 &&
-           offset % MemoryPlan::kAlignment == 0;
-      seen.push_back(v);
+      const PlanValue& p = values[size_t(v)];
+      ok = p.eligible && p.bytes > 0 && p.takes_over < 0 && !taken_over[size_t(v)] && p.part_of < 0 &&
+           g_.values[size_t(v)].consumers.size() == 1 && offset % MemoryPlan::kAlignment == 0;
       parts.emplace_back(v, offset);
       offset += p.bytes;
     }

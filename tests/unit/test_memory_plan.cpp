@@ -228,11 +228,12 @@ TEST(MemoryPlan, ConcatInputsArePlacedInsideTheirOutput) {
 
 // The same in a model: Concat inputs written where the Concat puts them (the
 // Concat moves nothing), against an unplanned run; inputs that something else
-// reads too, and a Concat whose inputs are not whole blocks of the output
-// (batch 2 before the axis), keep their own memory and still compute the same.
+// reads too, a Concat whose inputs are not whole blocks of the output (batch 2
+// before the axis), and one that reads an input twice keep their own memory
+// and still compute the same.
 TEST(MemoryPlan, ConcatInputsWrittenInPlaceComputeTheSame) {
   testing_util::ensure_loaded();
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     const int64_t rows = variant == 2 ? 2 : 1;
     ModelBuilder m;
@@ -240,7 +241,7 @@ TEST(MemoryPlan, ConcatInputsWrittenInPlaceComputeTheSame) {
         .node("Sigmoid", {"x"}, {"a"})
         .node("Neg", {"x"}, {"b"})
         .node("Exp", {"x"}, {"c"})
-        .node("Concat", {"a", "b", "c"}, {"d"});
+        .node("Concat", {"a", "b", variant == 3 ? "a" : "c"}, {"d"});
     auto* axis = m.last()->add_attribute();
     axis->set_name("axis");
     axis->set_type(::onnx::AttributeProto::INT);
