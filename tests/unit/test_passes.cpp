@@ -432,6 +432,13 @@ void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>
   for (int64_t x : v) a->add_ints(x);
 }
 
+void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
 struct Block {
   int64_t N = 1, C = 8, Me = 32, M = 16, H = 9, W = 7, K = 3, S = 1;
   std::vector<int64_t> pads{1, 1, 1, 1};
@@ -472,10 +479,7 @@ ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
   auto* dw = m.last();
   add_ints(dw, "pads", b.pads);
   add_ints(dw, "strides", {b.S, b.S});
-  auto* group = dw->add_attribute();
-  group->set_name("group");
-  group->set_type(::onnx::AttributeProto::INT);
-  group->set_i(b.Me);
+  add_int(dw, "group", b.Me);
   v = act(b.dw_act, "dw", "dw_act");
   conv(v, "project", {b.M, b.Me, 1, 1}, b.M);
   if (b.skip) {
@@ -635,10 +639,7 @@ ModelBuilder conv_pool(const PoolCase& c) {
   add_ints(m.last(), "kernel_shape", {c.k, c.k});
   add_ints(m.last(), "strides", {c.s, c.s});
   add_ints(m.last(), "pads", c.pads);
-  auto* ceil = m.last()->add_attribute();
-  ceil->set_name("ceil_mode");
-  ceil->set_type(::onnx::AttributeProto::INT);
-  ceil->set_i(c.ceil);
+  add_int(m.last(), "ceil_mode", c.ceil);
   m.output("y", SINGA_ONNX_FLOAT, pooled_shape(c));
   return m;
 }
