@@ -44,11 +44,7 @@ bool has_channels(const graph::Graph& g, int v, int64_t c) {
 
 void move_activation(const graph::Node& from, ::onnx::NodeProto& to, const std::string& prefix) {
   for (const auto& a : from.proto.attribute())
-    if (a.name().rfind("activation", 0) == 0) {
-      auto* c = to.add_attribute();
-      *c = a;
-      c->set_name(prefix + a.name());
-    }
+    if (a.name().rfind("activation", 0) == 0) add_renamed_attr(to, a, prefix + a.name());
 }
 
 }  // namespace passes

@@ -15,13 +15,6 @@ namespace singa {
 namespace passes {
 namespace {
 
-void set_float(::onnx::NodeProto& p, const std::string& name, float v) {
-  auto* a = p.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
 // Clip's bound from opset 11 on is an optional scalar input that must be a
 // constant here; before that it is an attribute.
 bool clip_bound(const graph::Graph& g, const graph::Node& clip, size_t slot, const char* attr, float dflt, float& out) {
@@ -58,26 +51,21 @@ int fuse_activations(graph::Graph& g) {
       if (act.inputs.size() != 1) continue;
     } else if (aop == "LeakyRelu") {
       const auto* a = find_attr(act, "alpha");
-      set_float(p, "activation_alpha", a ? a->f() : 0.01f);
+      add_float_attr(p, "activation_alpha", a ? a->f() : 0.01f);
     } else if (aop == "Clip") {
       float lo = 0, hi = 0;
       if (!clip_bound(g, act, 1, "min", std::numeric_limits<float>::lowest(), lo) ||
           !clip_bound(g, act, 2, "max", std::numeric_limits<float>::max(), hi))
         continue;
       if (lo > hi) continue;
-      set_float(p, "activation_min", lo);
-      set_float(p, "activation_max", hi);
+      add_float_attr(p, "activation_min", lo);
+      add_float_attr(p, "activation_max", hi);
     } else {
       continue;
     }
-    auto* a = p.add_attribute();
-    a->set_name("activation");
-    a->set_type(::onnx::AttributeProto::STRING);
-    a->set_s(aop);
-    n.outputs[0] = act.outputs[0];
-    p.set_output(0, g.values[size_t(act.outputs[0])].name);
+    add_string_attr(p, "activation", aop);
     n.label = "node '" + (p.name().empty() ? g.values[size_t(y)].name : p.name()) + "' (" + op + "+" + aop + ")";
-    g.values[size_t(act.outputs[0])].producer = int(i);
+    adopt_output(g, i, act.outputs[0]);
     dead[j] = true;
     ++fused;
   }

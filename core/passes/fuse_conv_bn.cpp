@@ -59,12 +59,10 @@ int fuse_conv_batchnorm(graph::Graph& g) {
     while (conv.proto.input_size() < 3) conv.proto.add_input();
     conv.proto.set_input(1, g.values[size_t(wv)].name);
     conv.proto.set_input(2, g.values[size_t(bv)].name);
-    conv.outputs[0] = bn.outputs[0];
-    conv.proto.set_output(0, g.values[size_t(bn.outputs[0])].name);
     dead[j] = true;
     ++fused;
     // Keep links current so a later Conv reading the same values sees them.
-    g.values[size_t(bn.outputs[0])].producer = int(i);
+    adopt_output(g, i, bn.outputs[0]);
     g.values[size_t(y)].consumers.clear();
   }
   if (fused) compact(g, dead);

@@ -34,11 +34,7 @@ bool plain_max_pool(const graph::Node& n) {
 }
 
 void copy_as(const graph::Node& from, const char* name, ::onnx::NodeProto& to, const std::string& as) {
-  if (const auto* a = find_attr(from, name)) {
-    auto* c = to.add_attribute();
-    *c = *a;
-    c->set_name(as);
-  }
+  if (const auto* a = find_attr(from, name)) add_renamed_attr(to, *a, as);
 }
 
 }  // namespace
@@ -58,11 +54,8 @@ int fuse_conv_pools(graph::Graph& g) {
     copy_as(*pool, "strides", p, "pool_strides");
     copy_as(*pool, "pads", p, "pool_pads");
     copy_as(*pool, "ceil_mode", p, "pool_ceil_mode");
-    const int y = pool->outputs[0];
-    conv.outputs[0] = y;
-    p.set_output(0, g.values[size_t(y)].name);
     conv.label = "node '" + (p.name().empty() ? out.name : p.name()) + "' (Conv+MaxPool)";
-    g.values[size_t(y)].producer = int(i);
+    adopt_output(g, i, pool->outputs[0]);
     dead[index_of(g, *pool)] = true;
     ++fused;
   }

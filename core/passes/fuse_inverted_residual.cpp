@@ -103,10 +103,7 @@ int fuse_inverted_residuals(graph::Graph& g) {
                (a.dims[d] >= 0 || (!a.dim_params[d].empty() && a.dim_params[d] == b.dim_params[d]));
       if (same) {
         with_skip = true;
-        auto* r = p.add_attribute();
-        r->set_name("residual");
-        r->set_type(::onnx::AttributeProto::INT);
-        r->set_i(1);
+        add_int_attr(p, "residual", 1);
         out = skip->outputs[0];
         g.values[size_t(out)].producer = int(pi);
         dead[index_of(g, *skip)] = true;

@@ -120,14 +120,8 @@ int fuse_layer_norm(graph::Graph& g) {
     for (int v : {x, gamma, beta})
       if (v >= 0) p.add_input(g.values[size_t(v)].name);
     p.add_output(g.values[size_t(last->outputs[0])].name);
-    auto* axis = p.add_attribute();
-    axis->set_name("axis");
-    axis->set_type(::onnx::AttributeProto::INT);
-    axis->set_i(-1);
-    auto* e = p.add_attribute();
-    e->set_name("epsilon");
-    e->set_type(::onnx::AttributeProto::FLOAT);
-    e->set_f(eps);
+    add_int_attr(p, "axis", -1);
+    add_float_attr(p, "epsilon", eps);
     last->proto = p;
     last->inputs = beta >= 0 ? std::vector<int>{x, gamma, beta} : std::vector<int>{x, gamma};
     last->explicit_inputs = last->inputs.size();

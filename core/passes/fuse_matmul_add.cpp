@@ -55,14 +55,12 @@ int fuse_matmul_add(graph::Graph& g, bool batched_bias) {
     if (mm.opset < 7) continue;
     if (!batched) mm.proto.set_op_type("Gemm");
     mm.proto.add_input(g.values[size_t(add.inputs[other])].name);
-    mm.proto.set_output(0, g.values[size_t(add.outputs[0])].name);
     mm.inputs.push_back(add.inputs[other]);
     mm.explicit_inputs = mm.inputs.size();
-    mm.outputs[0] = add.outputs[0];
     mm.label = "node '" + (mm.proto.name().empty() ? g.values[size_t(y)].name : mm.proto.name()) + "' (" +
                (batched ? "MatMul with a bias" : "Gemm") + " from MatMul+Add)";
     dead[j] = true;
-    g.values[size_t(add.outputs[0])].producer = int(i);
+    adopt_output(g, i, add.outputs[0]);
     ++fused;
   }
   if (fused) compact(g, dead);

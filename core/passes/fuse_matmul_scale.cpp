@@ -38,16 +38,10 @@ int fuse_matmul_scales(graph::Graph& g) {
     const auto& out = g.values[size_t(scale->outputs[0])];
     const auto& prod = g.values[size_t(y)];
     if (!out.rank_known || !prod.rank_known || out.dims.size() != prod.dims.size()) continue;
-    auto* a = mm.proto.add_attribute();
-    a->set_name("alpha");
-    a->set_type(::onnx::AttributeProto::FLOAT);
-    a->set_f(alpha);
-    const int z = scale->outputs[0];
-    mm.outputs[0] = z;
-    mm.proto.set_output(0, out.name);
+    add_float_attr(mm.proto, "alpha", alpha);
     mm.label = "node '" + (mm.proto.name().empty() ? prod.name : mm.proto.name()) + "' (MatMul+" +
                scale->proto.op_type() + ")";
-    g.values[size_t(z)].producer = int(i);
+    adopt_output(g, i, scale->outputs[0]);
     dead[index_of(g, *scale)] = true;
     ++fused;
   }

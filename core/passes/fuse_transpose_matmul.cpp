@@ -24,10 +24,7 @@ int fuse_transpose_matmuls(graph::Graph& g) {
     if (!swap_last || g.values[size_t(t.outputs[0])].dtype != SINGA_ONNX_FLOAT) continue;
     graph::Node* mm = sole_reader(g, t.outputs[0], "MatMul", 2);
     if (!mm || mm->inputs[1] != t.outputs[0] || mm->inputs[0] == t.outputs[0] || find_attr(*mm, "transB")) continue;
-    auto* a = mm->proto.add_attribute();
-    a->set_name("transB");
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(1);
+    add_int_attr(mm->proto, "transB", 1);
     mm->inputs[1] = t.inputs[0];
     mm->proto.set_input(1, g.values[size_t(t.inputs[0])].name);
     dead[i] = true;

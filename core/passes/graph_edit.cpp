@@ -114,5 +114,39 @@ const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string&
   return nullptr;
 }
 
+void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v) {
+  auto* a = p.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void add_float_attr(::onnx::NodeProto& p, const std::string& name, float v) {
+  auto* a = p.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+void add_string_attr(::onnx::NodeProto& p, const std::string& name, const std::string& v) {
+  auto* a = p.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+void add_renamed_attr(::onnx::NodeProto& p, const ::onnx::AttributeProto& a, const std::string& name) {
+  auto* c = p.add_attribute();
+  *c = a;
+  c->set_name(name);
+}
+
+void adopt_output(graph::Graph& g, size_t i, int value) {
+  graph::Node& n = g.nodes[i];
+  n.outputs[0] = value;
+  n.proto.set_output(0, g.values[size_t(value)].name);
+  g.values[size_t(value)].producer = int(i);
+}
+
 }  // namespace passes
 }  // namespace singa

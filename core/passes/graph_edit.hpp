@@ -39,6 +39,17 @@ const Tensor* float_constant(const graph::Graph& g, const graph::Node& n, size_t
 // Attribute lookup on a node's proto; null when absent.
 const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string& name);
 
+// Attributes a pass adds to a node's proto.
+void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v);
+void add_float_attr(::onnx::NodeProto& p, const std::string& name, float v);
+void add_string_attr(::onnx::NodeProto& p, const std::string& name, const std::string& v);
+// A copy of attribute `a` under the name `name`.
+void add_renamed_attr(::onnx::NodeProto& p, const ::onnx::AttributeProto& a, const std::string& name);
+
+// Node `i` takes over `value`, the output of a node it absorbs, as its first
+// output (the proto's output name and the value's producer follow).
+void adopt_output(graph::Graph& g, size_t i, int value);
+
 }  // namespace passes
 }  // namespace singa
 #endif
