@@ -42,6 +42,15 @@ bool has_channels(const graph::Graph& g, int v, int64_t c) {
   return val.rank_known && val.dims.size() == 4 && val.dims[1] == c;
 }
 
+bool same_4d_shape(const graph::Graph& g, int a, int b) {
+  const auto& va = g.values[size_t(a)];
+  const auto& vb = g.values[size_t(b)];
+  bool same = va.rank_known && vb.rank_known && va.dims.size() == 4 && vb.dims.size() == 4;
+  for (size_t d = 0; same && d < 4; ++d)
+    same = va.dims[d] == vb.dims[d] && (va.dims[d] >= 0 || (!va.dim_params[d].empty() && va.dim_params[d] == vb.dim_params[d]));
+  return same;
+}
+
 void move_activation(const graph::Node& from, ::onnx::NodeProto& to, const std::string& prefix) {
   for (const auto& a : from.proto.attribute())
     if (a.name().rfind("activation", 0) == 0) add_renamed_attr(to, a, prefix + a.name());

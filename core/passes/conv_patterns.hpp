@@ -34,6 +34,10 @@ bool pointwise_conv(const graph::Graph& g, const graph::Node& n);
 // keeps its nodes, to fail there with Conv's own message).
 bool has_channels(const graph::Graph& g, int v, int64_t c);
 
+// Values a and b have the same static shape of rank 4: equal sizes, or one
+// symbolic name on both (what an elementwise Add of them needs no broadcast for).
+bool same_4d_shape(const graph::Graph& g, int a, int b);
+
 // Copies the Conv's fused activation attributes (fuse_activation.cpp) to
 // `to` under `prefix`.
 void move_activation(const graph::Node& from, ::onnx::NodeProto& to, const std::string& prefix);

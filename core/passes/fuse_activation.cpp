@@ -5,7 +5,9 @@
 //   activation        "Relu" | "LeakyRelu" | "Clip"
 //   activation_alpha  LeakyRelu's alpha
 //   activation_min, activation_max   Clip's bounds
-// This pass therefore runs only for graphs prepared on the CPU.
+// This pass therefore runs only for graphs prepared on the CPU. It also takes
+// ai.singa::ConvAdd (fuse_conv_add.cpp), whose activation follows the sum.
+#include "conv_patterns.hpp"  // kFusedDomain
 #include "graph_edit.hpp"
 #include "passes.hpp"
 
@@ -38,7 +40,10 @@ int fuse_activations(graph::Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& n = g.nodes[i];
     const std::string& op = n.proto.op_type();
-    if (!plain_onnx_node(n) || (op != "Conv" && op != "Gemm") || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
+    const bool conv_add = n.proto.domain() == kFusedDomain && op == "ConvAdd";  // fuse_conv_add.cpp
+    if (!(conv_add || (plain_onnx_node(n) && (op == "Conv" || op == "Gemm"))) || n.outputs.size() != 1 ||
+        n.outputs[0] < 0)
+      continue;
     if (find_attr(n, "activation")) continue;
     const int y = n.outputs[0];
     if (!single_use(g, y) || g.values[size_t(y)].dtype != SINGA_ONNX_FLOAT) continue;

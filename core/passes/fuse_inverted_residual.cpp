@@ -95,13 +95,7 @@ int fuse_inverted_residuals(graph::Graph& g) {
     graph::Node* skip = sole_reader(g, out, "Add", 2);
     if (skip && (skip->inputs[0] == out ? skip->inputs[1] : skip->inputs[0]) == ins[0] && skip->outputs.size() == 1 &&
         skip->outputs[0] >= 0) {
-      const auto& a = g.values[size_t(ins[0])];
-      const auto& b = g.values[size_t(out)];
-      bool same = a.rank_known && b.rank_known && a.dims.size() == 4 && b.dims.size() == 4;
-      for (size_t d = 0; same && d < 4; ++d)  // equal sizes, or one symbolic name
-        same = a.dims[d] == b.dims[d] &&
-               (a.dims[d] >= 0 || (!a.dim_params[d].empty() && a.dim_params[d] == b.dim_params[d]));
-      if (same) {
+      if (same_4d_shape(g, ins[0], out)) {
         with_skip = true;
         add_int_attr(p, "residual", 1);
         out = skip->outputs[0];

@@ -36,6 +36,11 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   if (o.fuse_gelu && o.device == "cpu") s.gelus += fuse_gelu(g);
   if (o.fuse_inverted_residuals && o.device == "cpu") s.inverted_residuals += fuse_inverted_residuals(g);
   if (o.fuse_conv_pools && o.device == "cpu") s.conv_pools += fuse_conv_pools(g);
+  if (o.fuse_conv_adds && o.device == "cpu") {
+    s.conv_adds += fuse_conv_adds(g);
+    // The activation after the Add (ResNet's Relu) goes into the ConvAdd.
+    if (o.fuse_activations) s.activations += fuse_activations(g);
+  }
 }
 
 }  // namespace passes

@@ -30,9 +30,10 @@ struct PassStats {
   int conv_pools = 0;          // MaxPool folded into the Conv before it
   int matmul_scales = 0;       // Div/Mul by a constant scalar -> the MatMul's alpha
   int transposed_b = 0;        // Transpose of B's last two axes -> the MatMul's transB
+  int conv_adds = 0;           // Conv + Add of a same-shape tensor -> one ConvAdd node
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
-           inverted_residuals + conv_pools + matmul_scales + transposed_b;
+           inverted_residuals + conv_pools + matmul_scales + transposed_b + conv_adds;
   }
 };
 
@@ -51,6 +52,7 @@ struct PassOptions {
   bool fuse_conv_pools = true;          // CPU only, after the activations
   bool fuse_matmul_scales = true;       // CPU only, after MatMul+Add
   bool fuse_transposed_b = true;        // CPU only
+  bool fuse_conv_adds = true;           // CPU only, after the inverted residuals
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -75,6 +77,7 @@ int fuse_inverted_residuals(graph::Graph& g);
 int fuse_conv_pools(graph::Graph& g);
 int fuse_matmul_scales(graph::Graph& g);
 int fuse_transpose_matmuls(graph::Graph& g);
+int fuse_conv_adds(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

@@ -1,5 +1,7 @@
 // Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias), plus
-// the activation a graph pass may have fused into it (plugins/common/fused_activation.hpp).
+// the activation a graph pass may have fused into it (plugins/common/fused_activation.hpp),
+// and ai.singa::ConvAdd (core/passes/fuse_conv_add.cpp), a float Conv with a
+// fourth input Z of the output's shape: Y = activation(Conv(X, W, B) + Z).
 // float32 2-D convolutions whose input shape is known at create time run
 // through oneDNN (conv_dnnl.hpp); the rest, and any run whose input shape
 // differs from the planned one, through im2col + OpenBLAS or the direct loop.
@@ -9,6 +11,7 @@
 #include "conv_gemm_f32.hpp"
 #include "conv_impl.hpp"
 #include "conv_nchw_f32.hpp"
+#include "conv_relu_pool.hpp"  // kFusedDomain
 #include "env_switch.hpp"
 #include "nn_common.hpp"
 #include "pool_f32.hpp"
@@ -30,7 +33,12 @@ using ops::FusedActivation;
 class Conv : public NodeKernel {
  public:
   explicit Conv(const sdk::Node& node)
-      : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)), act_(node) {
+      : NodeKernel(node),
+        attrs_(node, *this),
+        group_(node.attr_int("group", 1)),
+        act_(node),
+        sum_(node.op_type() == "ConvAdd"),
+        conv_act_(sum_ ? FusedActivation() : act_) {
     if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
     // A MaxPool fused by core/passes/fuse_conv_pool.cpp: its window under
     // pool_kernel_shape, pool_strides, pool_pads and pool_ceil_mode.
@@ -41,6 +49,7 @@ class Conv : public NodeKernel {
       pool_.pads = node.attr_ints("pool_pads");
       pool_.ceil_mode = node.attr_int("pool_ceil_mode", 0) != 0;
       if (pool_.kernel_shape.size() != 2) fail("attribute pool_kernel_shape must hold 2 values");
+      if (sum_) fail("a ConvAdd does not take a fused MaxPool");
     }
     plan_dnnl(node);
     // 16-bit float weights are widened once here instead of on every run.
@@ -57,10 +66,17 @@ class Conv : public NodeKernel {
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
+    sdk::Tensor z = sum_ ? required(ctx, 3, "Z") : sdk::Tensor();
+    if (sum_)
+      check(x.dtype() == SINGA_ONNX_FLOAT && z.dtype() == SINGA_ONNX_FLOAT,
+            std::string("X and Z must be float, got ") + sdk::dtype_name(x.dtype()) + " and " +
+                sdk::dtype_name(z.dtype()));
     const DnnlConv* dnnl = dnnl_for(ctx, x);
     if (dnnl && x.dtype() == SINGA_ONNX_FLOAT && x.shape() == dnnl->input_shape()) {
+      if (sum_) check_summand(z, dnnl->output_shape());
       sdk::Tensor y = ctx.output(0, dnnl->output_shape(), x.dl_dtype());
-      dnnl->run(ctx, x.data<float>(), required(ctx, 1, "W").data<float>(), y.data<float>());
+      dnnl->run(ctx, x.data<float>(), required(ctx, 1, "W").data<float>(), y.data<float>(),
+                sum_ ? z.data<float>() : nullptr);
       return;
     }
     ops::use_blas_threads(ctx);
@@ -87,8 +103,16 @@ class Conv : public NodeKernel {
     Shape ys{N, M};
     for (int64_t d : g.out_dims()) ys.push_back(d);
     if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, Cg);
+    if (sum_) check_summand(z, ys);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (sdk::numel(ys) == 0) return;
+    if (sum_) {
+      float* yp = y.data<float>();
+      const float* zp = z.data<float>();
+      convolve<float>(ctx, x, w, b, yp, g, N, C, M, Cg);
+      ctx.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) { sum_activation(act_, yp + i0, zp + i0, i1 - i0); });
+      return;
+    }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       convolve<T>(ctx, x, w, b, y.data<T>(), g, N, C, M, Cg);
@@ -105,17 +129,21 @@ class Conv : public NodeKernel {
       if (nchw_fast(g, C, M)) {
         const float* bias = b.present() ? b.data<float>() : nullptr;
         if (pointwise_fits(g, group_))
-          conv_pointwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, M, g.in_size(), act_);
+          conv_pointwise_strided_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, M, g, conv_act_);
         else
-          conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, g, act_);
+          conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, g, conv_act_);
         return;
       }
     }
     run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M, Cg);
     if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value)
-      act_.apply(ctx, y, N * M * g.out_size());
+      conv_act_.apply(ctx, y, N * M * g.out_size());
     else
-      check(act_.kind == FusedActivation::kNone, "a fused activation needs float or double");
+      check(conv_act_.kind == FusedActivation::kNone, "a fused activation needs float or double");
+  }
+
+  void check_summand(const sdk::Tensor& z, const Shape& ys) const {
+    check(z.shape() == ys, "Z of shape " + shape_str(z.shape()) + " must have the output's shape " + shape_str(ys));
   }
 
   // The pool's window over a conv output of shape ys.
@@ -208,7 +236,7 @@ class Conv : public NodeKernel {
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
       if (nchw_fast(g, xs[1], ws[0])) return nullptr;
-      if (!pooled_) return DnnlConv::plan(xs, w, b, g, group_, act_);
+      if (!pooled_) return DnnlConv::plan(xs, w, b, g, group_, act_, nullptr, sum_);
       const Geometry pg = pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]});
       return DnnlConv::plan(xs, w, b, g, group_, act_, &pg);
     } catch (const std::exception&) {
@@ -234,6 +262,8 @@ class Conv : public NodeKernel {
   WindowAttrs attrs_;
   int64_t group_;
   FusedActivation act_;
+  bool sum_;                   // a ConvAdd: act_ follows the sum
+  FusedActivation conv_act_;   // what the convolution itself applies: act_, or none for a ConvAdd
   bool pooled_ = false;
   WindowAttrs pool_;
   std::vector<float> wide_weights_;
@@ -247,6 +277,7 @@ void register_conv(sdk::Registrar& reg) {
   const uint64_t types = sdk::kFloatTypes;
   reg.kernel<Conv>("", "Conv", 1, 10, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>("", "Conv", 11, 17, "cpu", {{"T", 0, types}});
+  reg.kernel<Conv>(kFusedDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 
 }  // namespace nn

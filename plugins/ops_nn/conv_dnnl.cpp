@@ -1,5 +1,6 @@
 #include "conv_dnnl.hpp"
 
+#include "conv_nchw_f32.hpp"  // sum_activation
 #include "pool_blocked16_f32.hpp"
 #include "unblock16_f32.hpp"
 
@@ -65,6 +66,8 @@ struct DnnlConv::State {
   float act_alpha = 0.f, act_beta = 0.f;
   bool winograd = false;  // a 3x3 convolution that may take oneDNN's Winograd code
   bool pooled = false;    // a MaxPool over the output (pool), see plan()
+  bool summand = false;   // run() adds z, then applies sum_act (the primitives have no activation)
+  FusedActivation sum_act;
   Geometry pool;
   std::vector<float> bias;
   // Built on first use for each thread count: a Rep usually runs at one count,
@@ -168,7 +171,9 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
   part.reorder_src = part.pd.src_desc() != part.user_src;
   part.reorder_dst = part.pd.dst_desc() != part.user_dst;
   static const bool own_unblock = !ops::env_switched_off("SINGA_CONV_UNBLOCK16");
-  part.unblock16 = own_unblock && part.reorder_dst && fast::avx512() && r1 - r0 < s.OH && pm % 16 == 0 &&
+  // A whole-height part keeps oneDNN's dense reorder, unless the summand
+  // rides in the unblocking.
+  part.unblock16 = own_unblock && part.reorder_dst && fast::avx512() && (r1 - r0 < s.OH || s.summand) && pm % 16 == 0 &&
                    part.pd.dst_desc() == memory::desc(dst_dims, dt::f32, tag::nChw16c);
   part.src_bytes = part.reorder_src ? align64(part.pd.src_desc().get_size()) : 0;
   part.dst_bytes = part.reorder_dst ? align64(part.pd.dst_desc().get_size()) : 0;
@@ -304,7 +309,8 @@ std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, 
 }  // namespace
 
 std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
-                                         int64_t group, const FusedActivation& act, const Geometry* pool) {
+                                         int64_t group, const FusedActivation& act, const Geometry* pool,
+                                         bool summand) {
   if (g.rank != 2 || x.size() != 4 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return nullptr;
   if (b.present() && (b.dtype() != SINGA_ONNX_FLOAT || b.numel() != w.dim(0))) return nullptr;
   for (int64_t d : x)
@@ -323,7 +329,11 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     c->y_ = Shape{s.N, s.M, s.OH, s.OW};
     s.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.attr_no_act.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (act.kind == FusedActivation::kRelu || act.kind == FusedActivation::kLeakyRelu) {
+    if (summand) {
+      if (pool) return nullptr;
+      s.summand = true;
+      s.sum_act = act;
+    } else if (act.kind == FusedActivation::kRelu || act.kind == FusedActivation::kLeakyRelu) {
       s.act_alg = dnnl::algorithm::eltwise_relu;  // oneDNN's relu with a negative slope is LeakyRelu
       s.act_alpha = act.kind == FusedActivation::kLeakyRelu ? act.alpha : 0.f;
     } else if (act.kind == FusedActivation::kClip) {
@@ -399,8 +409,9 @@ const DnnlConvPlan& DnnlConv::plan_for(int threads, const float* w) const {
   return *it->second;
 }
 
-void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, float* y) const {
+void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, float* y, const float* z) const {
   const State& s = *s_;
+  if (s.summand != (z != nullptr)) sdk::fail("internal: a ConvAdd plan run without its summand, or the reverse");
   const DnnlConvPlan& plan = plan_for(ctx.num_threads(), w);
   // Per-call buffers from the context keep concurrent runs apart.
   char* ws = static_cast<char*>(ctx.workspace(plan.ws_bytes + 64));
@@ -433,10 +444,23 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
         unblock16_f32(pooled, y + p.q0 * PW, s.N, s.M, p.q1 - p.q0, PW, s.M * PH * PW, PH * PW);
       } else if (p.unblock16) {
         const memory::dims d = p.pd.dst_desc().dims();
-        unblock16_f32(static_cast<const float*>(dst.get_data_handle()), y + p.dst_offset, d[0], d[1], d[2], d[3],
-                      s.M * s.OH * s.OW, s.OH * s.OW);
+        const float* blocked = static_cast<const float*>(dst.get_data_handle());
+        if (z)
+          unblock16_add_f32(blocked, y + p.dst_offset, d[0], d[1], d[2], d[3], s.M * s.OH * s.OW, s.OH * s.OW,
+                            z + p.dst_offset, s.sum_act);
+        else
+          unblock16_f32(blocked, y + p.dst_offset, d[0], d[1], d[2], d[3], s.M * s.OH * s.OW, s.OH * s.OW);
       } else if (p.reorder_dst) {
         p.dst_out.execute(st, dst, udst);
+      }
+      if (z && !p.unblock16) {
+        // The part's rows of each of its channels, contiguous in NCHW.
+        const memory::dims d = p.user_dst.dims();
+        for (int64_t n = 0; n < d[0]; ++n)
+          for (int64_t c = 0; c < d[1]; ++c) {
+            const int64_t at = p.dst_offset + n * s.M * s.OH * s.OW + c * s.OH * s.OW;
+            sum_activation(s.sum_act, y + at, z + at, d[2] * d[3]);
+          }
       }
     }
     st.wait();

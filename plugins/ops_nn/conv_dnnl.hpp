@@ -33,14 +33,19 @@ class DnnlConv {
   // oneDNN's 16-channel blocks (pool_blocked16_f32.hpp) and writes only the
   // pooled rows to NCHW; null when oneDNN would not write those blocks (the
   // caller then convolves and pools on its own).
+  // `summand`: run() adds a tensor z of the output's shape before the
+  // activation (ai.singa::ConvAdd); each part adds it while it moves its rows
+  // to NCHW. Not with a pool.
   static std::unique_ptr<DnnlConv> plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
-                                        int64_t group, const FusedActivation& act, const Geometry* pool = nullptr);
+                                        int64_t group, const FusedActivation& act, const Geometry* pool = nullptr,
+                                        bool summand = false);
   ~DnnlConv();
   const Shape& input_shape() const { return x_; }
   const Shape& output_shape() const { return y_; }  // pooled, for a pooled plan
   // x and y are NCHW of input_shape()/output_shape(); w is the OIHW weights
-  // the plan was made for (read only on the first run at a thread count).
-  void run(const sdk::Context& ctx, const float* x, const float* w, float* y) const;
+  // the plan was made for (read only on the first run at a thread count);
+  // z is the summand (NCHW, y's shape) of a plan made with one, else null.
+  void run(const sdk::Context& ctx, const float* x, const float* w, float* y, const float* z = nullptr) const;
 
   struct State;  // opaque outside conv_dnnl.cpp
 

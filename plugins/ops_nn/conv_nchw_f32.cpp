@@ -18,8 +18,38 @@ using ops::FusedActivation;
 bool pointwise_fits(const Geometry& g, int64_t group) {
   if (group != 1) return false;
   for (int i = 0; i < kMaxSpatial; ++i)
-    if (g.k[i] != 1 || g.s[i] != 1 || g.pb[i] != 0 || g.pe[i] != 0) return false;
+    if (g.k[i] != 1 || g.pb[i] != 0 || g.pe[i] != 0 || g.out[i] <= 0) return false;
   return true;
+}
+
+bool strided(const Geometry& g) {
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (g.s[i] != 1) return true;
+  return false;
+}
+
+// A strided 1x1 convolution reads one input pixel in s*s (ResNet's
+// downsampling shortcuts): those pixels, gathered into a dense [N, C, out]
+// buffer, make it a plain pointwise product. oneDNN ran these through a
+// channels-last reorder of the whole input and another of the output, at
+// 95 GFLOP/s (ResNet-18's three: 0.36 ms at 1 thread, 0.25 at 2).
+void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
+                                int64_t N, int64_t C, int64_t M, const Geometry& g, const FusedActivation& act) {
+  if (!strided(g)) return conv_pointwise_f32(ctx, x, w, bias, y, N, C, M, g.in_size(), act);
+  const int64_t in = g.in_size(), out = g.out_size();
+  float* dense = static_cast<float*>(ctx.workspace(size_t(N * C * out) * sizeof(float)));
+  ctx.parallel_for(N * C, 16, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* src = x + p * in;
+      float* dst = dense + p * out;
+      for (int64_t a = 0; a < g.out[0]; ++a)
+        for (int64_t b = 0; b < g.out[1]; ++b) {
+          const float* row = src + (a * g.s[0] * g.in[1] + b * g.s[1]) * g.in[2];
+          for (int64_t c = 0; c < g.out[2]; ++c) *dst++ = row[c * g.s[2]];
+        }
+    }
+  });
+  conv_pointwise_f32(ctx, dense, w, bias, y, N, C, M, out, act);
 }
 
 // FusedActivation::apply_rows compiled for AVX-512 and AVX2 as well (the
@@ -27,6 +57,25 @@ bool pointwise_fits(const Geometry& g, int64_t group) {
 SINGA_VEC_CLONES void bias_activation(const FusedActivation& act, float* y, int64_t rows, int64_t n, int64_t ld,
                                       const float* bias) {
   act.apply_rows(y, rows, n, ld, bias);
+}
+
+SINGA_VEC_CLONES void sum_activation(const FusedActivation& act, float* y, const float* z, int64_t n) {
+  switch (act.kind) {
+    case FusedActivation::kRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i] + z[i], 0.f);
+      break;
+    case FusedActivation::kClip:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i] + z[i], act.lo), act.hi);
+      break;
+    case FusedActivation::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = y[i] + z[i];
+        y[i] = v >= 0.f ? v : act.alpha * v;
+      }
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+  }
 }
 
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,

@@ -1,10 +1,11 @@
 // conv_nchw_f32.hpp - two float32 convolutions that run straight on NCHW
 // activations, without oneDNN's reorders into its blocked layout and back:
 //
-//  - pointwise (1x1 kernel, stride 1, no padding, one group): per image the
+//  - pointwise (1x1 kernel, no padding, one group): per image the
 //    convolution is the product Y[M, H*W] = W[M, C] X[C, H*W], run through
 //    oneDNN's sgemm on column blocks, with bias and the fused activation
-//    applied to each block while it is still in cache;
+//    applied to each block while it is still in cache (a strided one first
+//    gathers the pixels it reads);
 //  - depthwise (one input and one output channel per group, 3x3 or 5x5
 //    kernel, stride 1 or 2, no dilation, any padding): each channel's plane is
 //    copied once into a zero-padded scratch plane (split into even and odd
@@ -28,11 +29,19 @@ namespace nn {
 void bias_activation(const ops::FusedActivation& act, float* y, int64_t rows, int64_t n, int64_t ld,
                      const float* bias);
 
+// y[i] = act(y[i] + z[i]) for n floats: a fused residual Add's epilogue
+// (core/passes/fuse_conv_add.cpp) where no other pass over y takes it.
+void sum_activation(const ops::FusedActivation& act, float* y, const float* z, int64_t n);
+
 // True when conv_pointwise_f32 computes this convolution (2-D).
 bool pointwise_fits(const Geometry& g, int64_t group);
 // x [N, C, H*W], w [M, C], bias [M] or null, y [N, M, H*W].
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
                         int64_t C, int64_t M, int64_t HW, const ops::FusedActivation& act);
+
+// x [N, C, input dims], y [N, M, output dims]: any strides.
+void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
+                                int64_t N, int64_t C, int64_t M, const Geometry& g, const ops::FusedActivation& act);
 
 // True when conv_depthwise_f32 computes this convolution (2-D, C == M == group).
 bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group);

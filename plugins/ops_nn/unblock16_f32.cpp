@@ -6,35 +6,71 @@
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
+#include "vec_activation_avx512.hpp"
+
 namespace singa {
 namespace nn {
 
 SINGA_AVX512_BEGIN
 
-void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
-                   int64_t y_channel) {
+namespace {
+
+// kAdd: each stored vector first gains z's values at the same place in NCHW,
+// then goes through the activation.
+template <ops::FusedActivation::Kind A, bool kAdd>
+void unblock16_as(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
+                  int64_t y_channel, const float* z, const ops::FusedActivation& act) {
+  const VecActivation<A> f(act);
   const int64_t blocks = M / 16, full = W / 16 * 16, tail = W - full;
   const __mmask16 tail_mask = __mmask16((1u << tail) - 1u);
+  // Full vectors take plain loads and stores: masked ones are slow on AMD's
+  // family 1Ah (pool.cpp).
+  auto store = [&](int64_t at, __m512 v) {
+    if constexpr (kAdd) v = _mm512_add_ps(v, _mm512_loadu_ps(z + at));
+    _mm512_storeu_ps(y + at, f(v));
+  };
+  auto store_tail = [&](int64_t at, __m512 v, __mmask16 mask) {
+    if constexpr (kAdd) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z + at));
+    _mm512_mask_storeu_ps(y + at, mask, f(v));
+  };
   __m512 v[16];
   for (int64_t n = 0; n < N; ++n)
     for (int64_t cb = 0; cb < blocks; ++cb) {
       const float* src = b + ((n * blocks + cb) * R) * W * 16;
-      float* dst = y + n * y_image + cb * 16 * y_channel;
+      const int64_t dst = n * y_image + cb * 16 * y_channel;
       for (int64_t r = 0; r < R; ++r) {
         const float* row = src + r * W * 16;
-        float* out = dst + r * W;
+        const int64_t out = dst + r * W;
         for (int64_t w = 0; w < full; w += 16) {
           for (int i = 0; i < 16; ++i) v[i] = _mm512_loadu_ps(row + (w + i) * 16);
           fast::transpose16(v);
-          for (int c = 0; c < 16; ++c) _mm512_storeu_ps(out + c * y_channel + w, v[c]);
+          for (int c = 0; c < 16; ++c) store(out + c * y_channel + w, v[c]);
         }
         if (tail) {
           for (int64_t i = 0; i < 16; ++i) v[i] = i < tail ? _mm512_loadu_ps(row + (full + i) * 16) : _mm512_setzero_ps();
           fast::transpose16(v);
-          for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(out + c * y_channel + full, tail_mask, v[c]);
+          for (int c = 0; c < 16; ++c) store_tail(out + c * y_channel + full, v[c], tail_mask);
         }
       }
     }
+}
+
+}  // namespace
+
+void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
+                   int64_t y_channel) {
+  unblock16_as<ops::FusedActivation::kNone, false>(b, y, N, M, R, W, y_image, y_channel, nullptr, {});
+}
+
+void unblock16_add_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
+                       int64_t y_channel, const float* z, const ops::FusedActivation& act) {
+  using K = ops::FusedActivation;
+  switch (act.kind) {
+    case K::kRelu: return unblock16_as<K::kRelu, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
+    case K::kClip: return unblock16_as<K::kClip, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
+    case K::kLeakyRelu: return unblock16_as<K::kLeakyRelu, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
+    default: return unblock16_as<K::kNone, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
+  }
 }
 
 SINGA_AVX512_END
@@ -47,6 +83,10 @@ SINGA_AVX512_END
 namespace singa {
 namespace nn {
 void unblock16_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { std::abort(); }
+void unblock16_add_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*,
+                       const ops::FusedActivation&) {
+  std::abort();
+}
 }  // namespace nn
 }  // namespace singa
 #endif

@@ -11,6 +11,8 @@
 #ifndef SINGA_OPS_NN_UNBLOCK16_F32_HPP
 #define SINGA_OPS_NN_UNBLOCK16_F32_HPP
 
+#include "fused_activation.hpp"
+
 #include <cstdint>
 
 namespace singa {
@@ -20,6 +22,11 @@ namespace nn {
 // column w of image n to y[n * y_image + c * y_channel + r * W + w].
 void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
                    int64_t y_channel);
+
+// The same, writing act(value + z) where z is laid out like y (a fused
+// residual Add, core/passes/fuse_conv_add.cpp).
+void unblock16_add_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
+                       int64_t y_channel, const float* z, const ops::FusedActivation& act);
 
 }  // namespace nn
 }  // namespace singa

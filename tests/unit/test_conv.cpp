@@ -153,7 +153,7 @@ TEST(ConvDnnl, ShapeUnknownAtPrepareIsPlannedOnTheFirstRun) {
   }
 }
 
-// The NCHW paths (plugins/ops_nn/conv_nchw_f32.cpp: pointwise as a product,
+// The NCHW paths (plugins/ops_nn/conv_nchw_f32.cpp: pointwise as a product, strided or not,
 // depthwise 3x3/5x5 through phase planes or 16-channel blocks), with a fused
 // Relu, Clip or LeakyRelu, against the same model in float64 (which takes the
 // generic loops), at 1 to 3 threads.
@@ -167,6 +167,9 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
       // Weights heavier than the image: one call per slice of output channels.
       {"pointwise, weight-heavy, a channel tail", 1, 96, 5, 5, 200, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, weight-heavy batch", 3, 64, 4, 4, 128, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // Strided: the pixels read are gathered first (ResNet's downsampling shortcuts).
+      {"pointwise stride 2, odd sizes", 2, 16, 9, 11, 24, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise strides 3x2, weight-heavy", 1, 96, 7, 10, 200, 1, 1, 1, {3, 2}, {0, 0, 0, 0}, {1, 1}},
       {"depthwise 3x3", 2, 6, 7, 7, 6, 3, 3, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"depthwise 3x3 stride 2, odd sizes", 1, 5, 15, 13, 5, 3, 3, 5, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"depthwise 3x3 no padding", 1, 3, 9, 20, 3, 3, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},

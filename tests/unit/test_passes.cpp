@@ -695,6 +695,161 @@ TEST(Passes, MaxPoolStaysWhenItsIndicesOrTheConvOutputAreRead) {
   EXPECT_EQ(stats_of(dilated).conv_pools, 0);
 }
 
+namespace {
+
+struct ResidualCase {
+  int64_t N = 1, C = 16, M = 16, H = 12, W = 12;
+  int64_t K = 3;      // the second Conv's window (pads K / 2)
+  int64_t S = 1;      // the first Conv's stride; the shortcut is x itself when 1 and C == M
+  bool shortcut_conv = false;  // a 1x1 Conv of stride S as the shortcut (ResNet's downsampling)
+  bool conv_first = true;      // Add(conv, shortcut), else Add(shortcut, conv)
+  std::string act = "Relu";    // after the Add; "" none
+};
+
+// x -> Conv 3x3 stride S pads 1 -> Relu -> Conv KxK -> Add(shortcut) [-> act] -> y:
+// a ResNet basic block.
+ModelBuilder residual_block(const ResidualCase& c) {
+  ModelBuilder m(13);
+  const int64_t OH = (c.H - 1) / c.S + 1, OW = (c.W - 1) / c.S + 1;
+  m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W})
+      .initializer("w1", random_floats({c.M, c.C, 3, 3}, 110, -0.3f, 0.3f))
+      .initializer("b1", random_floats({c.M}, 111))
+      .initializer("w2", random_floats({c.M, c.M, c.K, c.K}, 112, -0.3f, 0.3f))
+      .initializer("b2", random_floats({c.M}, 113))
+      .initializer("lo", floats({}, {-0.5f}))
+      .initializer("hi", floats({}, {1.5f}));
+  m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
+  add_ints(m.last(), "strides", {c.S, c.S});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  m.node("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2");
+  add_ints(m.last(), "pads", std::vector<int64_t>(4, c.K / 2));
+  std::string shortcut = "x";
+  if (c.shortcut_conv) {
+    m.initializer("wd", random_floats({c.M, c.C, 1, 1}, 114)).node("Conv", {"x", "wd"}, {"down"}, "down");
+    add_ints(m.last(), "strides", {c.S, c.S});
+    shortcut = "down";
+  }
+  const std::string sum = c.act.empty() ? "y" : "sum";
+  m.node("Add", c.conv_first ? std::vector<std::string>{"c2", shortcut} : std::vector<std::string>{shortcut, "c2"},
+         {sum}, "add");
+  if (c.act == "Clip")
+    m.node("Clip", {sum, "lo", "hi"}, {"y"}, "act");
+  else if (!c.act.empty())
+    m.node(c.act, {sum}, {"y"}, "act");
+  m.output("y", SINGA_ONNX_FLOAT, {c.N, c.M, OH, OW});
+  return m;
+}
+
+}  // namespace
+
+// The residual Add (and the activation after it) runs inside the second Conv,
+// against the unfused graph at 1 to 3 threads: oneDNN parts that unblock 16
+// channels with the sum (bands of rows, channel slices, whole), parts that
+// do not (channels not a multiple of 16), and the 1x1 paths (a pass over the
+// output), every activation kind, either Add operand order.
+TEST(Passes, ResidualAddRunsInsideTheConv) {
+  ensure_loaded();
+  std::vector<ResidualCase> cases;
+  ResidualCase c;
+  c.W = 37;
+  cases.push_back(c);  // identity shortcut, Winograd; rows of two whole 16-column blocks and a tail
+  c.W = 12;
+  c.S = 2, c.M = 32, c.shortcut_conv = true, c.act = "LeakyRelu", c.conv_first = false;
+  cases.push_back(c);  // downsampling block: the 3x3 Conv takes the sum, not the 1x1 shortcut
+  c = ResidualCase();
+  c.C = c.M = 64, c.H = c.W = 3, c.act = "Clip";
+  cases.push_back(c);  // weight-heavy: channel slices at 2 and 3 threads
+  c = ResidualCase();
+  c.C = c.M = 12, c.K = 5, c.act = "";
+  cases.push_back(c);  // no 16-channel blocks: a pass over each part's rows
+  c = ResidualCase();
+  c.C = c.M = 24, c.K = 1, c.N = 2;
+  cases.push_back(c);  // a 1x1 second Conv: the pointwise path, then the sum
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const ResidualCase& rc = cases[i];
+    ModelBuilder m = residual_block(rc);
+    for (int threads : {1, 2, 3}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      auto ops = check_same(m, {random_floats({rc.N, rc.C, rc.H, rc.W}, 120 + unsigned(i))}, 1e-4, o);
+      const std::vector<std::string> want = rc.shortcut_conv ? std::vector<std::string>{"Conv", "Conv", "ConvAdd"}
+                                                             : std::vector<std::string>{"Conv", "ConvAdd"};
+      EXPECT_EQ(ops, want);
+    }
+    const ::onnx::ModelProto optimized = singa::onnx::optimized_model(m.model, {});
+    for (const auto& n : optimized.graph().node())
+      if (n.op_type() == "ConvAdd") EXPECT_EQ(n.name(), "conv2");  // not the 1x1 shortcut
+    const auto st = stats_of(m);
+    EXPECT_EQ(st.conv_adds, 1);
+    EXPECT_EQ(st.activations, rc.act.empty() ? 1 : 2);
+  }
+}
+
+// The Add stays when the Conv's output is also read, when the other operand
+// broadcasts, or when an activation sits between the Conv and the Add.
+TEST(Passes, ResidualAddStaysWhereTheConvCannotTakeIt) {
+  ensure_loaded();
+  ResidualCase c;
+  ModelBuilder read = residual_block(c);
+  read.output("c2", SINGA_ONNX_FLOAT, {1, 16, 12, 12});
+  auto ops = check_same(read, {random_floats({1, 16, 12, 12}, 130)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Add", "Relu"}));
+  EXPECT_EQ(stats_of(read).conv_adds, 0);
+
+  ModelBuilder bcast = residual_block(c);
+  for (auto& n : *bcast.model.mutable_graph()->mutable_node())
+    if (n.name() == "add") n.set_input(1, "b2row");
+  bcast.initializer("b2row", random_floats({1, 16, 1, 1}, 131));
+  ops = check_same(bcast, {random_floats({1, 16, 12, 12}, 132)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Add", "Relu"}));
+
+  ModelBuilder relu_first = residual_block(c);
+  auto* nodes = relu_first.model.mutable_graph()->mutable_node();
+  int at = 0;
+  while (nodes->Get(at).name() != "conv2") ++at;
+  nodes->Mutable(at)->set_output(0, "c2pre");
+  relu_first.node("Relu", {"c2pre"}, {"c2"}, "relu2");
+  for (int k = nodes->size() - 1; k > at + 1; --k) nodes->SwapElements(k, k - 1);  // right after conv2
+  ops = check_same(relu_first, {random_floats({1, 16, 12, 12}, 133)});
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Add", "Relu"}));
+  EXPECT_EQ(stats_of(relu_first).conv_adds, 0);
+}
+
+// optimized_model() writes ConvAdd in the ai.singa domain, which loads and
+// runs again with the same results.
+TEST(Passes, OptimizedModelWithAConvAddLoadsAgain) {
+  ensure_loaded();
+  // No activation anywhere: ONNX's checker refuses singa's activation
+  // attributes on a Conv read from a file (BadFusedNodesFailClearly).
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {1, 16, 12, 12})
+      .initializer("w", random_floats({16, 16, 3, 3}, 138, -0.3f, 0.3f))
+      .initializer("b", random_floats({16}, 139))
+      .node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
+  m.node("Add", {"c", "x"}, {"y"}, "add").output("y", SINGA_ONNX_FLOAT, {1, 16, 12, 12});
+  ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+  bool fused = false;
+  for (const auto& n : out.graph().node()) fused = fused || (n.op_type() == "ConvAdd" && n.domain() == "ai.singa");
+  EXPECT_TRUE(fused);
+  std::string bytes;
+  ASSERT_TRUE(out.SerializeToString(&bytes));
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  auto again = singa::onnx::prepare_bytes(bytes, o);
+  auto plain = singa::onnx::prepare_bytes(m.bytes(), o);
+  const Tensor x = random_floats({1, 16, 12, 12}, 134);
+  auto a = plain->run({x}), b = again->run({x});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
+  for (int64_t i = 0; i < a[0].second.numel(); ++i)
+    EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], 1e-4) << i;
+
+}
+
 // Q K^T / s (and s * Q K^T, Q K^T * s) -> one MatMul with alpha, against the
 // unfused graph; a scalar dividend (s / Q K^T) and a non-scalar operand stay.
 TEST(Passes, AScaleAfterAMatMulBecomesItsAlpha) {
@@ -754,6 +909,19 @@ TEST(Passes, BadFusedNodesFailClearly) {
     add_ints(m.last(), "pads", {1, 1, 1, 1});
     m.output("y", SINGA_ONNX_FLOAT, {1, 16, 9, 7});
     expect_error(m, {random_floats({1, 8, 9, 7}, 4)}, "Wd must be");
+  }
+  {  // ConvAdd whose summand does not have the output's shape
+    ModelBuilder m(13);
+    auto* op = m.model.add_opset_import();
+    op->set_domain("ai.singa");
+    op->set_version(1);
+    m.input("x", SINGA_ONNX_FLOAT, {1, 4, 5, 5})
+        .input("z", SINGA_ONNX_FLOAT, {1, 4, 5, 4})
+        .initializer("w", random_floats({4, 4, 1, 1}, 5))
+        .node("ConvAdd", {"x", "w", "", "z"}, {"y"}, "bad");
+    m.last()->set_domain("ai.singa");
+    m.output("y", SINGA_ONNX_FLOAT, {1, 4, 5, 5});
+    expect_error(m, {random_floats({1, 4, 5, 5}, 6), random_floats({1, 4, 5, 4}, 7)}, "Z of shape [1,4,5,4]");
   }
   {  // singa's own Conv attributes in a model file: ONNX's checker refuses them, naming the node
     ModelBuilder m(13);
