@@ -41,7 +41,9 @@ struct DnnlConvPart {
   // to NCHW through unblock16_f32 instead of dst_out (see its header).
   bool unblock16 = false;
   // Set when oneDNN's Winograd code refused the activation as a post-op: it
-  // then runs on the part's output right after the convolution, in cache.
+  // then runs on the part's output right after the convolution, in cache
+  // (doing it in the unblocking instead, or after the pooling for a pooled
+  // part, measured the same on Tiny-YOLOv2's LeakyRelus).
   bool act_after = false;
   dnnl::eltwise_forward act;
   size_t src_bytes = 0, dst_bytes = 0, scratch_bytes = 0, ws_offset = 0;
@@ -66,8 +68,8 @@ struct DnnlConv::State {
   float act_alpha = 0.f, act_beta = 0.f;
   bool winograd = false;  // a 3x3 convolution that may take oneDNN's Winograd code
   bool pooled = false;    // a MaxPool over the output (pool), see plan()
-  bool summand = false;   // run() adds z, then applies sum_act (the primitives have no activation)
-  FusedActivation sum_act;
+  bool summand = false;   // run() adds z, then applies act (the primitives have no activation)
+  FusedActivation act;    // the node's fused activation
   Geometry pool;
   std::vector<float> bias;
   // Built on first use for each thread count: a Rep usually runs at one count,
@@ -329,10 +331,10 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     c->y_ = Shape{s.N, s.M, s.OH, s.OW};
     s.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.attr_no_act.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    s.act = act;
     if (summand) {
       if (pool) return nullptr;
       s.summand = true;
-      s.sum_act = act;
     } else if (act.kind == FusedActivation::kRelu || act.kind == FusedActivation::kLeakyRelu) {
       s.act_alg = dnnl::algorithm::eltwise_relu;  // oneDNN's relu with a negative slope is LeakyRelu
       s.act_alpha = act.kind == FusedActivation::kLeakyRelu ? act.alpha : 0.f;
@@ -445,11 +447,8 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
       } else if (p.unblock16) {
         const memory::dims d = p.pd.dst_desc().dims();
         const float* blocked = static_cast<const float*>(dst.get_data_handle());
-        if (z)
-          unblock16_add_f32(blocked, y + p.dst_offset, d[0], d[1], d[2], d[3], s.M * s.OH * s.OW, s.OH * s.OW,
-                            z + p.dst_offset, s.sum_act);
-        else
-          unblock16_f32(blocked, y + p.dst_offset, d[0], d[1], d[2], d[3], s.M * s.OH * s.OW, s.OH * s.OW);
+        unblock16_f32(blocked, y + p.dst_offset, d[0], d[1], d[2], d[3], s.M * s.OH * s.OW, s.OH * s.OW,
+                      z ? z + p.dst_offset : nullptr, z ? s.act : FusedActivation());
       } else if (p.reorder_dst) {
         p.dst_out.execute(st, dst, udst);
       }
@@ -459,7 +458,7 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
         for (int64_t n = 0; n < d[0]; ++n)
           for (int64_t c = 0; c < d[1]; ++c) {
             const int64_t at = p.dst_offset + n * s.M * s.OH * s.OW + c * s.OH * s.OW;
-            sum_activation(s.sum_act, y + at, z + at, d[2] * d[3]);
+            sum_activation(s.act, y + at, z + at, d[2] * d[3]);
           }
       }
     }

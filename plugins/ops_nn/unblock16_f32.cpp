@@ -55,22 +55,26 @@ void unblock16_as(const float* b, float* y, int64_t N, int64_t M, int64_t R, int
     }
 }
 
+template <bool kAdd>
+void unblock16_with(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
+                    int64_t y_channel, const float* z, const ops::FusedActivation& act) {
+  using K = ops::FusedActivation;
+  switch (act.kind) {
+    case K::kRelu: return unblock16_as<K::kRelu, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
+    case K::kClip: return unblock16_as<K::kClip, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
+    case K::kLeakyRelu: return unblock16_as<K::kLeakyRelu, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
+    default: return unblock16_as<K::kNone, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
+  }
+}
+
 }  // namespace
 
 void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
-                   int64_t y_channel) {
-  unblock16_as<ops::FusedActivation::kNone, false>(b, y, N, M, R, W, y_image, y_channel, nullptr, {});
-}
-
-void unblock16_add_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
-                       int64_t y_channel, const float* z, const ops::FusedActivation& act) {
-  using K = ops::FusedActivation;
-  switch (act.kind) {
-    case K::kRelu: return unblock16_as<K::kRelu, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
-    case K::kClip: return unblock16_as<K::kClip, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
-    case K::kLeakyRelu: return unblock16_as<K::kLeakyRelu, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
-    default: return unblock16_as<K::kNone, true>(b, y, N, M, R, W, y_image, y_channel, z, act);
-  }
+                   int64_t y_channel, const float* z, const ops::FusedActivation& act) {
+  if (z)
+    unblock16_with<true>(b, y, N, M, R, W, y_image, y_channel, z, act);
+  else
+    unblock16_with<false>(b, y, N, M, R, W, y_image, y_channel, z, act);
 }
 
 SINGA_AVX512_END
@@ -82,9 +86,8 @@ SINGA_AVX512_END
 
 namespace singa {
 namespace nn {
-void unblock16_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { std::abort(); }
-void unblock16_add_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*,
-                       const ops::FusedActivation&) {
+void unblock16_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*,
+                   const ops::FusedActivation&) {
   std::abort();
 }
 }  // namespace nn
