@@ -67,6 +67,7 @@ struct DnnlConv::State {
   dnnl::algorithm act_alg = dnnl::algorithm::undef;
   float act_alpha = 0.f, act_beta = 0.f;
   bool winograd = false;  // a 3x3 convolution that may take oneDNN's Winograd code
+  int64_t min_parts = 1;  // slices of output channels even at 1 thread, to bound Winograd's weight reorders
   bool pooled = false;    // a MaxPool over the output (pool), see plan()
   bool summand = false;   // run() adds z, then applies act (the primitives have no activation)
   FusedActivation act;    // the node's fused activation
@@ -291,12 +292,13 @@ std::unique_ptr<DnnlConvPlan> pooled_plan(const DnnlConv::State& s, int64_t n, c
 }
 
 std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, const float* w) {
-  if (split_rows(s, threads))
+  if (s.min_parts <= 1 && split_rows(s, threads))
     if (auto plan = split_by_rows(s, threads, w)) return plan;
   auto plan = std::make_unique<DnnlConvPlan>();
   const int64_t Mg = s.M / s.group;
   const int64_t units = s.group == 1 ? std::max<int64_t>(1, s.M / 16) : s.group;
-  const int64_t n = std::min<int64_t>(threads, units);
+  // At least min_parts slices, a multiple of the thread count.
+  const int64_t n = std::min<int64_t>((std::max<int64_t>(threads, s.min_parts) + threads - 1) / threads * threads, units);
   if (n < 2) return nullptr;
   for (int64_t p = 0; p < n; ++p) {
     const int64_t u0 = units * p / n, u1 = units * (p + 1) / n;
@@ -357,16 +359,16 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     const DnnlConvPart whole = make_part(s, 0, s.OH, 0, s.M, nullptr);
     // Transformed weights are 1.8x (F(2x2,3x3)) to 4x (F(4x4,3x3)) the
     // original ones, and oneDNN's reorder into them holds a second buffer of
-    // that size while it runs: past 48 MiB (Tiny-YOLOv2's 1024->1024 layer:
-    // 67 MiB, and 64 more during the reorder) the direct code keeps the peak
-    // memory below ONNX Runtime's (317 -> 231 MiB against its 303).
-    static const size_t max_winograd_bytes = [] {
-      const char* e = std::getenv("SINGA_WINOGRAD_MAX_MIB");
-      return size_t(e ? std::max(0L, std::atol(e)) : 48) << 20;
-    }();
+    // that size while it runs (Tiny-YOLOv2's 1024->1024 layer: 67 MiB, and
+    // 64 more during the reorder, took the peak RSS past ONNX Runtime's):
+    // past 16 MiB the plans slice the output channels, even at 1 thread, so
+    // that each slice's reorder holds only its own share.
+    const char* part_mib = std::getenv("SINGA_WINOGRAD_PART_MIB");  // read per node: tests set it
+    const size_t max_winograd_part = size_t(part_mib ? std::max(1L, std::atol(part_mib)) : 16) << 20;
+    const size_t wino_bytes = whole.pd.weights_desc().get_size();
     if (s.winograd && std::string(whole.pd.impl_info_str()).find("wino") != std::string::npos &&
-        whole.pd.weights_desc().get_size() > max_winograd_bytes)
-      s.winograd = false;
+        wino_bytes > max_winograd_part)
+      s.min_parts = std::min<int64_t>(s.M / 16, int64_t((wino_bytes + max_winograd_part - 1) / max_winograd_part));
     if (pool) {
       // Pooled only where the whole convolution writes 16-channel blocks
       // and the pooling is ours to run (AVX-512); bands are checked when
@@ -398,7 +400,7 @@ const DnnlConvPlan& DnnlConv::plan_for(int threads, const float* w) const {
       } catch (const dnnl::error&) {
         plan = pooled_plan(s, 1, w);  // plan() made sure the whole one works
       }
-    } else if (threads > 1) {
+    } else if (threads > 1 || s.min_parts > 1) {
       try {
         plan = make_split(s, threads, w);
       } catch (const dnnl::error&) {

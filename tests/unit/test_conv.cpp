@@ -93,7 +93,11 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       {"winograd + LeakyRelu", 1, 32, 20, 22, 48, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
       {"winograd + Relu", 2, 16, 13, 13, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu"},
       {"winograd + Clip, unpadded", 1, 64, 9, 30, 64, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "Clip"},
+      // Transformed weights past SINGA_WINOGRAD_PART_MIB (1 here; 2.3 MiB or
+      // more for this layer): slices of output channels even at 1 thread.
+      {"winograd in channel slices", 1, 192, 8, 8, 192, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
   };
+  setenv("SINGA_WINOGRAD_PART_MIB", "1", 1);
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -124,6 +128,7 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       EXPECT_LE(worst, 1e-4);
     }
   }
+  unsetenv("SINGA_WINOGRAD_PART_MIB");
   rt.cpu()->set_num_threads(saved);
 }
 
