@@ -362,13 +362,23 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     // that size while it runs (Tiny-YOLOv2's 1024->1024 layer: 67 MiB, and
     // 64 more during the reorder, took the peak RSS past ONNX Runtime's):
     // past 16 MiB the plans slice the output channels, even at 1 thread, so
-    // that each slice's reorder holds only its own share.
+    // that each slice's reorder holds only its own share. But every slice
+    // transforms the whole input into a scratch of its own, which grows with
+    // the batch (that layer at batch 8: 9 slices of 42 MiB, 2.7x slower than
+    // the direct code): past 32 MiB of slice scratch in all, the layer runs
+    // whole, or with the direct code when its transformed weights pass 48 MiB.
     const char* part_mib = std::getenv("SINGA_WINOGRAD_PART_MIB");  // read per node: tests set it
     const size_t max_winograd_part = size_t(part_mib ? std::max(1L, std::atol(part_mib)) : 16) << 20;
     const size_t wino_bytes = whole.pd.weights_desc().get_size();
     if (s.winograd && std::string(whole.pd.impl_info_str()).find("wino") != std::string::npos &&
-        wino_bytes > max_winograd_part)
+        wino_bytes > max_winograd_part) {
       s.min_parts = std::min<int64_t>(s.M / 16, int64_t((wino_bytes + max_winograd_part - 1) / max_winograd_part));
+      const DnnlConvPart slice = make_part(s, 0, s.OH, 0, s.M / s.min_parts / 16 * 16, nullptr);
+      if (size_t(s.min_parts) * slice.scratch_bytes > (size_t(32) << 20)) {
+        s.min_parts = 1;
+        if (wino_bytes > (size_t(48) << 20)) s.winograd = false;
+      }
+    }
     if (pool) {
       // Pooled only where the whole convolution writes 16-channel blocks
       // and the pooling is ours to run (AVX-512); bands are checked when
