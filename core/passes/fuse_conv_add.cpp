@@ -49,12 +49,10 @@ int fuse_conv_adds(graph::Graph& g) {
     // Of two Convs, the one with the larger window takes the sum: oneDNN
     // runs it and adds Z for free, where a 1x1 Conv (ResNet's downsampling
     // shortcut) would need a pass of its own.
+    auto area = [&](int k) { return kernel_area(g, g.nodes[size_t(g.values[size_t(add.inputs[size_t(k)])].producer)]); };
     int side = -1;
     for (int k = 0; k < 2; ++k)
-      if (fusable(g, add.inputs[size_t(k)]) &&
-          (side < 0 || kernel_area(g, g.nodes[size_t(g.values[size_t(add.inputs[size_t(k)])].producer)]) >=
-                           kernel_area(g, g.nodes[size_t(g.values[size_t(add.inputs[size_t(side)])].producer)])))
-        side = k;
+      if (fusable(g, add.inputs[size_t(k)]) && (side < 0 || area(k) >= area(side))) side = k;
     if (side < 0) continue;
     const int y = add.inputs[size_t(side)], z = add.inputs[size_t(1 - side)];
     const size_t ci = size_t(g.values[size_t(y)].producer);

@@ -77,6 +77,27 @@ struct FusedActivation {
     }
   }
 
+  // y[i] = act(y[i] + z[i]) for n floats, in place: the epilogue of a fused
+  // residual Add (ai.singa::ConvAdd), one loop per kind like apply_rows.
+  void apply_sum(float* y, const float* z, int64_t n) const {
+    switch (kind) {
+      case kRelu:
+        for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i] + z[i], 0.f);
+        break;
+      case kClip:
+        for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i] + z[i], lo), hi);
+        break;
+      case kLeakyRelu:
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = y[i] + z[i];
+          y[i] = v >= 0.f ? v : alpha * v;
+        }
+        break;
+      default:
+        for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+    }
+  }
+
   // In place over a contiguous buffer, split over the context's threads.
   template <class T>
   void apply(const sdk::Context& ctx, T* y, int64_t n) const {

@@ -59,23 +59,9 @@ SINGA_VEC_CLONES void bias_activation(const FusedActivation& act, float* y, int6
   act.apply_rows(y, rows, n, ld, bias);
 }
 
+// FusedActivation::apply_sum, cloned likewise.
 SINGA_VEC_CLONES void sum_activation(const FusedActivation& act, float* y, const float* z, int64_t n) {
-  switch (act.kind) {
-    case FusedActivation::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i] + z[i], 0.f);
-      break;
-    case FusedActivation::kClip:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i] + z[i], act.lo), act.hi);
-      break;
-    case FusedActivation::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = y[i] + z[i];
-        y[i] = v >= 0.f ? v : act.alpha * v;
-      }
-      break;
-    default:
-      for (int64_t i = 0; i < n; ++i) y[i] += z[i];
-  }
+  act.apply_sum(y, z, n);
 }
 
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,

@@ -71,6 +71,28 @@ std::vector<std::string> check_same(const ModelBuilder& m, const std::vector<Ten
   return ops_of(*fast);
 }
 
+// optimized_model() of m holds a `fused_op` node of the ai.singa domain and
+// imports the domain: the written model loads, checks and runs on x with the
+// results of the original.
+void check_optimized_model_loads_again(const ModelBuilder& m, const std::string& fused_op, const Tensor& x) {
+  ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+  bool fused = false;
+  for (const auto& n : out.graph().node()) fused = fused || (n.op_type() == fused_op && n.domain() == "ai.singa");
+  EXPECT_TRUE(fused);
+  std::string bytes;
+  ASSERT_TRUE(out.SerializeToString(&bytes));
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  auto again = singa::onnx::prepare_bytes(bytes, o);
+  auto plain = singa::onnx::prepare_bytes(m.bytes(), o);
+  auto a = plain->run({x}), b = again->run({x});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
+  for (int64_t i = 0; i < a[0].second.numel(); ++i)
+    EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], 1e-4) << i;
+}
+
 // x -> Conv(W, B) -> BatchNormalization -> ACT -> y, on [N,3,9,9] (N symbolic when batch < 0).
 ModelBuilder conv_bn(const std::string& act, int64_t batch, int64_t opset = 13) {
   ModelBuilder m(opset);
@@ -557,24 +579,7 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
 TEST(Passes, OptimizedModelWithAFusedBlockLoadsAgain) {
   ensure_loaded();
   Block b;
-  ModelBuilder m = inverted_residual(b);
-  ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
-  bool fused = false;
-  for (const auto& n : out.graph().node()) fused = fused || n.op_type() == "ExpandDepthwiseProject";
-  EXPECT_TRUE(fused);
-  std::string bytes;
-  ASSERT_TRUE(out.SerializeToString(&bytes));
-  singa::onnx::PrepareOptions o;
-  o.optimize = false;
-  auto again = singa::onnx::prepare_bytes(bytes, o);
-  auto plain = singa::onnx::prepare_bytes(m.bytes(), o);
-  const Tensor x = random_floats({1, 8, 9, 7}, 63);
-  auto a = plain->run({x}), c = again->run({x});
-  ASSERT_EQ(a.size(), 1u);
-  ASSERT_EQ(c.size(), 1u);
-  ASSERT_EQ(a[0].second.shape(), c[0].second.shape());
-  for (int64_t i = 0; i < a[0].second.numel(); ++i)
-    EXPECT_NEAR(a[0].second.data<float>()[i], c[0].second.data<float>()[i], 1e-4) << i;
+  check_optimized_model_loads_again(inverted_residual(b), "ExpandDepthwiseProject", random_floats({1, 8, 9, 7}, 63));
 }
 
 TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
@@ -780,7 +785,9 @@ TEST(Passes, ResidualAddRunsInsideTheConv) {
     }
     const ::onnx::ModelProto optimized = singa::onnx::optimized_model(m.model, {});
     for (const auto& n : optimized.graph().node())
-      if (n.op_type() == "ConvAdd") EXPECT_EQ(n.name(), "conv2");  // not the 1x1 shortcut
+      if (n.op_type() == "ConvAdd") {
+        EXPECT_EQ(n.name(), "conv2");  // not the 1x1 shortcut
+      }
     const auto st = stats_of(m);
     EXPECT_EQ(st.conv_adds, 1);
     EXPECT_EQ(st.activations, rc.act.empty() ? 1 : 2);
@@ -830,24 +837,7 @@ TEST(Passes, OptimizedModelWithAConvAddLoadsAgain) {
       .node("Conv", {"x", "w", "b"}, {"c"}, "conv");
   add_ints(m.last(), "pads", {1, 1, 1, 1});
   m.node("Add", {"c", "x"}, {"y"}, "add").output("y", SINGA_ONNX_FLOAT, {1, 16, 12, 12});
-  ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
-  bool fused = false;
-  for (const auto& n : out.graph().node()) fused = fused || (n.op_type() == "ConvAdd" && n.domain() == "ai.singa");
-  EXPECT_TRUE(fused);
-  std::string bytes;
-  ASSERT_TRUE(out.SerializeToString(&bytes));
-  singa::onnx::PrepareOptions o;
-  o.optimize = false;
-  auto again = singa::onnx::prepare_bytes(bytes, o);
-  auto plain = singa::onnx::prepare_bytes(m.bytes(), o);
-  const Tensor x = random_floats({1, 16, 12, 12}, 134);
-  auto a = plain->run({x}), b = again->run({x});
-  ASSERT_EQ(a.size(), 1u);
-  ASSERT_EQ(b.size(), 1u);
-  ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
-  for (int64_t i = 0; i < a[0].second.numel(); ++i)
-    EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], 1e-4) << i;
-
+  check_optimized_model_loads_again(m, "ConvAdd", random_floats({1, 16, 12, 12}, 134));
 }
 
 // Q K^T / s (and s * Q K^T, Q K^T * s) -> one MatMul with alpha, against the
