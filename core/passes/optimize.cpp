@@ -31,6 +31,7 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g, o.device == "cpu");
   if (o.fuse_matmul_scales && o.device == "cpu") s.matmul_scales += fuse_matmul_scales(g);
   if (o.fuse_transposed_b && o.device == "cpu") s.transposed_b += fuse_transpose_matmuls(g);
+  if (o.fuse_attention && o.device == "cpu") s.attentions += fuse_attention(g);
   if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
   if (o.fuse_layer_norm && o.device == "cpu") s.layer_norms += fuse_layer_norm(g);
   if (o.fuse_gelu && o.device == "cpu") s.gelus += fuse_gelu(g);

@@ -31,9 +31,10 @@ struct PassStats {
   int matmul_scales = 0;       // Div/Mul by a constant scalar -> the MatMul's alpha
   int transposed_b = 0;        // Transpose of B's last two axes -> the MatMul's transB
   int conv_adds = 0;           // Conv + Add of a same-shape tensor -> one ConvAdd node
+  int attentions = 0;          // MatMul -> Softmax -> MatMul over head views -> one Attention node
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
-           inverted_residuals + conv_pools + matmul_scales + transposed_b + conv_adds;
+           inverted_residuals + conv_pools + matmul_scales + transposed_b + conv_adds + attentions;
   }
 };
 
@@ -53,6 +54,7 @@ struct PassOptions {
   bool fuse_matmul_scales = true;       // CPU only, after MatMul+Add
   bool fuse_transposed_b = true;        // CPU only
   bool fuse_conv_adds = true;           // CPU only, after the inverted residuals
+  bool fuse_attention = true;           // CPU only, after the MatMul scales and transposed Bs
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -78,6 +80,7 @@ int fuse_conv_pools(graph::Graph& g);
 int fuse_matmul_scales(graph::Graph& g);
 int fuse_transpose_matmuls(graph::Graph& g);
 int fuse_conv_adds(graph::Graph& g);
+int fuse_attention(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

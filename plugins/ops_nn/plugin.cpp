@@ -9,6 +9,7 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_conv(reg);
   register_conv_relu_pool(reg);
   register_expand_depthwise_project(reg);
+  register_attention(reg);
   register_conv_transpose(reg);
   register_pool(reg);
   register_global_pool(reg);

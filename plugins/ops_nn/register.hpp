@@ -13,6 +13,7 @@ void register_dropout(sdk::Registrar& reg);
 void register_conv(sdk::Registrar& reg);
 void register_conv_relu_pool(sdk::Registrar& reg);
 void register_expand_depthwise_project(sdk::Registrar& reg);
+void register_attention(sdk::Registrar& reg);
 void register_conv_transpose(sdk::Registrar& reg);
 void register_pool(sdk::Registrar& reg);
 void register_global_pool(sdk::Registrar& reg);
