@@ -235,7 +235,7 @@ class Conv : public NodeKernel {
     if (xs.size() != 4 || (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)) return nullptr;
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
-      if (nchw_fast(g, xs[1], ws[0])) return nullptr;
+      if (nchw_fast(g, xs[1], ws[0]) && !pointwise_prefers_dnnl(g, group_, xs[1], ws[0])) return nullptr;
       if (!pooled_) return DnnlConv::plan(xs, w, b, g, group_, act_, nullptr, sum_);
       const Geometry pg = pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]});
       return DnnlConv::plan(xs, w, b, g, group_, act_, &pg);

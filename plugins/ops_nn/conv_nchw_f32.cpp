@@ -22,6 +22,11 @@ bool pointwise_fits(const Geometry& g, int64_t group) {
   return true;
 }
 
+bool pointwise_prefers_dnnl(const Geometry& g, int64_t group, int64_t C, int64_t M) {
+  const int64_t HW = g.out_size();
+  return pointwise_fits(g, group) && HW < 64 && M * C >= (C + M) * HW;
+}
+
 bool strided(const Geometry& g) {
   for (int i = 0; i < kMaxSpatial; ++i)
     if (g.s[i] != 1) return true;

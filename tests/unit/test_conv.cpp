@@ -170,8 +170,11 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
       {"pointwise, many column blocks", 1, 8, 70, 70, 12, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, small plane split by channels", 1, 32, 7, 7, 80, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       // Weights heavier than the image: one call per slice of output channels.
-      {"pointwise, weight-heavy, a channel tail", 1, 96, 5, 5, 200, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
-      {"pointwise, weight-heavy batch", 3, 64, 4, 4, 128, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, weight-heavy, a channel tail", 1, 128, 8, 9, 300, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, weight-heavy batch", 3, 128, 8, 8, 256, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // ... on planes below 64 pixels: oneDNN's planned convolution (pointwise_prefers_dnnl).
+      {"pointwise, weight-heavy, 25 pixels", 1, 96, 5, 5, 200, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, weight-heavy batch, 16 pixels", 3, 64, 4, 4, 128, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       // Strided: the pixels read are gathered first (ResNet's downsampling shortcuts).
       {"pointwise stride 2, odd sizes", 2, 16, 9, 11, 24, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise strides 3x2, weight-heavy", 1, 96, 7, 10, 200, 1, 1, 1, {3, 2}, {0, 0, 0, 0}, {1, 1}},
