@@ -2,7 +2,13 @@
 # Times singa against ONNX Runtime on the benchmark models, at 1 and 2
 # threads, in one run, and prints a Markdown table.
 #
-#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--models "resnet18 ..."]
+#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--repeat R] [--models "resnet18 ..."]
+#
+# --repeat R measures every row R times, singa and ORT alternating, and
+# reports for each runtime the median of its R medians (min: the least of
+# the mins; prepare and peak RSS: the medians). On a noisy machine (a VM
+# whose 2-thread speed moves between levels from one minute to the next) a
+# single pair of processes can land in different phases.
 #
 # BUILD_DIR defaults to ./build (the one holding tools/singa). Models are made
 # on first use by bench/make_models.py into bench/.models. Needs /usr/bin/python3
@@ -14,13 +20,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=build
 iters=20
 warmup=3
+repeat=1
 models="resnet18 mobilenet_v2 squeezenet1_1 tiny_yolov2 bert_encoder lstm_classifier"
 while [ $# -gt 0 ]; do
   case "$1" in
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -55,12 +63,16 @@ node "$here/ort_bench.js" "$here/.models/$first.onnx" --iters 1 --warmup 0 > /de
 measure() {  # model threads batch
   m=$1 t=$2 b=$3
   dims=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dims"]; print(" ".join("--dim %s=%d" % kv for kv in d.items()))' "$here/.models/$m.json")
-  # shellcheck disable=SC2086
-  s=$("$singa" bench "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims --json)
-  # shellcheck disable=SC2086
-  o=$(node "$here/ort_bench.js" "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims)
-  echo "singa $m $t $b $s" >> "$results"
-  echo "ort $m $t $b $o" >> "$results"
+  r=0
+  while [ "$r" -lt "$repeat" ]; do
+    # shellcheck disable=SC2086
+    s=$("$singa" bench "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims --json)
+    # shellcheck disable=SC2086
+    o=$(node "$here/ort_bench.js" "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims)
+    echo "singa $m $t $b $s" >> "$results"
+    echo "ort $m $t $b $o" >> "$results"
+    r=$((r + 1))
+  done
   echo "  $m threads=$t batch=$b done" >&2
 }
 
@@ -79,13 +91,27 @@ for m in $models; do
   case "$m" in resnet18) ;; *) grep -q '"macs"' "$here/.models/$m.json" && measure "$m" 2 8 ;; esac
 done
 
-/usr/bin/python3 - "$results" "$here/.models" "$peak1" "$peak2" <<'EOF'
+/usr/bin/python3 - "$results" "$here/.models" "$peak1" "$peak2" "$repeat" <<'EOF'
 import json, os, re, subprocess, sys
 
-rows = {}
+runs = {}
 for line in open(sys.argv[1]):
     rt, m, t, b, js = line.split(" ", 4)
-    rows[(m, int(t), int(b), rt)] = json.loads(js)
+    runs.setdefault((m, int(t), int(b), rt), []).append(json.loads(js))
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+# One row per measurement: with --repeat, the medians of the repeats (min: the least).
+rows = {}
+for k, rs in runs.items():
+    r = dict(rs[0])
+    for f in ("median_ms", "prepare_ms", "peak_rss_mib"):
+        r[f] = median([x[f] for x in rs])
+    r["min_ms"] = min(x["min_ms"] for x in rs)
+    rows[k] = r
 
 def clock_ghz():
     """Nominal clock: lscpu's max MHz when the (virtual) CPU reports one, else /proc/cpuinfo's."""
@@ -127,6 +153,10 @@ for (m, t, b, rt), s in sorted(rows.items()):
         fmt(gf(o)), s["prepare_ms"] / o["prepare_ms"], s["prepare_ms"], o["prepare_ms"],
         s["peak_rss_mib"] / o["peak_rss_mib"], s["peak_rss_mib"], o["peak_rss_mib"]))
 print()
+if int(sys.argv[5]) > 1:
+    print("Each row: the median of %s runs of each runtime, singa and ORT alternating (min: the least of their "
+          "mins; prepare and peak RSS: medians)." % sys.argv[5])
+    print()
 if measured:
     print("FP32 peak, measured by bench/peak.c (16 chains of 16-float FMAs per thread): %.0f GFLOP/s at 1 thread, "
           "%.0f at 2; the %% column is against the peak at the row's thread count. (The nominal clock, %.2f GHz from %s, "
