@@ -27,7 +27,7 @@ class Lstm {
     sdk::Tensor r = node.constant(2);
     if (fast::avx512() && r.present() && r.dtype() == SINGA_ONNX_FLOAT && r.ndim() == 3 && r.dim(1) == 4 * r.dim(2))
       for (int64_t d = 0; d < r.dim(0); ++d)
-        packed_r_.push_back(pack_lstm_r(r.data<float>() + d * r.dim(1) * r.dim(2), r.dim(2)));
+        pack_lstm_r(r.data<float>() + d * r.dim(1) * r.dim(2), r.dim(2), packed_r_.emplace_back());
   }
 
   void compute(sdk::Context& ctx) const {
@@ -179,11 +179,9 @@ dnnl_single_thread();
   // Direction d's R in lstm_step_f32's panels: the one packed at construction
   // when R was constant and has this call's shape, else packed into `scratch`.
   const float* packed_for(const Problem<float>& p, int64_t d, std::vector<float>& scratch) const {
-    const size_t want = size_t(lstm_panels(p.hidden) * p.hidden * 4 * kUnitsPerPanel);
-    if (size_t(d) < packed_r_.size() && packed_r_[size_t(d)].size() == want && size_t(p.dirs) == packed_r_.size())
-      return packed_r_[size_t(d)].data();
-    scratch = pack_lstm_r(p.R + d * 4 * p.hidden * p.hidden, p.hidden);
-    return scratch.data();
+    if (size_t(d) < packed_r_.size() && size_t(p.dirs) == packed_r_.size())
+      if (const float* packed = packed_lstm_r(packed_r_[size_t(d)], p.hidden)) return packed;
+    return pack_lstm_r(p.R + d * 4 * p.hidden * p.hidden, p.hidden, scratch);
   }
 
   // The cell with the default activations and no peepholes for hidden units

@@ -1,6 +1,7 @@
 #include "lstm_step_f32.hpp"
 
 #include <avx512_region.hpp>
+#include <line_aligned.hpp>
 
 #include <algorithm>
 
@@ -8,17 +9,31 @@ namespace singa {
 namespace ops {
 namespace rnn {
 
-std::vector<float> pack_lstm_r(const float* R, int64_t H) {
-  const int64_t panels = lstm_panels(H), L = kUnitsPerPanel;
-  std::vector<float> out(size_t(panels * H * 4 * L), 0.f);
-  for (int64_t u = 0; u < panels; ++u)
+namespace {
+
+size_t packed_floats(int64_t H) { return size_t(lstm_panels(H) * H * 4 * kUnitsPerPanel); }
+
+}  // namespace
+
+float* pack_lstm_r(const float* R, int64_t H, std::vector<float>& buf) {
+  const int64_t L = kUnitsPerPanel;
+  buf.clear();
+  float* out = fast::line_aligned(buf, packed_floats(H));  // zero-filled
+  for (int64_t u = 0; u < lstm_panels(H); ++u)
     for (int64_t g = 0; g < 4; ++g)
       for (int64_t l = 0; l < L && u * L + l < H; ++l) {
         const float* row = R + (g * H + u * L + l) * H;
-        float* dst = out.data() + u * H * 4 * L + g * L + l;
+        float* dst = out + u * H * 4 * L + g * L + l;
         for (int64_t k = 0; k < H; ++k) dst[k * 4 * L] = row[k];
       }
   return out;
+}
+
+const float* packed_lstm_r(const std::vector<float>& buf, int64_t H) {
+  const size_t n = packed_floats(H), slack = 64 / sizeof(float);
+  if (buf.size() != n + slack) return nullptr;
+  const auto at = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + (64 - at % 64) % 64 / sizeof(float);
 }
 
 }  // namespace rnn

@@ -26,8 +26,13 @@ inline int64_t lstm_panels(int64_t hidden) { return (hidden + kUnitsPerPanel - 1
 
 // R [4H, H] (gates i, o, f, c) as panels: panel u holds, for k in [0, H), the
 // weights R[g*H + 16u + l][k] for g in 0..3, l in 0..15 at [(u*H + k)*64 +
-// g*16 + l]; units past H are zero.
-std::vector<float> pack_lstm_r(const float* R, int64_t H);
+// g*16 + l]; units past H are zero. Into `buf` (resized), from a 64-byte
+// boundary on (the steps load whole lines of it: at 16 bytes off every load
+// spans two); returns that start.
+float* pack_lstm_r(const float* R, int64_t H, std::vector<float>& buf);
+// The start pack_lstm_r returned for a `buf` it filled for hidden size H, or
+// null when buf holds no panels of that size.
+const float* packed_lstm_r(const std::vector<float>& buf, int64_t H);
 
 // z[b*G + g*H + j] = sum_k h[b*H + k] * R[g*H + j][k] for b in [0, N), the
 // units j of panels [u0, u1), every gate g (G = 4H), taking the panels from
