@@ -108,12 +108,16 @@ namespace {
 // on the size of the environment: ResNet-18 at 1 thread peaked at 181 or 197
 // MiB, Tiny-YOLOv2 at 267 or 285, from one shell or another. A fixed 4 MiB
 // threshold keeps the large blocks mapped and returned (no slower: the
-// per-run buffers of that size are planned once). A threshold the user set
-// (GLIBC_TUNABLES, MALLOC_MMAP_THRESHOLD_) is left alone.
+// per-run buffers of that size are planned once). The trim threshold goes
+// with it, as glibc's own rule sets it (twice the mmap threshold): left at
+// 128 KiB, the heap's top was given back and faulted in again run after run.
+// A threshold the user set (GLIBC_TUNABLES, MALLOC_MMAP_THRESHOLD_) is left
+// alone.
 void fix_mmap_threshold() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (std::getenv("MALLOC_MMAP_THRESHOLD_") || (tunables && std::strstr(tunables, "mmap_threshold"))) return;
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 8 << 20);
 }
 
 }  // namespace
