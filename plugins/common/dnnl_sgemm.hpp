@@ -28,7 +28,7 @@ inline void check_sgemm(dnnl_status_t st) {
 inline void sgemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   auto one = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-dnnl_single_thread();
+    dnnl_single_thread();
     const float* a = ta ? A + m0 : A + m0 * lda;
     const float* b = tb ? B + n0 * ldb : B + n0;
     check_sgemm(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,

@@ -99,7 +99,7 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
   }
   const int64_t rows = ((M + slices - 1) / slices + 15) / 16 * 16;
   ctx.parallel_for(N * blocks * slices, 1, [&](int64_t b0, int64_t b1) {
-ops::dnnl_single_thread();
+    ops::dnnl_single_thread();
     for (int64_t t = b0; t < b1; ++t) {
       const int64_t n = t / (blocks * slices), c0 = t / slices % blocks * nb, cn = std::min(nb, HW - c0);
       const int64_t m0 = std::min(M, t % slices * rows), mn = std::min(rows, M - m0);

@@ -146,7 +146,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
   const int64_t threads = std::max(1, ctx.num_threads());
   const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, OH);
   ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
-ops::dnnl_single_thread();
+    ops::dnnl_single_thread();
     thread_local std::vector<float> e_buf, d_buf, y_buf;
     float* e = fast::line_aligned(e_buf, size_t(std::min(H, (R - 1) * S + K) * in_row));
     float* d = fast::line_aligned(d_buf, size_t(R * out_row));

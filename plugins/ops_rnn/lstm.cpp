@@ -140,7 +140,7 @@ class Lstm {
     std::vector<float> h_next(h.size()), z(size_t(N * G));
     for (int64_t s = 0; s < steps; ++s) {
       ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
-dnnl_single_thread();
+        dnnl_single_thread();
         for (int64_t q = q0; q < q1; ++q) {
           // Whole panels of 16 units; the last may be short.
           const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
