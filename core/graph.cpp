@@ -521,14 +521,14 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
   return g;
 }
 
-namespace {
-
 bool fully_known(const Value& v) {
   if (!v.rank_known) return false;
   for (int64_t d : v.dims)
     if (d < 0) return false;
   return true;
 }
+
+namespace {
 
 void write_type(const Value& v, ::onnx::ValueInfoProto& vi) {
   vi.set_name(v.name);

@@ -80,6 +80,9 @@ int refine_shapes(Graph& g);
 // "tensor(float)", "seq(tensor(int64))", "optional(tensor(float))" for messages.
 std::string type_string(const Value& v);
 
+// The value's rank and every dimension are known.
+bool fully_known(const Value& v);
+
 }  // namespace graph
 }  // namespace singa
 #endif

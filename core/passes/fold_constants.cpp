@@ -21,17 +21,7 @@ bool nondeterministic(const std::string& op) {
   return ops.count(op) > 0;
 }
 
-bool static_shape(const graph::Value& v) {
-  if (v.kind != graph::TypeKind::kTensor || !v.rank_known) return false;
-  for (int64_t d : v.dims)
-    if (d < 0) return false;
-  return true;
-}
-
-int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt) {
-  const auto* a = find_attr(n, name);
-  return a ? a->i() : dflt;
-}
+bool static_shape(const graph::Value& v) { return v.kind == graph::TypeKind::kTensor && graph::fully_known(v); }
 
 // Shape (with opset 15's start/end) or Size of a statically shaped input.
 bool fold_shape(graph::Graph& g, const graph::Node& n, Tensor& out) {

@@ -38,13 +38,6 @@ struct View {
   int64_t offset = 0;
 };
 
-bool static_shape(const graph::Value& v) {
-  if (!v.rank_known) return false;
-  for (int64_t d : v.dims)
-    if (d < 0) return false;
-  return true;
-}
-
 std::vector<int64_t> contiguous_strides(const Shape& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
@@ -80,7 +73,7 @@ bool reshape_view(View& v, const Shape& out) {
 // What `value` is as a view of a tensor no view op produced (its root).
 bool trace_view(const graph::Graph& g, int value, View& v, int depth = 0) {
   const graph::Value& val = g.values[size_t(value)];
-  if (!static_shape(val)) return false;
+  if (!graph::fully_known(val)) return false;
   const int p = val.producer;
   const graph::Node* n = p >= 0 ? &g.nodes[size_t(p)] : nullptr;
   const std::string op = n && plain_onnx_node(*n) ? n->proto.op_type() : std::string();
@@ -108,15 +101,14 @@ bool trace_view(const graph::Graph& g, int value, View& v, int depth = 0) {
     return true;
   }
   if (op == "Split") {
-    const auto* axis_attr = find_attr(*n, "axis");
-    int64_t axis = axis_attr ? axis_attr->i() : 0;
+    int64_t axis = int_attr(*n, "axis", 0);
     if (axis < 0) axis += int64_t(v.dims.size());
     if (axis < 0 || size_t(axis) >= v.dims.size()) return false;
     // The outputs' static shapes give the sizes, whichever way they were
     // spelled (an input, an attribute, equal parts).
     int64_t start = 0;
     for (int out : n->outputs) {
-      if (out < 0 || !static_shape(g.values[size_t(out)])) return false;
+      if (out < 0 || !graph::fully_known(g.values[size_t(out)])) return false;
       if (out == value) break;
       start += g.values[size_t(out)].dims[size_t(axis)];
     }
@@ -148,11 +140,6 @@ bool only_attrs(const graph::Node& n, std::initializer_list<const char*> names) 
   return true;
 }
 
-bool int_attr_is(const graph::Node& n, const char* name, int64_t want, int64_t absent) {
-  const auto* a = find_attr(n, name);
-  return (a ? a->i() : absent) == want;
-}
-
 }  // namespace
 
 int fuse_attention(graph::Graph& g) {
@@ -164,12 +151,11 @@ int fuse_attention(graph::Graph& g) {
         sm.outputs.size() != 1 || sm.inputs[0] < 0 || sm.outputs[0] < 0)
       continue;
     const graph::Value& scores = g.values[size_t(sm.inputs[0])];
-    if (!float_value(g, sm.inputs[0]) || !static_shape(scores) || scores.dims.size() != 4 ||
+    if (!float_value(g, sm.inputs[0]) || !graph::fully_known(scores) || scores.dims.size() != 4 ||
         !single_use(g, sm.inputs[0]) || scores.producer < 0)
       continue;
     // The last axis, in either opset's spelling (before 13, axis 1 flattens).
-    const auto* axis = find_attr(sm, "axis");
-    const int64_t ax = axis ? axis->i() : (sm.opset >= 13 ? -1 : 1);
+    const int64_t ax = int_attr(sm, "axis", sm.opset >= 13 ? -1 : 1);
     if (ax != -1 && ax != 3) continue;
     graph::Node& qk = g.nodes[size_t(scores.producer)];
     if (!plain_onnx_node(qk) || qk.proto.op_type() != "MatMul" || qk.inputs.size() != 2) continue;
@@ -187,7 +173,7 @@ int fuse_attention(graph::Graph& g) {
     View q, k, v;
     if (!trace_view(g, qk.inputs[0], q) || !trace_view(g, qk.inputs[1], k) || !trace_view(g, pv->inputs[1], v))
       continue;
-    if (!int_attr_is(qk, "transB", 1, 0)) {  // K^T as a view: K is it with the last two axes swapped
+    if (int_attr(qk, "transB", 0) != 1) {  // K^T as a view: K is it with the last two axes swapped
       if (k.dims.size() != 4) continue;
       std::swap(k.dims[2], k.dims[3]);
       std::swap(k.strides[2], k.strides[3]);
@@ -197,7 +183,7 @@ int fuse_attention(graph::Graph& g) {
     const int64_t B = q.dims[0], H = q.dims[1], Sq = q.dims[2], D = q.dims[3], Sk = k.dims[2];
     if (k.dims != Shape{B, H, Sk, D} || v.dims != Shape{B, H, Sk, D} || scores.dims != Shape{B, H, Sq, Sk}) continue;
     const graph::Value& y = g.values[size_t(rs->outputs[0])];
-    if (!static_shape(y) || y.dims != Shape{B, Sq, H * D}) continue;
+    if (!graph::fully_known(y) || y.dims != Shape{B, Sq, H * D}) continue;
     const auto* alpha = find_attr(qk, "alpha");
 
     // The node takes the Reshape's place: every root comes before it.

@@ -114,6 +114,11 @@ const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string&
   return nullptr;
 }
 
+int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt) {
+  const auto* a = find_attr(n, name);
+  return a ? a->i() : dflt;
+}
+
 void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v) {
   auto* a = p.add_attribute();
   a->set_name(name);

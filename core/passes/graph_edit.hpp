@@ -39,6 +39,9 @@ const Tensor* float_constant(const graph::Graph& g, const graph::Node& n, size_t
 // Attribute lookup on a node's proto; null when absent.
 const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string& name);
 
+// An INT attribute's value, `dflt` when absent.
+int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt);
+
 // Attributes a pass adds to a node's proto.
 void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v);
 void add_float_attr(::onnx::NodeProto& p, const std::string& name, float v);

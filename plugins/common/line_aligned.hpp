@@ -12,12 +12,21 @@
 namespace singa {
 namespace fast {
 
+constexpr size_t kLineBytes = 64;
+// The floats line_aligned adds to a buffer so that n of them fit after its first line boundary.
+constexpr size_t kLineSlack = kLineBytes / sizeof(float);
+
+// The first 64-byte boundary at or after p.
+template <class F>
+F* line_start(F* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  return p + (kLineBytes - at % kLineBytes) % kLineBytes / sizeof(float);
+}
+
 // Grows `v` to hold `n` floats from a 64-byte boundary on; returns that start.
 inline float* line_aligned(std::vector<float>& v, size_t n) {
-  constexpr size_t kLine = 64, kSlack = kLine / sizeof(float);
-  if (v.size() < n + kSlack) v.resize(n + kSlack);
-  const auto at = reinterpret_cast<uintptr_t>(v.data());
-  return v.data() + (kLine - at % kLine) % kLine / sizeof(float);
+  if (v.size() < n + kLineSlack) v.resize(n + kLineSlack);
+  return line_start(v.data());
 }
 
 }  // namespace fast

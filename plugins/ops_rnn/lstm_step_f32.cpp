@@ -30,10 +30,7 @@ float* pack_lstm_r(const float* R, int64_t H, std::vector<float>& buf) {
 }
 
 const float* packed_lstm_r(const std::vector<float>& buf, int64_t H) {
-  const size_t n = packed_floats(H), slack = 64 / sizeof(float);
-  if (buf.size() != n + slack) return nullptr;
-  const auto at = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + (64 - at % 64) % 64 / sizeof(float);
+  return buf.size() == packed_floats(H) + fast::kLineSlack ? fast::line_start(buf.data()) : nullptr;
 }
 
 }  // namespace rnn
