@@ -21,13 +21,13 @@ namespace {
 constexpr int64_t kL = 16;  // channels per vector
 
 template <FusedActivation::Kind A>
-void bias_act_as(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
+void bias_act_as(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b, const FusedActivation& act) {
   if (!b && A == FusedActivation::kNone) return;
   const VecActivation<A> f(act);
-  for (int64_t c0 = 0; c0 < Me; c0 += kL) {
+  for (int64_t c0 = 0; c0 < C; c0 += kL) {
     const __m512 bv = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
     for (int64_t p = 0; p < pixels; ++p) {
-      float* at = e + p * Me + c0;
+      float* at = e + p * ld + c0;
       _mm512_storeu_ps(at, f(_mm512_add_ps(_mm512_loadu_ps(at), bv)));
     }
   }
@@ -66,13 +66,14 @@ void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const 
 
 }  // namespace
 
-void bias_act_channels_last(float* e, int64_t pixels, int64_t Me, const float* b, const FusedActivation& act) {
+void bias_act_channels_last(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b,
+                            const FusedActivation& act) {
   switch (act.kind) {
-    case FusedActivation::kRelu: return bias_act_as<FusedActivation::kRelu>(e, pixels, Me, b, act);
-    case FusedActivation::kClip: return bias_act_as<FusedActivation::kClip>(e, pixels, Me, b, act);
+    case FusedActivation::kRelu: return bias_act_as<FusedActivation::kRelu>(e, pixels, C, ld, b, act);
+    case FusedActivation::kClip: return bias_act_as<FusedActivation::kClip>(e, pixels, C, ld, b, act);
     case FusedActivation::kLeakyRelu:
-      return bias_act_as<FusedActivation::kLeakyRelu>(e, pixels, Me, b, act);
-    default: return bias_act_as<FusedActivation::kNone>(e, pixels, Me, b, act);
+      return bias_act_as<FusedActivation::kLeakyRelu>(e, pixels, C, ld, b, act);
+    default: return bias_act_as<FusedActivation::kNone>(e, pixels, C, ld, b, act);
   }
 }
 
@@ -110,7 +111,9 @@ SINGA_AVX512_END
 #include <cstdlib>
 namespace singa {
 namespace nn {
-void bias_act_channels_last(float*, int64_t, int64_t, const float*, const ops::FusedActivation&) { std::abort(); }
+void bias_act_channels_last(float*, int64_t, int64_t, int64_t, const float*, const ops::FusedActivation&) {
+  std::abort();
+}
 void to_channels_last(const float*, int64_t, int64_t, int64_t, float*) { std::abort(); }
 void store_nchw(const float*, int64_t, int64_t, const float*, const ops::FusedActivation&, float*, int64_t,
                 const float*) {

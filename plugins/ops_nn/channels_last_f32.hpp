@@ -13,9 +13,10 @@
 namespace singa {
 namespace nn {
 
-// e[p][c] = act(e[p][c] + b[c]) for `pixels` pixels of C channels, C a
-// multiple of 16 (b null: no bias).
-void bias_act_channels_last(float* e, int64_t pixels, int64_t C, const float* b, const ops::FusedActivation& act);
+// e[p * ld + c] = act(e[p * ld + c] + b[c]) for `pixels` pixels of C
+// channels, C a multiple of 16 (b null: no bias).
+void bias_act_channels_last(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b,
+                            const ops::FusedActivation& act);
 
 // e[p][c] = x[c * plane + p] for pixels [0, n) and channels [0, C), C a
 // multiple of 16: NCHW planes taken channels-last.

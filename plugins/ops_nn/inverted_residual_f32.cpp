@@ -97,24 +97,26 @@ void stencil_blocks(const float* e, int64_t e_lo, const float* wt, const float* 
   }
 }
 
-// The depthwise stencil for output rows [oy0, oy0 + rows): e holds input rows
-// [e_lo, ...) channels-last, wt the weights tap-major ([tap][Me]); d gets the
-// rows channels-last. Padding is never stored: the taps that fall outside the
-// input are skipped (rows per output row, columns only at the borders). 3x3
-// windows take two channel blocks per sweep over the band: each pixel's two
-// lines are adjacent, and there are half as many sweeps.
+// The depthwise stencil for output rows [oy0, oy0 + rows) and channels
+// [c_begin, c_end): e holds input rows [e_lo, ...) channels-last, wt the
+// weights tap-major ([tap][Me]); d gets the rows channels-last. Padding is
+// never stored: the taps that fall outside the input are skipped (rows per
+// output row, columns only at the borders). 3x3 windows take two channel
+// blocks per sweep over the band: each pixel's two lines are adjacent, and
+// there are half as many sweeps.
 template <int K, int S, FusedActivation::Kind A>
 void stencil(const float* e, int64_t e_lo, const float* wt, const float* bd, float* d, int64_t oy0, int64_t rows,
-             const Geometry& g, int64_t Me, const FusedActivation& act) {
+             const Geometry& g, int64_t Me, int64_t c_begin, int64_t c_end, const FusedActivation& act) {
   const VecActivation<A> f(act);
-  int64_t c0 = 0;
+  int64_t c0 = c_begin;
   if constexpr (K == 3)
-    for (; c0 + 2 * kL <= Me; c0 += 2 * kL) stencil_blocks<K, S, A, 2>(e, e_lo, wt, bd, d, oy0, rows, g, Me, f, c0);
-  for (; c0 < Me; c0 += kL) stencil_blocks<K, S, A, 1>(e, e_lo, wt, bd, d, oy0, rows, g, Me, f, c0);
+    for (; c0 + 2 * kL <= c_end; c0 += 2 * kL) stencil_blocks<K, S, A, 2>(e, e_lo, wt, bd, d, oy0, rows, g, Me, f, c0);
+  for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1>(e, e_lo, wt, bd, d, oy0, rows, g, Me, f, c0);
 }
 
+// Channels [c_begin, c_end) of the stencil (multiples of 16).
 using StencilFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, const Geometry&,
-                           int64_t, const FusedActivation&);
+                           int64_t, int64_t, int64_t, const FusedActivation&);
 
 template <FusedActivation::Kind A>
 StencilFn stencil_for(int64_t k, int64_t s) {
@@ -131,20 +133,35 @@ StencilFn stencil_for(const Geometry& g, const FusedActivation& act) {
   }
 }
 
-void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2, float* y,
-               const InvertedResidual& s, const InvertedResidualWeights& pw) {
+// The share of the whole block's multiply-adds that the largest of `chunks`
+// row chunks of one image does (the expanded rows a chunk reads, the
+// depthwise and project work of the rows it writes).
+double largest_chunk_share(const InvertedResidual& s, int64_t chunks) {
+  const Geometry& g = s.dw;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1], pt = g.pb[1];
+  const double in_row = double(W) * (s.expand ? s.C : 0), out_row = double(OW) * (K * K + s.M);
+  double largest = 0;
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const int64_t oy0 = OH * ch / chunks, oy1 = OH * (ch + 1) / chunks;
+    const int64_t lo = std::clamp<int64_t>(oy0 * S - pt, 0, H);
+    const int64_t hi = std::clamp<int64_t>((oy1 - 1) * S - pt + K, lo, H);
+    largest = std::max(largest, (hi - lo) * in_row + (oy1 - oy0) * out_row);
+  }
+  return largest / (H * in_row + OH * out_row);
+}
+
+// Row chunks: each task runs the band kernel over a chunk of one image's
+// output rows, R rows at a time, its buffers thread-local.
+void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2,
+                    float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
+                    int64_t chunks) {
   const Geometry& g = s.dw;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1], pt = g.pb[1];
   const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
-  const StencilFn run_stencil = stencil_for(g, s.dw_act);
   // Bands of R output rows whose expanded input rows and depthwise result
   // take about 512 KiB together (half of a core's L2 here).
   const int64_t in_row = W * Me, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
   const int64_t R = std::clamp<int64_t>((budget - (K - S) * in_row) / (S * in_row + out_row), 1, OH);
-  // Each image's rows in as many chunks as make work for every thread; a
-  // chunk recomputes the K - S expanded rows it shares with the one before.
-  const int64_t threads = std::max(1, ctx.num_threads());
-  const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, OH);
   ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     thread_local std::vector<float> e_buf, d_buf, y_buf;
@@ -171,19 +188,82 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
           float* at = e + (e_hi - e_lo) * in_row;
           const int64_t pixels = (need_hi - e_hi) * W;
           if (s.expand) {
-            ops::check_sgemm(dnnl_sgemm('T', 'N', pixels, Me, C, 1.f, xn + e_hi * W, HW, pw.w1t.data(), Me, 0.f, at, Me));
-            bias_act_channels_last(at, pixels, Me, b1, s.expand_act);
+            ops::check_sgemm(
+                dnnl_sgemm('T', 'N', pixels, Me, C, 1.f, xn + e_hi * W, HW, pw.w1t.data(), Me, 0.f, at, Me));
+            bias_act_channels_last(at, pixels, Me, Me, b1, s.expand_act);
           } else {
             to_channels_last(xn + e_hi * W, HW, pixels, Me, at);
           }
           e_hi = need_hi;
         }
-        run_stencil(e, e_lo, pw.wdt.data(), bd, d, oy0, rows, g, Me, s.dw_act);
+        run_stencil(e, e_lo, pw.wdt.data(), bd, d, oy0, rows, g, Me, 0, Me, s.dw_act);
         ops::check_sgemm(dnnl_sgemm('N', 'N', rows * OW, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
         store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW, s.residual ? xn + oy0 * OW : nullptr);
       }
     }
   });
+}
+
+// Channel slices, for the small planes of blocks with an expand stage: each
+// task expands and filters a slice of the expanded channels over a whole
+// image into buffers the tasks share; then each task projects a range of the
+// image's pixels through all of them. No expanded row is computed twice and
+// the slices are even, at the price of a second round of tasks.
+void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2,
+                        float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
+                        int64_t slices) {
+  const Geometry& g = s.dw;
+  const int64_t HW = g.in[1] * g.in[2], OHW = g.out[1] * g.out[2], Me = s.Me, C = s.C, M = s.M;
+  // Per image, its expanded planes then its filtered ones, channels-last;
+  // Me is whole vectors, so each starts on a line.
+  const int64_t image_floats = (HW + OHW) * Me;
+  float* shared = fast::line_start(
+      static_cast<float*>(ctx.workspace((size_t(s.N * image_floats) + fast::kLineSlack) * sizeof(float))));
+  const int64_t units = Me / kL;
+  ctx.parallel_for(s.N * slices, 1, [&](int64_t t0, int64_t t1) {
+    ops::dnnl_single_thread();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / slices, j = t % slices;
+      const int64_t c0 = units * j / slices * kL, c1 = units * (j + 1) / slices * kL;
+      float* e = shared + n * image_floats;
+      float* d = e + HW * Me;
+      const float* xn = x + n * C * HW;
+      ops::check_sgemm(dnnl_sgemm('T', 'N', HW, c1 - c0, C, 1.f, xn, HW, pw.w1t.data() + c0, Me, 0.f, e + c0, Me));
+      bias_act_channels_last(e + c0, HW, c1 - c0, Me, b1 ? b1 + c0 : nullptr, s.expand_act);
+      run_stencil(e, 0, pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
+    }
+  });
+  ctx.parallel_for(s.N * slices, 1, [&](int64_t t0, int64_t t1) {
+    ops::dnnl_single_thread();
+    thread_local std::vector<float> y_buf;
+    float* yt = fast::line_aligned(y_buf, size_t((OHW + slices - 1) / slices * M));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / slices, j = t % slices;
+      const int64_t p0 = OHW * j / slices, p1 = OHW * (j + 1) / slices;
+      const float* d = shared + n * image_floats + HW * Me;
+      const float* xn = x + n * C * HW;
+      ops::check_sgemm(dnnl_sgemm('N', 'N', p1 - p0, M, Me, 1.f, d + p0 * Me, Me, pw.w2t.data(), M, 0.f, yt, M));
+      store_nchw(yt, p1 - p0, M, b2, s.project_act, y + n * M * OHW + p0, OHW, s.residual ? xn + p0 : nullptr);
+    }
+  });
+}
+
+void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2, float* y,
+               const InvertedResidual& s, const InvertedResidualWeights& pw) {
+  const StencilFn run_stencil = stencil_for(s.dw, s.dw_act);
+  // Each image's rows in as many chunks as make work for every thread; a
+  // chunk recomputes the K - S expanded rows it shares with the one before,
+  // and on a small plane one chunk has a row more than the other (MobileNetV2's
+  // 7x7 blocks: the larger of two chunks did 62-64% of the work, and the
+  // blocks ran 1.56-1.62x faster at 2 threads than at 1). Past 8% above an
+  // even share, an expanded block whose image fits in L2 splits its channels.
+  const int64_t threads = std::max(1, ctx.num_threads());
+  const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, s.dw.out[1]);
+  const int64_t image_bytes = (s.dw.in_size() + s.dw.out_size()) * s.Me * int64_t(sizeof(float));
+  if (chunks > 1 && s.expand && s.Me / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
+      largest_chunk_share(s, chunks) * chunks > 1.08)
+    return run_channel_slices(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
+  run_row_chunks(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
 }
 
 }  // namespace

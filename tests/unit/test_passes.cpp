@@ -521,7 +521,9 @@ ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
 // strides 1 and 2, symmetric and one-sided pads, with and without the expand
 // stage and biases, every activation kind; expanded channels in whole vectors
 // (the band kernel) and not (the staged fallback); planes several bands tall
-// (the kept rows between bands) and batches (one chunk per image).
+// (the kept rows between bands) and batches (one chunk per image); at 2 and
+// 3 threads a single small image splits its expanded channels instead of its
+// rows (inverted_residual_f32.cpp's run_channel_slices).
 TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   ensure_loaded();
   std::vector<Block> cases;
@@ -558,11 +560,16 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   b = Block();
   b.C = b.M = 16, b.Me = 24, b.skip = 1;  // the staged path adds it too
   cases.push_back(b);
+  b = Block();
+  b.Me = 48, b.H = b.W = 7, b.C = b.M = 24, b.skip = 1;  // three uneven channel slices at 3 threads
+  cases.push_back(b);
+  b.S = 2, b.H = b.W = 14, b.skip = 0, b.pads = {0, 0, 1, 1};
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
     ModelBuilder m = inverted_residual(c);
-    for (int threads : {1, 2}) {
+    for (int threads : {1, 2, 3}) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       auto ops = check_same(m, {random_floats({c.N, c.expand ? c.C : c.Me, c.H, c.W}, 50 + unsigned(i))}, 1e-4, o);
