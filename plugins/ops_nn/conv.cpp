@@ -2,9 +2,11 @@
 // the activation a graph pass may have fused into it (plugins/common/fused_activation.hpp),
 // and ai.singa::ConvAdd (core/passes/fuse_conv_add.cpp), a float Conv with a
 // fourth input Z of the output's shape: Y = activation(Conv(X, W, B) + Z).
-// float32 2-D convolutions whose input shape is known at create time run
-// through oneDNN (conv_dnnl.hpp); the rest, and any run whose input shape
-// differs from the planned one, through im2col + OpenBLAS or the direct loop.
+// float32 2-D convolutions of inputs with at most 4 channels (a network's
+// stem) run through conv_thin_f32.hpp; the others whose input shape is known
+// at create time through oneDNN (conv_dnnl.hpp); the rest, and any run whose
+// input shape differs from the planned one, through im2col + OpenBLAS or the
+// direct loop.
 #include "blas_threads.hpp"
 #include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
@@ -12,6 +14,7 @@
 #include "conv_impl.hpp"
 #include "conv_nchw_f32.hpp"
 #include "conv_relu_pool.hpp"  // kFusedDomain
+#include "conv_thin_f32.hpp"
 #include "env_switch.hpp"
 #include "nn_common.hpp"
 #include "pool_f32.hpp"
@@ -51,6 +54,7 @@ class Conv : public NodeKernel {
       if (pool_.kernel_shape.size() != 2) fail("attribute pool_kernel_shape must hold 2 values");
       if (sum_) fail("a ConvAdd does not take a fused MaxPool");
     }
+    pack_thin(node);
     plan_dnnl(node);
     // 16-bit float weights are widened once here instead of on every run.
     sdk::Tensor w = node.constant(1);
@@ -102,6 +106,13 @@ class Conv : public NodeKernel {
 
     Shape ys{N, M};
     for (int64_t d : g.out_dims()) ys.push_back(d);
+    if (x.dtype() == SINGA_ONNX_FLOAT && thin_takes(xs, ws, g)) {
+      const Geometry pg = pooled_ ? pool_geometry(ys) : Geometry();
+      sdk::Tensor y = ctx.output(0, pooled_ ? Shape{N, M, pg.out[1], pg.out[2]} : ys, x.dl_dtype());
+      conv_thin_f32(ctx, x.data<float>(), *thin_, b.present() ? b.data<float>() : nullptr, y.data<float>(), N, g, act_,
+                    pooled_ ? &pg : nullptr);
+      return;
+    }
     if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, Cg);
     if (sum_) check_summand(z, ys);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
@@ -209,6 +220,27 @@ class Conv : public NodeKernel {
       conv_unfolded<T, A>(ctx, x.data<T>(), wa, bias.data(), y, g, N, C, M, Cg, group_);
   }
 
+  // Constant float weights of a conv that conv_thin_f32 may take (its
+  // geometry is checked per run, in thin_takes).
+  void pack_thin(const sdk::Node& node) {
+    if (ops::env_switched_off("SINGA_CONV_THIN")) return;  // read per node: tests compare the paths
+    sdk::Tensor w = node.constant(1);
+    if (sum_ || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return;
+    if (w.dim(1) > 4 || w.dim(0) % 32 != 0) return;
+    thin_ = std::make_unique<ThinConvWeights>(
+        conv_thin_weights(w.data<float>(), w.dim(0), w.dim(1), w.dim(2), w.dim(3)));
+  }
+
+  // Whether conv_thin_f32 takes a float input of shape xs (with W of the
+  // packed weights' shape ws and window g).
+  bool thin_takes(const Shape& xs, const Shape& ws, const Geometry& g) const {
+    if (!thin_ || xs.size() != 4 || ws != Shape{thin_->M, thin_->C, thin_->KH, thin_->KW} || xs[1] != thin_->C)
+      return false;
+    if (!pooled_) return conv_thin_fits(g, thin_->C, thin_->M, group_, act_, nullptr);
+    const Geometry pg = pool_geometry(Shape{xs[0], thin_->M, g.out[1], g.out[2]});
+    return conv_thin_fits(g, thin_->C, thin_->M, group_, act_, &pg);
+  }
+
   // oneDNN needs constant weights (and bias) and a known input shape.
   void plan_dnnl(const sdk::Node& node) {
     const char* off = std::getenv("SINGA_NO_DNNL");  // to compare against the im2col path
@@ -236,6 +268,7 @@ class Conv : public NodeKernel {
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
       if (nchw_fast(g, xs[1], ws[0]) && !pointwise_prefers_dnnl(g, group_, xs[1], ws[0])) return nullptr;
+      if (thin_takes(xs, ws, g)) return nullptr;
       if (!pooled_) return DnnlConv::plan(xs, w, b, g, group_, act_, nullptr, sum_);
       const Geometry pg = pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]});
       return DnnlConv::plan(xs, w, b, g, group_, act_, &pg);
@@ -267,6 +300,7 @@ class Conv : public NodeKernel {
   bool pooled_ = false;
   WindowAttrs pool_;
   std::vector<float> wide_weights_;
+  std::unique_ptr<ThinConvWeights> thin_;  // conv_thin_f32's weights, where it may take the conv
   std::unique_ptr<DnnlConv> dnnl_;
   std::unique_ptr<Late> late_;
 };

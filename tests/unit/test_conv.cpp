@@ -72,6 +72,82 @@ std::shared_ptr<singa::onnx::Rep> prepare(const ModelBuilder& m, bool dnnl) {
   return rep;
 }
 
+Tensor to_double(const Tensor& t) {
+  Tensor d(t.shape(), SINGA_ONNX_DOUBLE);
+  for (int64_t i = 0; i < t.numel(); ++i) d.data<double>()[i] = t.data<float>()[i];
+  return d;
+}
+
+// A MaxPool after the Conv and its activation (the passes fuse it into the Conv).
+struct Pool {
+  int64_t k, s;
+  std::vector<int64_t> pads;
+};
+
+// The case with activation `act` ("" for none) and, if given, a MaxPool, in
+// float at 1 to 3 threads against the same model in float64 (which takes the
+// generic loops).
+void check_against_float64(const Case& c, const char* act, const Pool* pool) {
+  auto& rt = singa::Runtime::instance();
+  SCOPED_TRACE(std::string(c.name) + " + " + act + (pool ? " + MaxPool" : ""));
+  int64_t OH = (c.H + c.pads[0] + c.pads[2] - c.KH) / c.strides[0] + 1;
+  int64_t OW = (c.W + c.pads[1] + c.pads[3] - c.KW) / c.strides[1] + 1;
+  if (pool) {
+    OH = (OH + pool->pads[0] + pool->pads[2] - pool->k) / pool->s + 1;
+    OW = (OW + pool->pads[1] + pool->pads[3] - pool->k) / pool->s + 1;
+  }
+  const Tensor w = random_floats({c.M, c.C / c.group, c.KH, c.KW}, 7), b = random_floats({c.M}, 8);
+  const Tensor x = random_floats({c.N, c.C, c.H, c.W}, 9);
+  auto build = [&](int32_t dtype) {
+    ModelBuilder m;
+    const bool dbl = dtype == SINGA_ONNX_DOUBLE;
+    const std::string a = act, conv_out = a.empty() && !pool ? "y" : "c", act_out = pool ? "a" : "y";
+    m.input("x", dtype, {c.N, c.C, c.H, c.W})
+        .initializer("W", dbl ? to_double(w) : w)
+        .initializer("B", dbl ? to_double(b) : b)
+        .node("Conv", {"x", "W", "B"}, {conv_out}, "conv");
+    add_ints(m.last(), "strides", c.strides);
+    add_ints(m.last(), "pads", c.pads);
+    add_ints(m.last(), "group", {c.group});
+    if (a == "Relu") m.node("Relu", {"c"}, {act_out}, "act");
+    if (a == "LeakyRelu") {
+      m.node("LeakyRelu", {"c"}, {act_out}, "act");
+      auto* alpha = m.last()->add_attribute();
+      alpha->set_name("alpha");
+      alpha->set_type(::onnx::AttributeProto::FLOAT);
+      alpha->set_f(0.2f);
+    }
+    if (a == "Clip") {
+      Tensor lo({}, dtype), hi({}, dtype);
+      if (dbl)
+        lo.data<double>()[0] = 0, hi.data<double>()[0] = 0.5;
+      else
+        lo.data<float>()[0] = 0, hi.data<float>()[0] = 0.5f;
+      m.initializer("lo", lo).initializer("hi", hi).node("Clip", {"c", "lo", "hi"}, {act_out}, "act");
+    }
+    if (pool) {
+      m.node("MaxPool", {a.empty() ? "c" : "a"}, {"y"}, "pool");
+      add_ints(m.last(), "kernel_shape", {pool->k, pool->k});
+      add_ints(m.last(), "strides", {pool->s, pool->s});
+      add_ints(m.last(), "pads", pool->pads);
+    }
+    m.output("y", dtype, {c.N, c.M, OH, OW});
+    return singa::onnx::prepare_bytes(m.bytes(), {});
+  };
+  auto want = build(SINGA_ONNX_DOUBLE)->run({to_double(x)});
+  auto fast = build(SINGA_ONNX_FLOAT);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    rt.cpu()->set_num_threads(threads);
+    auto got = fast->run({x});
+    ASSERT_EQ(got[0].second.shape(), want[0].second.shape());
+    double worst = 0;
+    for (int64_t i = 0; i < got[0].second.numel(); ++i)
+      worst = std::max(worst, std::fabs(got[0].second.data<float>()[i] - want[0].second.data<double>()[i]));
+    EXPECT_LE(worst, 1e-5);
+  }
+}
+
 }  // namespace
 
 TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
@@ -98,6 +174,7 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       {"winograd in channel slices", 1, 192, 8, 8, 192, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
   };
   setenv("SINGA_WINOGRAD_PART_MIB", "1", 1);
+  setenv("SINGA_CONV_THIN", "0", 1);  // the thin first layers here are oneDNN's (ConvThin has its own test)
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -129,6 +206,7 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
     }
   }
   unsetenv("SINGA_WINOGRAD_PART_MIB");
+  unsetenv("SINGA_CONV_THIN");
   rt.cpu()->set_num_threads(saved);
 }
 
@@ -192,62 +270,36 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
       {"depthwise 5x5 stride 2, small planes", 2, 48, 9, 9, 48, 5, 5, 48, {2, 2}, {2, 2, 2, 2}, {1, 1}},
       {"depthwise 3x3 unpadded 7x7", 1, 64, 7, 7, 64, 3, 3, 64, {1, 1}, {0, 0, 0, 0}, {1, 1}},
   };
-  auto to_double = [](const Tensor& t) {
-    Tensor d(t.shape(), SINGA_ONNX_DOUBLE);
-    for (int64_t i = 0; i < t.numel(); ++i) d.data<double>()[i] = t.data<float>()[i];
-    return d;
+  const int32_t saved = rt.cpu()->num_threads();
+  for (const Case& c : cases)
+    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) check_against_float64(c, act, nullptr);
+  rt.cpu()->set_num_threads(saved);
+}
+
+// Convolutions of inputs with 1 to 4 channels (plugins/ops_nn/conv_thin_f32.cpp:
+// 6 pixels x 64 channels or 12 x 32 per register strip, the row's ends and
+// narrow rows pixel by pixel), alone and with a fused MaxPool whose bands
+// keep the conv rows that the next step's windows share, against float64.
+TEST(ConvThin, StemsMatchFloat64) {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  const std::vector<Case> cases = {
+      {"ResNet-like 7x7 stride 2", 1, 3, 40, 38, 64, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}},
+      {"SqueezeNet-like 3x3 stride 2 unpadded", 2, 3, 31, 45, 64, 3, 3, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {"MobileNet-like 32 channels", 1, 3, 33, 29, 32, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"stride 1, uneven pads, 96 channels", 1, 4, 17, 26, 96, 3, 3, 1, {1, 1}, {0, 1, 2, 0}, {1, 1}},
+      {"one channel, 5x3, rows past the budget", 1, 1, 120, 200, 64, 5, 3, 1, {1, 1}, {2, 1, 2, 1}, {1, 1}},
+      {"narrower than a strip", 2, 2, 9, 6, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"pads as wide as the window", 1, 3, 5, 5, 32, 3, 3, 1, {2, 2}, {2, 2, 2, 2}, {1, 1}},
   };
+  const Pool pools[] = {{3, 2, {1, 1, 1, 1}}, {3, 2, {0, 0, 0, 0}}, {2, 2, {0, 0, 0, 0}}};
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
-    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) {
-      SCOPED_TRACE(std::string(c.name) + " + " + act);
-      const int64_t OH = (c.H + c.pads[0] + c.pads[2] - c.KH) / c.strides[0] + 1;
-      const int64_t OW = (c.W + c.pads[1] + c.pads[3] - c.KW) / c.strides[1] + 1;
-      const Tensor w = random_floats({c.M, c.C / c.group, c.KH, c.KW}, 7), b = random_floats({c.M}, 8);
-      const Tensor x = random_floats({c.N, c.C, c.H, c.W}, 9);
-      auto build = [&](int32_t dtype) {
-        ModelBuilder m;
-        const bool dbl = dtype == SINGA_ONNX_DOUBLE;
-        m.input("x", dtype, {c.N, c.C, c.H, c.W})
-            .initializer("W", dbl ? to_double(w) : w)
-            .initializer("B", dbl ? to_double(b) : b)
-            .node("Conv", {"x", "W", "B"}, {std::string(act).empty() ? "y" : "c"}, "conv");
-        add_ints(m.last(), "strides", c.strides);
-        add_ints(m.last(), "pads", c.pads);
-        add_ints(m.last(), "group", {c.group});
-        if (std::string(act) == "Relu") m.node("Relu", {"c"}, {"y"}, "act");
-        if (std::string(act) == "LeakyRelu") {
-          m.node("LeakyRelu", {"c"}, {"y"}, "act");
-          auto* alpha = m.last()->add_attribute();
-          alpha->set_name("alpha");
-          alpha->set_type(::onnx::AttributeProto::FLOAT);
-          alpha->set_f(0.2f);
-        }
-        if (std::string(act) == "Clip") {
-          Tensor lo({}, dtype), hi({}, dtype);
-          if (dbl)
-            lo.data<double>()[0] = 0, hi.data<double>()[0] = 0.5;
-          else
-            lo.data<float>()[0] = 0, hi.data<float>()[0] = 0.5f;
-          m.initializer("lo", lo).initializer("hi", hi).node("Clip", {"c", "lo", "hi"}, {"y"}, "act");
-        }
-        m.output("y", dtype, {c.N, c.M, OH, OW});
-        return singa::onnx::prepare_bytes(m.bytes(), {});
-      };
-      auto want = build(SINGA_ONNX_DOUBLE)->run({to_double(x)});
-      auto fast = build(SINGA_ONNX_FLOAT);
-      for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE("threads " + std::to_string(threads));
-        rt.cpu()->set_num_threads(threads);
-        auto got = fast->run({x});
-        ASSERT_EQ(got[0].second.shape(), want[0].second.shape());
-        double worst = 0;
-        for (int64_t i = 0; i < got[0].second.numel(); ++i)
-          worst = std::max(worst, std::fabs(got[0].second.data<float>()[i] - want[0].second.data<double>()[i]));
-        EXPECT_LE(worst, 1e-5);
-      }
-    }
+    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) check_against_float64(c, act, nullptr);
+    for (const Pool& p : pools) check_against_float64(c, "Relu", &p);
   }
+  check_against_float64(cases[0], "", &pools[0]);
+  check_against_float64(cases[1], "Clip", &pools[1]);
   rt.cpu()->set_num_threads(saved);
 }
 
