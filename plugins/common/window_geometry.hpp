@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace singa {
@@ -90,6 +91,13 @@ struct Geometry {
     for (int i = 0; i < kMaxSpatial; ++i)
       if (d[i] != 1) return false;
     return true;
+  }
+  // The input indices along spatial slot i that outputs [o0, o1) read,
+  // clipped to the input: [first, second), empty when they read padding only.
+  // For the bands of rows a kernel computes and keeps between steps.
+  std::pair<int64_t, int64_t> in_range(int i, int64_t o0, int64_t o1) const {
+    const int64_t lo = std::clamp<int64_t>(o0 * s[i] - pb[i], 0, in[i]);
+    return {lo, std::clamp<int64_t>((o1 - 1) * s[i] - pb[i] + (k[i] - 1) * d[i] + 1, lo, in[i])};
   }
   // Output spatial dims in the real rank (to append to [N, C]).
   std::vector<int64_t> out_dims() const { return std::vector<int64_t>(out + kMaxSpatial - rank, out + kMaxSpatial); }

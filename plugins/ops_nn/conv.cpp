@@ -106,14 +106,14 @@ class Conv : public NodeKernel {
 
     Shape ys{N, M};
     for (int64_t d : g.out_dims()) ys.push_back(d);
-    if (x.dtype() == SINGA_ONNX_FLOAT && thin_takes(xs, ws, g)) {
-      const Geometry pg = pooled_ ? pool_geometry(ys) : Geometry();
+    const Geometry pg = pooled_ ? pool_geometry(ys) : Geometry();
+    if (x.dtype() == SINGA_ONNX_FLOAT && thin_takes(xs, ws, g, pooled_ ? &pg : nullptr)) {
       sdk::Tensor y = ctx.output(0, pooled_ ? Shape{N, M, pg.out[1], pg.out[2]} : ys, x.dl_dtype());
       conv_thin_f32(ctx, x.data<float>(), *thin_, b.present() ? b.data<float>() : nullptr, y.data<float>(), N, g, act_,
                     pooled_ ? &pg : nullptr);
       return;
     }
-    if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, Cg);
+    if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, pg, Cg);
     if (sum_) check_summand(z, ys);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (sdk::numel(ys) == 0) return;
@@ -163,12 +163,12 @@ class Conv : public NodeKernel {
     return window_geometry(pool_, {ys[2], ys[3]}, pool_.kernel_shape, *this);
   }
 
-  // A Conv with a fused MaxPool that oneDNN does not run pooled: the float
-  // convolution into a buffer of its own, then MaxPool's 2-D path.
+  // A Conv with a fused MaxPool (window pg over the conv output ys) that
+  // neither oneDNN nor conv_thin_f32 runs pooled: the float convolution into
+  // a buffer of its own, then MaxPool's 2-D path.
   void compute_pooled(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
-                      const Geometry& g, const Shape& ys, int64_t Cg) const {
+                      const Geometry& g, const Shape& ys, const Geometry& pg, int64_t Cg) const {
     check(x.dtype() == SINGA_ONNX_FLOAT, "a fused MaxPool needs float");
-    const Geometry pg = pool_geometry(ys);
     const int64_t N = ys[0], M = ys[1], C = x.dim(1);
     sdk::Tensor y = ctx.output(0, Shape{N, M, pg.out[1], pg.out[2]}, x.dl_dtype());
     if (y.numel() == 0) return;
@@ -232,13 +232,12 @@ class Conv : public NodeKernel {
   }
 
   // Whether conv_thin_f32 takes a float input of shape xs (with W of the
-  // packed weights' shape ws and window g).
-  bool thin_takes(const Shape& xs, const Shape& ws, const Geometry& g) const {
+  // packed weights' shape ws, window g and the fused pool's window pg, null
+  // when there is none).
+  bool thin_takes(const Shape& xs, const Shape& ws, const Geometry& g, const Geometry* pg) const {
     if (!thin_ || xs.size() != 4 || ws != Shape{thin_->M, thin_->C, thin_->KH, thin_->KW} || xs[1] != thin_->C)
       return false;
-    if (!pooled_) return conv_thin_fits(g, thin_->C, thin_->M, group_, act_, nullptr);
-    const Geometry pg = pool_geometry(Shape{xs[0], thin_->M, g.out[1], g.out[2]});
-    return conv_thin_fits(g, thin_->C, thin_->M, group_, act_, &pg);
+    return conv_thin_fits(g, thin_->C, thin_->M, group_, act_, pg);
   }
 
   // oneDNN needs constant weights (and bias) and a known input shape.
@@ -268,10 +267,9 @@ class Conv : public NodeKernel {
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
       if (nchw_fast(g, xs[1], ws[0]) && !pointwise_prefers_dnnl(g, group_, xs[1], ws[0])) return nullptr;
-      if (thin_takes(xs, ws, g)) return nullptr;
-      if (!pooled_) return DnnlConv::plan(xs, w, b, g, group_, act_, nullptr, sum_);
-      const Geometry pg = pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]});
-      return DnnlConv::plan(xs, w, b, g, group_, act_, &pg);
+      const Geometry pg = pooled_ ? pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]}) : Geometry();
+      if (thin_takes(xs, ws, g, pooled_ ? &pg : nullptr)) return nullptr;
+      return DnnlConv::plan(xs, w, b, g, group_, act_, pooled_ ? &pg : nullptr, sum_);
     } catch (const std::exception&) {
       return nullptr;  // bad window attributes: compute() reports them with the shapes involved
     }

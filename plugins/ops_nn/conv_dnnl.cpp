@@ -263,8 +263,7 @@ std::unique_ptr<DnnlConvPlan> split_by_rows(const DnnlConv::State& s, int64_t n,
 // The part writing the conv rows that pooled rows [q0, q1) read.
 DnnlConvPart pooled_part(const DnnlConv::State& s, int64_t q0, int64_t q1, const memory::desc* weights_md) {
   const Geometry& pg = s.pool;
-  const int64_t r0 = std::clamp<int64_t>(q0 * pg.s[1] - pg.pb[1], 0, s.OH);
-  const int64_t r1 = std::clamp<int64_t>((q1 - 1) * pg.s[1] - pg.pb[1] + pg.k[1], r0, s.OH);
+  const auto [r0, r1] = pg.in_range(1, q0, q1);
   if (r1 <= r0) throw dnnl::error(dnnl_invalid_arguments, "pooled rows of padding only");
   DnnlConvPart part = make_part(s, r0, r1, 0, s.M, weights_md);
   const memory::dims dst_dims{s.N, s.M, r1 - r0, s.OW};

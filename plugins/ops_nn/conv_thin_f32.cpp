@@ -138,20 +138,21 @@ void conv_rows(const Job& j, int64_t r0, int64_t r1) {
   // Output columns whose taps all lie inside the row: [lo, hi).
   const int64_t lo = std::min(OW, (pl + S - 1) / S);
   const int64_t hi = std::max(lo, std::min(OW, W - KW + pl >= 0 ? (W - KW + pl) / S + 1 : 0));
-  for (int64_t g0 = 0; g0 < j.w->M; g0 += B * kL) {
-    const float* wg = j.w->packed.data() + g0 * taps;
-    const float* bias = j.bias ? j.bias + g0 : nullptr;
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t iy0 = r * S - pt;
-      // The input rows the next output row adds, a row ahead: in a net the
-      // image comes from L3, and the C x KH row streams of a stride-2 window
-      // outran the hardware prefetcher (MobileNetV2's stem 0.185 -> 0.15 ms).
-      const int64_t next_lo = std::max<int64_t>(0, iy0 + KH), next_hi = std::min(H, iy0 + KH + S);
-      for (int64_t c = 0; c < j.w->C; ++c)
-        for (int64_t iy = next_lo; iy < next_hi; ++iy)
-          for (int64_t i = 0; i < W; i += kL)
-            _mm_prefetch(reinterpret_cast<const char*>(j.x + (c * H + iy) * W + i), _MM_HINT_T0);
-      const int64_t ky0 = std::max<int64_t>(0, -iy0), ky1 = std::max(ky0, std::min(KH, H - iy0));
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t iy0 = r * S - pt;
+    // The input rows the next output row adds, a row ahead: in a net the
+    // image comes from L3, and the C x KH row streams of a stride-2 window
+    // outran the hardware prefetcher (MobileNetV2's stem 0.185 -> 0.15 ms).
+    const int64_t next_lo = std::max<int64_t>(0, iy0 + KH), next_hi = std::min(H, iy0 + KH + S);
+    for (int64_t c = 0; c < j.w->C; ++c)
+      for (int64_t iy = next_lo; iy < next_hi; ++iy)
+        for (int64_t i = 0; i < W; i += kL)
+          _mm_prefetch(reinterpret_cast<const char*>(j.x + (c * H + iy) * W + i), _MM_HINT_T0);
+    const int64_t ky0 = std::max<int64_t>(0, -iy0), ky1 = std::max(ky0, std::min(KH, H - iy0));
+    // Each group of output channels over the row, its input rows in L1.
+    for (int64_t g0 = 0; g0 < j.w->M; g0 += B * kL) {
+      const float* wg = j.w->packed.data() + g0 * taps;
+      const float* bias = j.bias ? j.bias + g0 : nullptr;
       float* out = j.b + g0 / kL * j.block + (r - r0) * OW * kL;
       for (int64_t ox = 0; ox < lo; ++ox) edge<B>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * kL);
       if (hi - lo >= P) {
@@ -214,13 +215,12 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
         continue;
       }
       // Pooled: the conv rows the step's windows read, keeping those the
-      // step before computed (pool windows overlap by pk - ps rows).
-      const int64_t ps = pool->s[1], pk = pool->k[1], ppt = pool->pb[1], block = cap * OW * kL;
+      // step before computed (pool windows overlap by k - s rows).
+      const int64_t block = cap * OW * kL;
       int64_t have_lo = 0, have_hi = 0;  // the conv rows b holds
       for (int64_t q0 = y_begin; q0 < y_end; q0 += step) {
         const int64_t q1 = std::min(y_end, q0 + step);
-        const int64_t need_lo = std::clamp<int64_t>(q0 * ps - ppt, 0, OH);
-        const int64_t need_hi = std::clamp<int64_t>((q1 - 1) * ps - ppt + pk, need_lo, OH);
+        const auto [need_lo, need_hi] = pool->in_range(1, q0, q1);
         if (have_hi > need_lo && have_lo <= need_lo) {
           if (need_lo > have_lo)
             for (int64_t cb = 0; cb < M / kL; ++cb)

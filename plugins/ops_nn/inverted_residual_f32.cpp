@@ -138,13 +138,12 @@ StencilFn stencil_for(const Geometry& g, const FusedActivation& act) {
 // depthwise and project work of the rows it writes).
 double largest_chunk_share(const InvertedResidual& s, int64_t chunks) {
   const Geometry& g = s.dw;
-  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1], pt = g.pb[1];
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1];
   const double in_row = double(W) * (s.expand ? s.C : 0), out_row = double(OW) * (K * K + s.M);
   double largest = 0;
   for (int64_t ch = 0; ch < chunks; ++ch) {
     const int64_t oy0 = OH * ch / chunks, oy1 = OH * (ch + 1) / chunks;
-    const int64_t lo = std::clamp<int64_t>(oy0 * S - pt, 0, H);
-    const int64_t hi = std::clamp<int64_t>((oy1 - 1) * S - pt + K, lo, H);
+    const auto [lo, hi] = g.in_range(1, oy0, oy1);
     largest = std::max(largest, (hi - lo) * in_row + (oy1 - oy0) * out_row);
   }
   return largest / (H * in_row + OH * out_row);
@@ -156,7 +155,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
                     float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
                     int64_t chunks) {
   const Geometry& g = s.dw;
-  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1], pt = g.pb[1];
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1];
   const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
   // Bands of R output rows whose expanded input rows and depthwise result
   // take about 512 KiB together (half of a core's L2 here).
@@ -176,8 +175,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
       int64_t e_lo = 0, e_hi = 0;  // the input rows e holds
       for (int64_t oy0 = oy_begin; oy0 < oy_end; oy0 += R) {
         const int64_t rows = std::min(R, oy_end - oy0);
-        const int64_t need_lo = std::clamp<int64_t>(oy0 * S - pt, 0, H);
-        const int64_t need_hi = std::clamp<int64_t>((oy0 + rows - 1) * S - pt + K, need_lo, H);
+        const auto [need_lo, need_hi] = g.in_range(1, oy0, oy0 + rows);
         if (e_hi > need_lo && e_lo <= need_lo) {
           std::memmove(e, e + (need_lo - e_lo) * in_row, size_t((e_hi - need_lo) * in_row) * sizeof(float));
           e_lo = need_lo;

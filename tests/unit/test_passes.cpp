@@ -517,7 +517,7 @@ ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
 
 }  // namespace
 
-// Each block shape against the unfused graph, at 1 and 2 threads: 3x3 and 5x5,
+// Each block shape against the unfused graph, at 1 to 3 threads: 3x3 and 5x5,
 // strides 1 and 2, symmetric and one-sided pads, with and without the expand
 // stage and biases, every activation kind; expanded channels in whole vectors
 // (the band kernel) and not (the staged fallback); planes several bands tall
