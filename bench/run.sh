@@ -6,7 +6,8 @@
 #
 # --repeat R measures every row R times, singa and ORT alternating, and
 # reports for each runtime the median of its R medians (min: the least of
-# the mins; prepare and peak RSS: the medians). On a noisy machine (a VM
+# the mins; prepare and peak RSS: the medians), and the spread of the
+# latency ratio over the R back-to-back pairs. On a noisy machine (a VM
 # whose 2-thread speed moves between levels from one minute to the next) a
 # single pair of processes can land in different phases.
 #
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -113,6 +114,13 @@ for k, rs in runs.items():
     r["min_ms"] = min(x["min_ms"] for x in rs)
     rows[k] = r
 
+def pair_range(m, t, b):
+    """The least and greatest singa/ORT ratio over the repeats' back-to-back pairs
+    (each pair ran within seconds, so a phase of the machine hits both alike)."""
+    s, o = runs[(m, t, b, "singa")], runs[(m, t, b, "ort")]
+    r = [x["median_ms"] / y["median_ms"] for x, y in zip(s, o)]
+    return min(r), max(r)
+
 def clock_ghz():
     """Nominal clock: lscpu's max MHz when the (virtual) CPU reports one, else /proc/cpuinfo's."""
     try:
@@ -148,14 +156,17 @@ for (m, t, b, rt), s in sorted(rows.items()):
     gf = lambda r: 2 * macs * b / (r["median_ms"] * 1e6) if macs else None
     pct = "%.1f%%" % (100 * gf(s) / peak_at(t)) if macs and peak_at(t) else "-"
     fmt = lambda v: "%.1f" % v if v is not None else "-"
-    print("| %s | %d | %.2f / %.2f | %.2f / %.2f | **%.2f** | %s | %s | %s | %.2f (%.0f / %.0f ms) | %.2f (%.0f / %.0f) |" % (
-        m, t, s["median_ms"], s["min_ms"], o["median_ms"], o["min_ms"], s["median_ms"] / o["median_ms"], fmt(gf(s)), pct,
+    lo, hi = pair_range(m, t, b)
+    spread = " (%.2f-%.2f)" % (lo, hi) if int(sys.argv[5]) > 1 else ""
+    print("| %s | %d | %.2f / %.2f | %.2f / %.2f | **%.2f**%s | %s | %s | %s | %.2f (%.0f / %.0f ms) | %.2f (%.0f / %.0f) |" % (
+        m, t, s["median_ms"], s["min_ms"], o["median_ms"], o["min_ms"], s["median_ms"] / o["median_ms"], spread, fmt(gf(s)), pct,
         fmt(gf(o)), s["prepare_ms"] / o["prepare_ms"], s["prepare_ms"], o["prepare_ms"],
         s["peak_rss_mib"] / o["peak_rss_mib"], s["peak_rss_mib"], o["peak_rss_mib"]))
 print()
 if int(sys.argv[5]) > 1:
     print("Each row: the median of %s runs of each runtime, singa and ORT alternating (min: the least of their "
-          "mins; prepare and peak RSS: medians)." % sys.argv[5])
+          "mins; prepare and peak RSS: medians); in brackets, the least and greatest ratio of one singa run to the "
+          "ORT run right after it." % sys.argv[5])
     print()
 if measured:
     print("FP32 peak, measured by bench/peak.c (16 chains of 16-float FMAs per thread): %.0f GFLOP/s at 1 thread, "
