@@ -19,8 +19,8 @@ const Tensor* conv_weights(const graph::Graph& g, const graph::Node& n) {
 bool float_value(const graph::Graph& g, int v) { return v >= 0 && g.values[size_t(v)].dtype == SINGA_ONNX_FLOAT; }
 
 bool plain_conv(const graph::Graph& g, const graph::Node& n) {
-  if (!plain_onnx_node(n) || n.proto.op_type() != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 ||
-      n.outputs[0] < 0 || !float_value(g, n.inputs[0]) || !conv_weights(g, n))
+  if (!plain_op(n, "Conv") || n.inputs.size() < 2 || n.outputs.size() != 1 || n.outputs[0] < 0 ||
+      !float_value(g, n.inputs[0]) || !conv_weights(g, n))
     return false;
   if (n.inputs.size() > 2 && n.inputs[2] >= 0 && !float_constant(g, n, 2)) return false;
   const auto* auto_pad = find_attr(n, "auto_pad");

@@ -147,8 +147,7 @@ int fuse_attention(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& sm = g.nodes[i];
-    if (dead[i] || !plain_onnx_node(sm) || sm.proto.op_type() != "Softmax" || sm.inputs.size() != 1 ||
-        sm.outputs.size() != 1 || sm.inputs[0] < 0 || sm.outputs[0] < 0)
+    if (dead[i] || !plain_op(sm, "Softmax", 1) || sm.outputs.size() != 1 || sm.inputs[0] < 0 || sm.outputs[0] < 0)
       continue;
     const graph::Value& scores = g.values[size_t(sm.inputs[0])];
     if (!float_value(g, sm.inputs[0]) || !graph::fully_known(scores) || scores.dims.size() != 4 ||
@@ -158,7 +157,7 @@ int fuse_attention(graph::Graph& g) {
     const int64_t ax = int_attr(sm, "axis", sm.opset >= 13 ? -1 : 1);
     if (ax != -1 && ax != 3) continue;
     graph::Node& qk = g.nodes[size_t(scores.producer)];
-    if (!plain_onnx_node(qk) || qk.proto.op_type() != "MatMul" || qk.inputs.size() != 2) continue;
+    if (!plain_op(qk, "MatMul", 2)) continue;
     if (!only_attrs(qk, {"transB", "alpha"})) continue;
     graph::Node* pv = sole_reader(g, sm.outputs[0], "MatMul", 2);
     if (!pv || pv->inputs[0] != sm.outputs[0] || pv->proto.attribute_size() != 0) continue;

@@ -15,7 +15,7 @@ int fuse_conv_batchnorm(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& conv = g.nodes[i];
-    if (!plain_onnx_node(conv) || conv.proto.op_type() != "Conv" || conv.outputs.size() != 1 || conv.outputs[0] < 0) continue;
+    if (!plain_op(conv, "Conv") || conv.outputs.size() != 1 || conv.outputs[0] < 0) continue;
     const int y = conv.outputs[0];
     graph::Node* bnp = sole_reader(g, y, "BatchNormalization", 5);
     if (!bnp || bnp->inputs[0] != y || bnp->outputs.empty() || bnp->outputs[0] < 0) continue;

@@ -18,9 +18,7 @@ namespace passes {
 namespace {
 
 bool plain_max_pool(const graph::Node& n) {
-  if (!plain_onnx_node(n) || n.proto.op_type() != "MaxPool" || n.inputs.size() != 1 || n.outputs.size() != 1 ||
-      n.outputs[0] < 0)
-    return false;
+  if (!plain_op(n, "MaxPool", 1) || n.outputs.size() != 1 || n.outputs[0] < 0) return false;
   const auto* k = find_attr(n, "kernel_shape");
   if (!k || k->ints_size() != 2) return false;
   const auto* auto_pad = find_attr(n, "auto_pad");

@@ -32,9 +32,7 @@ int fuse_gelu(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& erf = g.nodes[i];
-    if (dead[i] || !plain_onnx_node(erf) || erf.proto.op_type() != "Erf" || erf.inputs.size() != 1 ||
-        erf.outputs.size() != 1 || erf.inputs[0] < 0)
-      continue;
+    if (dead[i] || !plain_op(erf, "Erf", 1) || erf.outputs.size() != 1 || erf.inputs[0] < 0) continue;
     // Its input: x / sqrt(2) or x * (1 / sqrt(2)), read only by the Erf.
     const int t = erf.inputs[0];
     const int tp = g.values[size_t(t)].producer;

@@ -58,8 +58,7 @@ int fuse_layer_norm(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& sub = g.nodes[i];
-    if (dead[i] || !plain_onnx_node(sub) || sub.proto.op_type() != "Sub" || sub.inputs.size() != 2 || sub.outputs.size() != 1)
-      continue;
+    if (dead[i] || !plain_op(sub, "Sub", 2) || sub.outputs.size() != 1) continue;
     const int x = sub.inputs[0], m = sub.inputs[1], d = sub.outputs[0];
     if (x < 0 || m < 0 || d < 0) continue;
     const graph::Value& xv = g.values[size_t(x)];
@@ -72,7 +71,7 @@ int fuse_layer_norm(graph::Graph& g) {
     const int mp = g.values[size_t(m)].producer;
     if (mp < 0 || !single_use(g, m)) continue;
     graph::Node& mean = g.nodes[size_t(mp)];
-    if (!plain_onnx_node(mean) || mean.proto.op_type() != "ReduceMean" || mean.inputs.empty() || mean.inputs[0] != x ||
+    if (!plain_op(mean, "ReduceMean") || mean.inputs.empty() || mean.inputs[0] != x ||
         !mean_over_last_axis(mean, rank))
       continue;
     // d is read by exactly Pow(d, 2) and Div(d, s).

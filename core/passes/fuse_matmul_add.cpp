@@ -31,7 +31,7 @@ int fuse_matmul_add(graph::Graph& g, bool batched_bias) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& mm = g.nodes[i];
-    if (!plain_onnx_node(mm) || mm.proto.op_type() != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
+    if (!plain_op(mm, "MatMul", 2) || mm.outputs.size() != 1) continue;
     const int y = mm.outputs[0];
     if (y < 0 || !single_use(g, y) || mm.inputs[0] < 0) continue;
     const graph::Value& a = g.values[size_t(mm.inputs[0])];

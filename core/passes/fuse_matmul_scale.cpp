@@ -17,8 +17,7 @@ int fuse_matmul_scales(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& mm = g.nodes[i];
-    if (dead[i] || !plain_onnx_node(mm) || mm.proto.op_type() != "MatMul" || mm.inputs.size() != 2 ||
-        mm.outputs.size() != 1 || mm.outputs[0] < 0 || find_attr(mm, "alpha"))
+    if (dead[i] || !plain_op(mm, "MatMul", 2) || mm.outputs.size() != 1 || mm.outputs[0] < 0 || find_attr(mm, "alpha"))
       continue;
     const int y = mm.outputs[0];
     if (g.values[size_t(y)].dtype != SINGA_ONNX_FLOAT) continue;

@@ -13,8 +13,7 @@ int fuse_transpose_matmuls(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& t = g.nodes[i];
-    if (dead[i] || !plain_onnx_node(t) || t.proto.op_type() != "Transpose" || t.inputs.size() != 1 ||
-        t.outputs.size() != 1 || t.inputs[0] < 0 || t.outputs[0] < 0)
+    if (dead[i] || !plain_op(t, "Transpose", 1) || t.outputs.size() != 1 || t.inputs[0] < 0 || t.outputs[0] < 0)
       continue;
     const auto* perm = find_attr(t, "perm");
     const int r = perm ? perm->ints_size() : 0;

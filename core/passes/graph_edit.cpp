@@ -90,11 +90,14 @@ bool single_use(const graph::Graph& g, int value) {
   return !v.is_output && v.consumers.size() == 1;
 }
 
+bool plain_op(const graph::Node& n, const char* op, size_t arity) {
+  return plain_onnx_node(n) && n.proto.op_type() == op && (!arity || n.inputs.size() == arity);
+}
+
 graph::Node* sole_reader(graph::Graph& g, int value, const char* op, size_t arity) {
   if (value < 0 || !single_use(g, value)) return nullptr;
   graph::Node& n = g.nodes[size_t(g.values[size_t(value)].consumers[0])];
-  if (!plain_onnx_node(n) || n.proto.op_type() != op || (arity && n.inputs.size() != arity)) return nullptr;
-  return &n;
+  return plain_op(n, op, arity) ? &n : nullptr;
 }
 
 size_t index_of(const graph::Graph& g, const graph::Node& n) { return size_t(&n - g.nodes.data()); }

@@ -22,6 +22,8 @@ int add_initializer(graph::Graph& g, const std::string& hint, Tensor t);
 
 // A node the passes may rewrite: default ONNX domain, no graph attributes.
 bool plain_onnx_node(const graph::Node& n);
+// A node the passes may rewrite of type `op` with `arity` inputs (0: any number).
+bool plain_op(const graph::Node& n, const char* op, size_t arity = 0);
 
 // The value's only reader is one node and it is not a graph output.
 bool single_use(const graph::Graph& g, int value);
