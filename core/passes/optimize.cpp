@@ -4,6 +4,8 @@
 
 #include <singa/optimize.hpp>
 
+#include <cstdlib>
+
 namespace singa {
 namespace passes {
 
@@ -42,6 +44,10 @@ void optimize(graph::Graph& g, const PassOptions& o) {
     // The activation after the Add (ResNet's Relu) goes into the ConvAdd.
     if (o.fuse_activations) s.activations += fuse_activations(g);
   }
+  // SINGA_BLOCKED_LAYOUT=0 keeps NCHW everywhere, to time and check against.
+  const char* blocked_env = std::getenv("SINGA_BLOCKED_LAYOUT");
+  if (o.blocked_layout && o.device == "cpu" && !(blocked_env && *blocked_env == '0'))
+    s.blocked_values += use_blocked_layout(g);
 }
 
 }  // namespace passes

@@ -8,6 +8,7 @@
 // input shape differs from the planned one, through im2col + OpenBLAS or the
 // direct loop.
 #include "blas_threads.hpp"
+#include "blocked16_f32.hpp"
 #include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
 #include "conv_gemm_f32.hpp"
@@ -54,6 +55,10 @@ class Conv : public NodeKernel {
       if (pool_.kernel_shape.size() != 2) fail("attribute pool_kernel_shape must hold 2 values");
       if (sum_) fail("a ConvAdd does not take a fused MaxPool");
     }
+    // Activations in 16-channel blocks (core/passes/blocked_layout.cpp).
+    layout_.in = node.attr_int("blocked_input", 0) != 0;
+    layout_.out = node.attr_int("blocked_output", 0) != 0;
+    if ((layout_.in || layout_.out) && group_ != 1) fail("a blocked layout needs group 1");
     pack_thin(node);
     plan_dnnl(node);
     // 16-bit float weights are widened once here instead of on every run.
@@ -83,6 +88,14 @@ class Conv : public NodeKernel {
                 sum_ ? z.data<float>() : nullptr);
       return;
     }
+    if (layout_.in || layout_.out) return compute_unblocked(ctx, x, z);
+    compute_nchw(ctx, x, z, nullptr);
+  }
+
+ private:
+  // The paths other than oneDNN's, on NCHW tensors; returns Y, NCHW unless
+  // conv_thin_f32 wrote it in blocks (then *blocked is set).
+  sdk::Tensor compute_nchw(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& z, bool* blocked) const {
     ops::use_blas_threads(ctx);
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor b = ctx.input(2);
@@ -110,27 +123,65 @@ class Conv : public NodeKernel {
     if (x.dtype() == SINGA_ONNX_FLOAT && thin_takes(xs, ws, g, pooled_ ? &pg : nullptr)) {
       sdk::Tensor y = ctx.output(0, pooled_ ? Shape{N, M, pg.out[1], pg.out[2]} : ys, x.dl_dtype());
       conv_thin_f32(ctx, x.data<float>(), *thin_, b.present() ? b.data<float>() : nullptr, y.data<float>(), N, g, act_,
-                    pooled_ ? &pg : nullptr);
-      return;
+                    pooled_ ? &pg : nullptr, layout_.out);
+      if (blocked) *blocked = layout_.out;
+      return y;
     }
     if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, pg, Cg);
     if (sum_) check_summand(z, ys);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
-    if (sdk::numel(ys) == 0) return;
+    if (sdk::numel(ys) == 0) return y;
     if (sum_) {
       float* yp = y.data<float>();
       const float* zp = z.data<float>();
       convolve<float>(ctx, x, w, b, yp, g, N, C, M, Cg);
       ctx.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) { sum_activation(act_, yp + i0, zp + i0, i1 - i0); });
-      return;
+      return y;
     }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       convolve<T>(ctx, x, w, b, y.data<T>(), g, N, C, M, Cg);
     });
+    return y;
   }
 
- private:
+  // A Conv with a blocked input or output that oneDNN does not run (a stem
+  // that conv_thin_f32 takes, another input shape than the planned one, a
+  // layer oneDNN refused): X (and Z) back to NCHW copies, the NCHW paths,
+  // then Y into blocks in place where they wrote NCHW.
+  void compute_unblocked(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& z) const {
+    auto blocked_4d = [&](const sdk::Tensor& t, const char* name) {
+      check(t.dtype() == SINGA_ONNX_FLOAT && t.ndim() == 4 && t.dim(1) % 16 == 0,
+            std::string(name) + " in 16-channel blocks must be float [N, C, H, W] with C a multiple of 16, got " +
+                sdk::dtype_name(t.dtype()) + " " + shape_str(t.shape()));
+    };
+    auto unblocked = [&](const sdk::Tensor& t, DLTensor& view) {
+      view = *t.raw();
+      float* p = static_cast<float*>(ctx.workspace(size_t(t.numel()) * sizeof(float)));
+      blocked16_to_nchw(t.data<float>(), p, t.dim(0), t.dim(1), t.dim(2) * t.dim(3));
+      view.data = p;
+      view.byte_offset = 0;
+      return sdk::Tensor(&view);
+    };
+    DLTensor xv{}, zv{};
+    sdk::Tensor xn = x, zn = z;
+    if (layout_.in) {
+      blocked_4d(x, "X");
+      xn = unblocked(x, xv);
+    }
+    if (sum_ && layout_.out) {
+      blocked_4d(z, "Z");
+      zn = unblocked(z, zv);
+    }
+    bool blocked = false;
+    sdk::Tensor y = compute_nchw(ctx, xn, zn, &blocked);
+    if (!layout_.out || blocked || y.numel() == 0) return;
+    blocked_4d(y, "Y");
+    float* tmp = static_cast<float*>(ctx.workspace(size_t(y.numel()) * sizeof(float)));
+    std::copy(y.data<float>(), y.data<float>() + y.numel(), tmp);
+    nchw_to_blocked16(tmp, y.data<float>(), y.dim(0), y.dim(1), y.dim(2) * y.dim(3));
+  }
+
   // The convolution into y ([N, M, output dims]) with the fused activation,
   // through whichever path the shape and type take (oneDNN aside).
   template <class T>
@@ -166,15 +217,16 @@ class Conv : public NodeKernel {
   // A Conv with a fused MaxPool (window pg over the conv output ys) that
   // neither oneDNN nor conv_thin_f32 runs pooled: the float convolution into
   // a buffer of its own, then MaxPool's 2-D path.
-  void compute_pooled(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
+  sdk::Tensor compute_pooled(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
                       const Geometry& g, const Shape& ys, const Geometry& pg, int64_t Cg) const {
     check(x.dtype() == SINGA_ONNX_FLOAT, "a fused MaxPool needs float");
     const int64_t N = ys[0], M = ys[1], C = x.dim(1);
     sdk::Tensor y = ctx.output(0, Shape{N, M, pg.out[1], pg.out[2]}, x.dl_dtype());
-    if (y.numel() == 0) return;
+    if (y.numel() == 0) return y;
     std::vector<float> conv(size_t(sdk::numel(ys)));
     convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
     max_pool_2d_f32(ctx, pg, N * M, conv.data(), y.data<float>());
+    return y;
   }
 
   // The NCHW paths of conv_nchw_f32.hpp take pointwise and depthwise float
@@ -266,10 +318,12 @@ class Conv : public NodeKernel {
     if (xs.size() != 4 || (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)) return nullptr;
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
-      if (nchw_fast(g, xs[1], ws[0]) && !pointwise_prefers_dnnl(g, group_, xs[1], ws[0])) return nullptr;
+      // A blocked neighbour makes oneDNN's 1x1 code the cheaper one: no reorders.
+      if (!layout_.in && !layout_.out && nchw_fast(g, xs[1], ws[0]) && !pointwise_prefers_dnnl(g, group_, xs[1], ws[0]))
+        return nullptr;
       const Geometry pg = pooled_ ? pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]}) : Geometry();
       if (thin_takes(xs, ws, g, pooled_ ? &pg : nullptr)) return nullptr;
-      return DnnlConv::plan(xs, w, b, g, group_, act_, pooled_ ? &pg : nullptr, sum_);
+      return DnnlConv::plan(xs, w, b, g, group_, act_, pooled_ ? &pg : nullptr, sum_, layout_);
     } catch (const std::exception&) {
       return nullptr;  // bad window attributes: compute() reports them with the shapes involved
     }
@@ -297,6 +351,7 @@ class Conv : public NodeKernel {
   FusedActivation conv_act_;   // what the convolution itself applies: act_, or none for a ConvAdd
   bool pooled_ = false;
   WindowAttrs pool_;
+  BlockedLayout layout_;
   std::vector<float> wide_weights_;
   std::unique_ptr<ThinConvWeights> thin_;  // conv_thin_f32's weights, where it may take the conv
   std::unique_ptr<DnnlConv> dnnl_;

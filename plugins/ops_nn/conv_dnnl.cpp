@@ -1,5 +1,6 @@
 #include "conv_dnnl.hpp"
 
+#include "blocked16_f32.hpp"
 #include "conv_nchw_f32.hpp"  // sum_activation
 #include "pool_blocked16_f32.hpp"
 #include "unblock16_f32.hpp"
@@ -47,9 +48,17 @@ struct DnnlConvPart {
   bool act_after = false;
   dnnl::eltwise_forward act;
   size_t src_bytes = 0, dst_bytes = 0, scratch_bytes = 0, ws_offset = 0;
-  // A pooled plan's part: conv rows [r0, r0 + rows) in blocks, pooled rows
-  // [q0, q1) through a blocked buffer of pool_bytes.
-  int64_t r0 = 0, q0 = 0, q1 = 0;
+  // With a blocked input (BlockedLayout): the input rows [lo, hi) the
+  // part reads, copied into its buffer unless they are the whole tensor.
+  bool copy_src = false;
+  int64_t lo = 0, hi = 0;
+  // With a blocked output: the part writes straight into the output tensor
+  // (all rows, and one image or all channels), else into its buffer first.
+  bool direct_dst = false;
+  // The part's first output row and channel. A pooled plan's part: conv
+  // rows from r0 in blocks, pooled rows [q0, q1) through a blocked buffer of
+  // pool_bytes.
+  int64_t r0 = 0, m0 = 0, q0 = 0, q1 = 0;
   size_t pool_bytes = 0;
 };
 
@@ -70,6 +79,7 @@ struct DnnlConv::State {
   int64_t min_parts = 1;  // slices of output channels even at 1 thread, to bound Winograd's weight reorders
   bool pooled = false;    // a MaxPool over the output (pool), see plan()
   bool summand = false;   // run() adds z, then applies act (the primitives have no activation)
+  bool blocked_in = false, blocked_out = false;  // BlockedLayout
   FusedActivation act;    // the node's fused activation
   Geometry pool;
   std::vector<float> bias;
@@ -141,44 +151,78 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
   const memory::dims w_dims =
       s.group == 1 ? memory::dims{pm, s.Cg, s.KH, s.KW} : memory::dims{groups, Mg, s.Cg, s.KH, s.KW};
   memory::desc bias_md({pm}, dt::f32, tag::x);
+  // A blocked side that oneDNN's pick reads or writes in another layout
+  // costs a reorder, which is fast only on a dense tensor: a part of all
+  // rows (and one image or all channels) may take it; a band gets the
+  // blocked layout forced on it.
+  const bool whole_rows = r0 == 0 && r1 == s.OH && (s.N == 1 || pm == s.M);
+  const memory::desc blocked_src(src_dims, dt::f32, tag::nChw16c), blocked_dst(dst_dims, dt::f32, tag::nChw16c);
+  bool force_src = false, force_dst = false;
   auto desc = [&](dnnl::algorithm alg, tag dst_tag) {
     return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg,
-                                           memory::desc(src_dims, dt::f32, tag::any),
+                                           memory::desc(src_dims, dt::f32, force_src ? tag::nChw16c : tag::any),
                                            weights_md ? *weights_md : memory::desc(w_dims, dt::f32, tag::any), bias_md,
-                                           memory::desc(dst_dims, dt::f32, dst_tag), {s.sh, s.sw},
-                                           {s.dh - 1, s.dw - 1}, {lo - i0, s.pl}, {std::max<int64_t>(0, i1 - hi), s.pr});
+                                           memory::desc(dst_dims, dt::f32, force_dst ? tag::nChw16c : dst_tag),
+                                           {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, {lo - i0, s.pl},
+                                           {std::max<int64_t>(0, i1 - hi), s.pr});
   };
-  if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part)) {
+  auto direct = [&] {
     // For thin inputs (a net's first conv, C = 3) oneDNN picks its brgconv
     // code with a channels-last output, whose transpose back to NCHW cost
     // almost as much as the convolution (SqueezeNet's 3->64 3x3/s2: 0.27 ms
     // + 0.22 ms reorder); its jit code writing 16-channel blocks took 0.25 ms
     // + 0.12 ms (whole nets: SqueezeNet -0.2 ms, Tiny-YOLOv2 -0.6 ms).
-    bool blocked = false;
     if (s.C < 16) {
       try {
         part.pd = dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct, tag::nChw16c),
                                                             s.attr, s.eng);
-        blocked = std::string(part.pd.impl_info_str()).rfind("ref", 0) != 0;
+        if (std::string(part.pd.impl_info_str()).rfind("ref", 0) != 0) return;
       } catch (const dnnl::error&) {
       }
     }
-    if (!blocked)
-      part.pd = dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct, tag::any), s.attr,
-                                                          s.eng);
+    part.pd =
+        dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct, tag::any), s.attr, s.eng);
+  };
+  if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part)) {
+    direct();
+    force_src = s.blocked_in && part.pd.src_desc() != blocked_src && !whole_rows;
+    force_dst = s.blocked_out && part.pd.dst_desc() != blocked_dst && (!whole_rows || s.pooled);
+    if (force_src || force_dst) direct();
   }
   // oneDNN's reference code is slower than the im2col path by far (a 1x1
   // band forced into another band's weight layout ran 50x slower).
   if (std::string(part.pd.impl_info_str()).rfind("ref", 0) == 0)
     throw dnnl::error(dnnl_unimplemented, "only the reference implementation");
-  part.reorder_src = part.pd.src_desc() != part.user_src;
+  part.lo = lo, part.hi = hi, part.r0 = r0, part.m0 = m0;
+  if (s.blocked_in) {
+    // Blocked rows of the part's own, or oneDNN's layout from the whole tensor.
+    part.user_src = blocked_src;
+    part.src_offset = 0;
+    part.reorder_src = part.pd.src_desc() != blocked_src;
+    part.copy_src = !part.reorder_src && (lo > 0 || hi < s.H);
+    part.src_bytes = part.reorder_src || part.copy_src ? align64(part.pd.src_desc().get_size()) : 0;
+  } else {
+    part.reorder_src = part.pd.src_desc() != part.user_src;
+    part.src_bytes = part.reorder_src ? align64(part.pd.src_desc().get_size()) : 0;
+  }
+  if (s.blocked_out) {
+    if (part.pd.dst_desc() != blocked_dst && (!whole_rows || s.pooled))
+      throw dnnl::error(dnnl_unimplemented, "the conv does not write 16-channel blocks");
+    // Straight into the output tensor, through a reorder, or a band buffer.
+    part.user_dst = blocked_dst;
+    part.dst_offset = m0 * s.OH * s.OW;
+    part.reorder_dst = part.pd.dst_desc() != blocked_dst;
+    part.direct_dst = !s.pooled && whole_rows && !part.reorder_dst;
+    part.dst_bytes = part.direct_dst ? 0 : align64(part.pd.dst_desc().get_size());
+    part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
+    return part;
+  }
   part.reorder_dst = part.pd.dst_desc() != part.user_dst;
   static const bool own_unblock = !ops::env_switched_off("SINGA_CONV_UNBLOCK16");
   // A whole-height part keeps oneDNN's dense reorder, unless the summand
   // rides in the unblocking.
   part.unblock16 = own_unblock && part.reorder_dst && fast::avx512() && (r1 - r0 < s.OH || s.summand) && pm % 16 == 0 &&
                    part.pd.dst_desc() == memory::desc(dst_dims, dt::f32, tag::nChw16c);
-  part.src_bytes = part.reorder_src ? align64(part.pd.src_desc().get_size()) : 0;
   part.dst_bytes = part.reorder_dst ? align64(part.pd.dst_desc().get_size()) : 0;
   part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
   return part;
@@ -313,7 +357,10 @@ std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, 
 
 std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
                                          int64_t group, const FusedActivation& act, const Geometry* pool,
-                                         bool summand) {
+                                         bool summand, BlockedLayout layout) {
+  if ((layout.in && (group != 1 || x.size() != 4 || x[1] % 16 != 0)) ||
+      (layout.out && w.dim(0) % 16 != 0))
+    return nullptr;
   if (g.rank != 2 || x.size() != 4 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return nullptr;
   if (b.present() && (b.dtype() != SINGA_ONNX_FLOAT || b.numel() != w.dim(0))) return nullptr;
   for (int64_t d : x)
@@ -333,6 +380,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     s.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.attr_no_act.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.act = act;
+    s.blocked_in = layout.in, s.blocked_out = layout.out;
     if (summand) {
       if (pool) return nullptr;
       s.summand = true;
@@ -440,8 +488,15 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
       if (p.reorder_src) {
         src = memory(p.pd.src_desc(), s.eng, base);
         p.src_in.execute(st, usrc, src);
+      } else if (s.blocked_in) {
+        float* b = p.copy_src ? reinterpret_cast<float*>(base) : const_cast<float*>(x);
+        if (p.copy_src) load_blocked16_rows(x, b, s.N, s.C, s.H, s.W, p.lo, p.hi - p.lo);
+        src = memory(p.pd.src_desc(), s.eng, b);
       }
-      if (p.reorder_dst) dst = memory(p.pd.dst_desc(), s.eng, base + p.src_bytes);
+      if (s.blocked_out)
+        dst = memory(p.pd.dst_desc(), s.eng, p.direct_dst ? y + p.m0 * s.OH * s.OW : reinterpret_cast<float*>(base + p.src_bytes));
+      else if (p.reorder_dst)
+        dst = memory(p.pd.dst_desc(), s.eng, base + p.src_bytes);
       memory scratch(p.pd.scratchpad_desc(), s.eng, base + p.src_bytes + p.dst_bytes);
       p.conv.execute(st, {{DNNL_ARG_SRC, src},
                           {DNNL_ARG_WEIGHTS, p.weights},
@@ -454,7 +509,20 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
         const int64_t PH = s.pool.out[1], PW = s.pool.out[2];
         max_pool_blocked16_f32(static_cast<const float*>(dst.get_data_handle()), s.N, s.M, p.pd.dst_desc().dims()[2],
                                p.r0, s.pool, p.q0, p.q1, pooled);
-        unblock16_f32(pooled, y + p.q0 * PW, s.N, s.M, p.q1 - p.q0, PW, s.M * PH * PW, PH * PW);
+        if (s.blocked_out)
+          store_blocked16_rows(pooled, y, s.N, s.M, p.q1 - p.q0, PW, s.M, PH, 0, p.q0, nullptr, FusedActivation());
+        else
+          unblock16_f32(pooled, y + p.q0 * PW, s.N, s.M, p.q1 - p.q0, PW, s.M * PH * PW, PH * PW);
+      } else if (s.blocked_out) {
+        const memory::dims d = p.pd.dst_desc().dims();
+        if (p.reorder_dst) p.dst_out.execute(st, dst, udst);
+        if (!p.direct_dst && !p.reorder_dst) {
+          store_blocked16_rows(static_cast<const float*>(dst.get_data_handle()), y, d[0], d[1], d[2], d[3], s.M, s.OH,
+                               p.m0, p.r0, z, z ? s.act : FusedActivation());
+        } else if (z) {
+          const int64_t at = p.dst_offset;  // all rows of one image, or of all channels: contiguous
+          sum_activation(s.act, y + at, z + at, d[0] * d[1] * d[2] * d[3]);
+        }
       } else if (p.unblock16) {
         const memory::dims d = p.pd.dst_desc().dims();
         const float* blocked = static_cast<const float*>(dst.get_data_handle());
@@ -463,7 +531,7 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
       } else if (p.reorder_dst) {
         p.dst_out.execute(st, dst, udst);
       }
-      if (z && !p.unblock16) {
+      if (z && !p.unblock16 && !s.blocked_out) {
         // The part's rows of each of its channels, contiguous in NCHW.
         const memory::dims d = p.user_dst.dims();
         for (int64_t n = 0; n < d[0]; ++n)

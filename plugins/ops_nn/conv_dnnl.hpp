@@ -2,9 +2,10 @@
 // time for the input shape shape inference gave; bias and the fused
 // activation ride in the primitive. The primitives, and the weights reordered
 // into the layout oneDNN picks, are made on the first run at each thread
-// count (the count is only known then). Activations stay NCHW between ops,
+// count (the count is only known then). Activations are NCHW between ops,
 // so each run reorders the input in and the output out when oneDNN prefers a
-// blocked layout for them (cheap next to the convolution itself). At N
+// blocked layout for them, except between Convs, where the blocked-layout
+// pass keeps them in oneDNN's 16-channel blocks (BlockedLayout). At N
 // threads the convolution is split into N parts (bands of output rows, or
 // slices of output channels for weight-heavy layers) run on the runtime's
 // pool, with oneDNN itself single-threaded; one thread runs it whole.
@@ -25,8 +26,18 @@ using ops::FusedActivation;
 
 struct DnnlConvPlan;
 
+// Where a Conv's input and output are in oneDNN's 16-channel blocks
+// (blocked16_f32.hpp) instead of NCHW: set on Convs whose neighbours keep
+// that layout (core/passes/blocked_layout.cpp). Needs one group and a
+// multiple of 16 channels on the blocked side; a ConvAdd's Z is laid out like
+// its output.
+struct BlockedLayout {
+  bool in = false, out = false;
+};
+
 class DnnlConv {
  public:
+
   // Null when oneDNN cannot take the node (not 2-D, not float, shape unknown, ...).
   // `pool`: a MaxPool window over the conv output (a Conv with a fused
   // MaxPool), or null. A pooled plan pools each part's rows while they are in
@@ -38,7 +49,7 @@ class DnnlConv {
   // to NCHW. Not with a pool.
   static std::unique_ptr<DnnlConv> plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
                                         int64_t group, const FusedActivation& act, const Geometry* pool = nullptr,
-                                        bool summand = false);
+                                        bool summand = false, BlockedLayout layout = {});
   ~DnnlConv();
   const Shape& input_shape() const { return x_; }
   const Shape& output_shape() const { return y_; }  // pooled, for a pooled plan

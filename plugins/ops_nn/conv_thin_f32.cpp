@@ -1,5 +1,6 @@
 #include "conv_thin_f32.hpp"
 
+#include "blocked16_f32.hpp"
 #include "pool_blocked16_f32.hpp"
 #include "unblock16_f32.hpp"
 
@@ -179,7 +180,7 @@ RowsFn rows_for(int64_t group_width, int64_t stride) {
 }  // namespace
 
 void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeights& w, const float* bias, float* y,
-                   int64_t N, const Geometry& g, const FusedActivation& act, const Geometry* pool) {
+                   int64_t N, const Geometry& g, const FusedActivation& act, const Geometry* pool, bool blocked_out) {
   const int64_t C = w.C, M = w.M, HW = g.in[1] * g.in[2], OH = g.out[1], OW = g.out[2];
   const RowsFn conv = rows_for(w.group_width, g.s[1]);
   const int64_t YH = pool ? pool->out[1] : OH, YW = pool ? pool->out[2] : OW;  // the rows and columns y gets
@@ -210,7 +211,10 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
         for (int64_t r0 = y_begin; r0 < y_end; r0 += step) {
           const int64_t r1 = std::min(y_end, r0 + step);
           conv(Job{xn, bias, &g, &w, b, (r1 - r0) * OW * kL}, r0, r1);
-          unblock16_f32(b, yn + r0 * OW, 1, M, r1 - r0, OW, M * OH * OW, OH * OW, nullptr, act);
+          if (blocked_out)
+            store_blocked16_rows(b, yn, 1, M, r1 - r0, OW, M, OH, 0, r0, nullptr, act);
+          else
+            unblock16_f32(b, yn + r0 * OW, 1, M, r1 - r0, OW, M * OH * OW, OH * OW, nullptr, act);
         }
         continue;
       }
@@ -235,7 +239,10 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
           have_hi = need_hi;
         }
         max_pool_blocked16_f32(b, 1, M, cap, have_lo, *pool, q0, q1, pooled);
-        unblock16_f32(pooled, yn + q0 * YW, 1, M, q1 - q0, YW, M * YH * YW, YH * YW, nullptr, act);
+        if (blocked_out)
+          store_blocked16_rows(pooled, yn, 1, M, q1 - q0, YW, M, YH, 0, q0, nullptr, act);
+        else
+          unblock16_f32(pooled, yn + q0 * YW, 1, M, q1 - q0, YW, M * YH * YW, YH * YW, nullptr, act);
       }
     }
   });
@@ -244,7 +251,7 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
 SINGA_AVX512_END
 #else
 void conv_thin_f32(const sdk::Context&, const float*, const ThinConvWeights&, const float*, float*, int64_t,
-                   const Geometry&, const FusedActivation&, const Geometry*) {
+                   const Geometry&, const FusedActivation&, const Geometry*, bool) {
   std::abort();
 }
 #endif

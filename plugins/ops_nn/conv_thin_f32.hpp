@@ -44,9 +44,11 @@ ThinConvWeights conv_thin_weights(const float* w, int64_t M, int64_t C, int64_t 
 
 // x [N, C, H, W], bias [M] or null; y [N, M, OH, OW], or the pooled
 // [N, M, PH, PW] where `pool` (the MaxPool's window over the conv output) is
-// given: y = act(MaxPool(Conv(x) + bias)).
+// given: y = act(MaxPool(Conv(x) + bias)). `blocked_out`: y in 16-channel
+// blocks (blocked16_f32.hpp) instead of NCHW.
 void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeights& w, const float* bias, float* y,
-                   int64_t N, const Geometry& g, const ops::FusedActivation& act, const Geometry* pool);
+                   int64_t N, const Geometry& g, const ops::FusedActivation& act, const Geometry* pool,
+                   bool blocked_out = false);
 
 }  // namespace nn
 }  // namespace singa

@@ -831,6 +831,183 @@ TEST(Passes, ResidualAddStaysWhereTheConvCannotTakeIt) {
   EXPECT_EQ(stats_of(relu_first).conv_adds, 0);
 }
 
+namespace {
+
+struct BlockedCase {
+  int64_t N = 1, H = 20, W = 20;
+  int64_t M1 = 16, M2 = 32;  // channels of the first and the second residual block
+  int64_t stem = 16;         // the stem's channels (3 in): 32 or 64 take conv_thin_f32
+  int64_t batch = 1;         // the input's declared batch; -1 symbolic
+};
+
+// A small ResNet stage: x [N, 3, H, W] -> Conv 3x3 (stem) -> Relu -> MaxPool
+// 2x2/2 -> identity block (M1) -> downsampling block (stride 2, 1x1 Conv
+// shortcut, M2) -> GlobalAveragePool -> y. Between the stem and the last
+// block every value is a Conv's and only Convs read it.
+ModelBuilder blocked_stage(const BlockedCase& c) {
+  ModelBuilder m(13);
+  const std::vector<std::string> sym = c.batch < 0 ? std::vector<std::string>{"N"} : std::vector<std::string>{};
+  m.input("x", SINGA_ONNX_FLOAT, {c.batch, 3, c.H, c.W}, sym);
+  unsigned seed = 300;
+  auto conv = [&](const std::string& in, const std::string& out, int64_t C, int64_t M, int64_t k, int64_t s) {
+    const std::string w = out + "_w", b = out + "_b";
+    seed += 2;
+    m.initializer(w, random_floats({M, C, k, k}, seed, -0.3f, 0.3f)).initializer(b, random_floats({M}, seed + 1));
+    m.node("Conv", {in, w, b}, {out}, out);
+    add_ints(m.last(), "pads", std::vector<int64_t>(4, k / 2));
+    add_ints(m.last(), "strides", {s, s});
+  };
+  conv("x", "stem", 3, c.stem, 3, 1);
+  m.node("Relu", {"stem"}, {"stem_r"}, "stem_relu");
+  m.node("MaxPool", {"stem_r"}, {"pool"}, "pool");
+  add_ints(m.last(), "kernel_shape", {2, 2});
+  add_ints(m.last(), "strides", {2, 2});
+  std::string x = "pool";
+  if (c.stem != c.M1) {
+    conv(x, "widen", c.stem, c.M1, 1, 1);
+    x = "widen";
+  }
+  conv(x, "a1", c.M1, c.M1, 3, 1);
+  m.node("Relu", {"a1"}, {"a1r"}, "a1_relu");
+  conv("a1r", "a2", c.M1, c.M1, 3, 1);
+  m.node("Add", {"a2", x}, {"asum"}, "a_add");
+  m.node("Relu", {"asum"}, {"a"}, "a_relu");
+  conv("a", "b1", c.M1, c.M2, 3, 2);
+  m.node("Relu", {"b1"}, {"b1r"}, "b1_relu");
+  conv("b1r", "b2", c.M2, c.M2, 3, 1);
+  conv("a", "down", c.M1, c.M2, 1, 2);
+  m.node("Add", {"b2", "down"}, {"bsum"}, "b_add");
+  m.node("Relu", {"bsum"}, {"b"}, "b_relu");
+  m.node("GlobalAveragePool", {"b"}, {"y"}, "gap");
+  m.output("y", SINGA_ONNX_FLOAT, {c.batch, c.M2, 1, 1}, sym);
+  return m;
+}
+
+// The nodes of the optimised graph with a blocked input or output, as
+// "name:in", "name:out".
+std::vector<std::string> blocked_sides(const ModelBuilder& m) {
+  std::vector<std::string> sides;
+  const ::onnx::ModelProto optimized = singa::onnx::optimized_model(m.model, {});
+  for (const auto& n : optimized.graph().node())
+    for (const auto& a : n.attribute())
+      if ((a.name() == "blocked_input" || a.name() == "blocked_output") && a.i() == 1)
+        sides.push_back(n.name() + (a.name() == "blocked_input" ? ":in" : ":out"));
+  return sides;
+}
+
+}  // namespace
+
+// Values between Convs stay in 16-channel blocks: which sides the pass marks
+// on a ResNet stage, and the stage's result against the unoptimised graph at
+// 1 to 3 threads for oneDNN's bands (copied rows), channel slices (in place),
+// whole convs, reorders into its channels-last code (the stride-2 convs),
+// pooled stems (oneDNN's and conv_thin_f32's) and a 1x1 widening Conv.
+TEST(Passes, ConvsPassBlockedActivationsToConvs) {
+  ensure_loaded();
+  BlockedCase c;
+  ModelBuilder m = blocked_stage(c);
+  // The Relus, the MaxPool and the Adds fold into the Convs. The last
+  // block's output goes to the GlobalAveragePool in NCHW, and so does its
+  // shortcut, which the ConvAdd b2 adds in its own output's layout.
+  EXPECT_EQ(blocked_sides(m), (std::vector<std::string>{"stem:out", "a1:in", "a1:out", "a2:in", "a2:out", "b1:in",
+                                                        "b1:out", "down:in", "b2:in"}));
+  EXPECT_EQ(stats_of(m).blocked_values, 4);
+  std::vector<BlockedCase> cases;
+  cases.push_back(c);
+  c.stem = 32, c.M1 = 32, c.M2 = 64;  // thin stem with the pool fused
+  cases.push_back(c);
+  c = BlockedCase();
+  c.stem = 16, c.M1 = 64, c.M2 = 128, c.H = c.W = 10;  // weight-heavy: channel slices
+  cases.push_back(c);
+  c = BlockedCase();
+  c.stem = 64, c.M1 = 32, c.N = c.batch = 2, c.H = 17, c.W = 23;  // a 1x1 widening Conv, two images, odd sizes
+  cases.push_back(c);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const BlockedCase& bc = cases[i];
+    ModelBuilder s = blocked_stage(bc);
+    EXPECT_GE(stats_of(s).blocked_values, 4);
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      check_same(s, {random_floats({bc.N, 3, bc.H, bc.W}, 310 + unsigned(i))}, 2e-4, o);
+    }
+  }
+}
+
+// With a symbolic batch oneDNN's plans are made for the first run's shape;
+// another batch takes the NCHW paths, with the blocked inputs and outputs
+// converted around them, and computes the same.
+TEST(Passes, BlockedConvsRunOtherBatchSizesThroughNchw) {
+  ensure_loaded();
+  BlockedCase c;
+  c.batch = -1;
+  ModelBuilder m = blocked_stage(c);
+  singa::onnx::PrepareOptions o;
+  o.threads = 2;
+  auto plain = singa::onnx::prepare_bytes(m.bytes(), [&] {
+    auto p = o;
+    p.optimize = false;
+    return p;
+  }());
+  auto fast = singa::onnx::prepare_bytes(m.bytes(), o);
+  for (int64_t n : {1, 3, 1}) {
+    SCOPED_TRACE("batch " + std::to_string(n));
+    const Tensor x = random_floats({n, 3, c.H, c.W}, 320 + unsigned(n));
+    auto a = plain->run({x}), b = fast->run({x});
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.size(), 1u);
+    ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
+    for (int64_t i = 0; i < a[0].second.numel(); ++i)
+      EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], 2e-4) << i;
+  }
+}
+
+// No blocks where another op reads the value, where it is a graph output,
+// for a grouped Conv, for channels that are no multiple of 16, or out of a
+// 1x1 Conv that reads NCHW; SINGA_BLOCKED_LAYOUT=0 turns the pass off.
+TEST(Passes, BlockedLayoutStaysOffWhereAReaderNeedsNchw) {
+  ensure_loaded();
+  BlockedCase c;
+  ModelBuilder read = blocked_stage(c);
+  read.output("a1", SINGA_ONNX_FLOAT, {1, 16, 10, 10});
+  auto sides = blocked_sides(read);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:out"), 0);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "a2:in"), 0);
+  check_same(read, {random_floats({1, 3, 20, 20}, 330)});
+
+  c.stem = c.M1 = 24, c.M2 = 40;
+  EXPECT_TRUE(blocked_sides(blocked_stage(c)).empty());
+
+  ModelBuilder grouped = blocked_stage(BlockedCase());
+  for (auto& n : *grouped.model.mutable_graph()->mutable_node())
+    if (n.name() == "a2") add_int(&n, "group", 2);
+  grouped.initializer("a2_w", random_floats({16, 8, 3, 3}, 331, -0.3f, 0.3f));
+  auto* inits = grouped.model.mutable_graph()->mutable_initializer();
+  for (int i = 0; i < inits->size(); ++i)
+    if (inits->Get(i).name() == "a2_w") {
+      inits->DeleteSubrange(i, 1);  // the first, 16x16x3x3, made by blocked_stage
+      break;
+    }
+  sides = blocked_sides(grouped);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "a2:in"), 0);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:out"), 0);
+  check_same(grouped, {random_floats({1, 3, 20, 20}, 332)});
+
+  c = BlockedCase();
+  c.stem = 64, c.M1 = 32;
+  ModelBuilder widen = blocked_stage(c);
+  widen.output("pool", SINGA_ONNX_FLOAT, {1, 64, 10, 10});  // widen reads the pooled stem in NCHW
+  sides = blocked_sides(widen);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:out"), 0);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:in"), 0);
+
+  setenv("SINGA_BLOCKED_LAYOUT", "0", 1);
+  EXPECT_EQ(stats_of(blocked_stage(BlockedCase())).blocked_values, 0);
+  unsetenv("SINGA_BLOCKED_LAYOUT");
+}
+
 // optimized_model() writes ConvAdd in the ai.singa domain, which loads and
 // runs again with the same results.
 TEST(Passes, OptimizedModelWithAConvAddLoadsAgain) {
