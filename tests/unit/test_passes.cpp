@@ -71,6 +71,16 @@ std::vector<std::string> check_same(const ModelBuilder& m, const std::vector<Ten
   return ops_of(*fast);
 }
 
+// Both Reps give one output, equal within tol, for input x.
+void expect_same_output(singa::onnx::Rep& a_rep, singa::onnx::Rep& b_rep, const Tensor& x, double tol) {
+  auto a = a_rep.run({x}), b = b_rep.run({x});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
+  for (int64_t i = 0; i < a[0].second.numel(); ++i)
+    EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], tol) << i;
+}
+
 // optimized_model() of m holds a `fused_op` node of the ai.singa domain and
 // imports the domain: the written model loads, checks and runs on x with the
 // results of the original.
@@ -85,12 +95,7 @@ void check_optimized_model_loads_again(const ModelBuilder& m, const std::string&
   o.optimize = false;
   auto again = singa::onnx::prepare_bytes(bytes, o);
   auto plain = singa::onnx::prepare_bytes(m.bytes(), o);
-  auto a = plain->run({x}), b = again->run({x});
-  ASSERT_EQ(a.size(), 1u);
-  ASSERT_EQ(b.size(), 1u);
-  ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
-  for (int64_t i = 0; i < a[0].second.numel(); ++i)
-    EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], 1e-4) << i;
+  expect_same_output(*plain, *again, x, 1e-4);
 }
 
 // x -> Conv(W, B) -> BatchNormalization -> ACT -> y, on [N,3,9,9] (N symbolic when batch < 0).
@@ -954,13 +959,7 @@ TEST(Passes, BlockedConvsRunOtherBatchSizesThroughNchw) {
   auto fast = singa::onnx::prepare_bytes(m.bytes(), o);
   for (int64_t n : {1, 3, 1}) {
     SCOPED_TRACE("batch " + std::to_string(n));
-    const Tensor x = random_floats({n, 3, c.H, c.W}, 320 + unsigned(n));
-    auto a = plain->run({x}), b = fast->run({x});
-    ASSERT_EQ(a.size(), 1u);
-    ASSERT_EQ(b.size(), 1u);
-    ASSERT_EQ(a[0].second.shape(), b[0].second.shape());
-    for (int64_t i = 0; i < a[0].second.numel(); ++i)
-      EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], 2e-4) << i;
+    expect_same_output(*plain, *fast, random_floats({n, 3, c.H, c.W}, 320 + unsigned(n)), 2e-4);
   }
 }
 
