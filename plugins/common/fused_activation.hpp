@@ -77,26 +77,27 @@ struct FusedActivation {
     }
   }
 
-  // y[i] = act(y[i] + z[i]) for n floats, in place: the epilogue of a fused
-  // residual Add (ai.singa::ConvAdd), one loop per kind like apply_rows.
-  void apply_sum(float* y, const float* z, int64_t n) const {
+  // y[i] = act(a[i] + z[i]) for n floats (y may be a): the epilogue of a
+  // fused residual Add (ai.singa::ConvAdd), one loop per kind like apply_rows.
+  void apply_sum(float* y, const float* a, const float* z, int64_t n) const {
     switch (kind) {
       case kRelu:
-        for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i] + z[i], 0.f);
+        for (int64_t i = 0; i < n; ++i) y[i] = std::max(a[i] + z[i], 0.f);
         break;
       case kClip:
-        for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i] + z[i], lo), hi);
+        for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(a[i] + z[i], lo), hi);
         break;
       case kLeakyRelu:
         for (int64_t i = 0; i < n; ++i) {
-          const float v = y[i] + z[i];
+          const float v = a[i] + z[i];
           y[i] = v >= 0.f ? v : alpha * v;
         }
         break;
       default:
-        for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+        for (int64_t i = 0; i < n; ++i) y[i] = a[i] + z[i];
     }
   }
+  void apply_sum(float* y, const float* z, int64_t n) const { apply_sum(y, y, z, n); }
 
   // In place over a contiguous buffer, split over the context's threads.
   template <class T>

@@ -18,16 +18,16 @@ void load_blocked16_rows(const float* x, float* b, int64_t N, int64_t C, int64_t
     std::memcpy(b + i * chunk, x + i * plane + r0 * W * kB, size_t(chunk) * sizeof(float));
 }
 
-SINGA_VEC_CLONES void store_blocked16_rows(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t YM,
-                          int64_t YH, int64_t m0, int64_t r0, const float* z, const ops::FusedActivation& act) {
+SINGA_VEC_CLONES void store_blocked16_rows(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W,
+                                           int64_t YM, int64_t YH, int64_t m0, int64_t r0, const float* z,
+                                           const ops::FusedActivation& act) {
   const int64_t chunk = R * W * kB, plane = YH * W * kB;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t cb = 0; cb < M / kB; ++cb) {
       const int64_t at = (n * (YM / kB) + m0 / kB + cb) * plane + r0 * W * kB;
       const float* src = b + (n * (M / kB) + cb) * chunk;
       if (z) {
-        std::memcpy(y + at, src, size_t(chunk) * sizeof(float));
-        act.apply_sum(y + at, z + at, chunk);
+        act.apply_sum(y + at, src, z + at, chunk);  // one pass: the copy is the sum
       } else {
         std::memcpy(y + at, src, size_t(chunk) * sizeof(float));
         act.apply_rows(y + at, 1, chunk, chunk, nullptr);

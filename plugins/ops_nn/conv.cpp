@@ -319,7 +319,8 @@ class Conv : public NodeKernel {
     try {
       Geometry g = window_geometry(attrs_, {xs[2], xs[3]}, kernel, *this);
       // A blocked neighbour makes oneDNN's 1x1 code the cheaper one: no reorders.
-      if (!layout_.in && !layout_.out && nchw_fast(g, xs[1], ws[0]) && !pointwise_prefers_dnnl(g, group_, xs[1], ws[0]))
+      if (!layout_.in && !layout_.out && nchw_fast(g, xs[1], ws[0]) &&
+          !pointwise_prefers_dnnl(g, group_, xs[1], ws[0]))
         return nullptr;
       const Geometry pg = pooled_ ? pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]}) : Geometry();
       if (thin_takes(xs, ws, g, pooled_ ? &pg : nullptr)) return nullptr;

@@ -156,6 +156,7 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
   // rows (and one image or all channels) may take it; a band gets the
   // blocked layout forced on it.
   const bool whole_rows = r0 == 0 && r1 == s.OH && (s.N == 1 || pm == s.M);
+  const bool reorder_out = whole_rows && !s.pooled;  // a pooled part's pool reads its blocks
   const memory::desc blocked_src(src_dims, dt::f32, tag::nChw16c), blocked_dst(dst_dims, dt::f32, tag::nChw16c);
   bool force_src = false, force_dst = false;
   auto desc = [&](dnnl::algorithm alg, tag dst_tag) {
@@ -186,7 +187,7 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
   if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part)) {
     direct();
     force_src = s.blocked_in && part.pd.src_desc() != blocked_src && !whole_rows;
-    force_dst = s.blocked_out && part.pd.dst_desc() != blocked_dst && (!whole_rows || s.pooled);
+    force_dst = s.blocked_out && part.pd.dst_desc() != blocked_dst && !reorder_out;
     if (force_src || force_dst) direct();
   }
   // oneDNN's reference code is slower than the im2col path by far (a 1x1
@@ -206,13 +207,13 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
     part.src_bytes = part.reorder_src ? align64(part.pd.src_desc().get_size()) : 0;
   }
   if (s.blocked_out) {
-    if (part.pd.dst_desc() != blocked_dst && (!whole_rows || s.pooled))
+    if (part.pd.dst_desc() != blocked_dst && !reorder_out)
       throw dnnl::error(dnnl_unimplemented, "the conv does not write 16-channel blocks");
     // Straight into the output tensor, through a reorder, or a band buffer.
     part.user_dst = blocked_dst;
     part.dst_offset = m0 * s.OH * s.OW;
     part.reorder_dst = part.pd.dst_desc() != blocked_dst;
-    part.direct_dst = !s.pooled && whole_rows && !part.reorder_dst;
+    part.direct_dst = reorder_out && !part.reorder_dst;
     part.dst_bytes = part.direct_dst ? 0 : align64(part.pd.dst_desc().get_size());
     part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
     return part;
@@ -494,7 +495,8 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
         src = memory(p.pd.src_desc(), s.eng, b);
       }
       if (s.blocked_out)
-        dst = memory(p.pd.dst_desc(), s.eng, p.direct_dst ? y + p.m0 * s.OH * s.OW : reinterpret_cast<float*>(base + p.src_bytes));
+        dst = memory(p.pd.dst_desc(), s.eng,
+                     p.direct_dst ? y + p.dst_offset : reinterpret_cast<float*>(base + p.src_bytes));
       else if (p.reorder_dst)
         dst = memory(p.pd.dst_desc(), s.eng, base + p.src_bytes);
       memory scratch(p.pd.scratchpad_desc(), s.eng, base + p.src_bytes + p.dst_bytes);
