@@ -1096,6 +1096,28 @@ TEST(Passes, BadFusedNodesFailClearly) {
     m.output("y", SINGA_ONNX_FLOAT, {1, 4, 5, 5});
     expect_error(m, {random_floats({1, 4, 5, 5}, 6), random_floats({1, 4, 5, 4}, 7)}, "Z of shape [1,4,5,4]");
   }
+  // A ConvAdd (its domain is not checked) told that X is in 16-channel
+  // blocks: with a channel count that blocks cannot hold, and with groups.
+  auto blocked_conv_add = [](int64_t C, int64_t group) {
+    ModelBuilder m(13);
+    auto* op = m.model.add_opset_import();
+    op->set_domain("ai.singa");
+    op->set_version(1);
+    m.input("x", SINGA_ONNX_FLOAT, {1, C, 5, 5})
+        .input("z", SINGA_ONNX_FLOAT, {1, 16, 5, 5})
+        .initializer("w", random_floats({16, C / group, 3, 3}, 8))
+        .node("ConvAdd", {"x", "w", "", "z"}, {"y"}, "bad");
+    m.last()->set_domain("ai.singa");
+    add_ints(m.last(), "pads", {1, 1, 1, 1});
+    add_int(m.last(), "group", group);
+    add_int(m.last(), "blocked_input", 1);
+    m.output("y", SINGA_ONNX_FLOAT, {1, 16, 5, 5});
+    return m;
+  };
+  expect_error(blocked_conv_add(24, 1), {random_floats({1, 24, 5, 5}, 9), random_floats({1, 16, 5, 5}, 10)},
+               "X in 16-channel blocks must be float [N, C, H, W] with C a multiple of 16, got float [1,24,5,5]");
+  expect_error(blocked_conv_add(32, 2), {random_floats({1, 32, 5, 5}, 11), random_floats({1, 16, 5, 5}, 12)},
+               "a blocked layout needs group 1");
   {  // singa's own Conv attributes in a model file: ONNX's checker refuses them, naming the node
     ModelBuilder m(13);
     m.input("x", SINGA_ONNX_FLOAT, {1, 3, 9, 9})
@@ -1105,7 +1127,7 @@ TEST(Passes, BadFusedNodesFailClearly) {
     m.output("y", SINGA_ONNX_FLOAT, {1, 16, 7, 7});
     expect_error(m, {random_floats({1, 3, 9, 9}, 6)}, "pool_kernel_shape");
   }
-  // The runtime still works after both.
+  // The runtime still works after them.
   Block b;
   check_same(inverted_residual(b), {random_floats({1, 8, 9, 7}, 7)});
 }
