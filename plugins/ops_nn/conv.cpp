@@ -61,6 +61,7 @@ class Conv : public NodeKernel {
     if ((layout_.in || layout_.out) && group_ != 1) fail("a blocked layout needs group 1");
     pack_thin(node);
     plan_dnnl(node);
+    pack_pointwise(node);
     // 16-bit float weights are widened once here instead of on every run.
     sdk::Tensor w = node.constant(1);
     if (w.present() && (w.dtype() == SINGA_ONNX_FLOAT16 || w.dtype() == SINGA_ONNX_BFLOAT16)) {
@@ -191,7 +192,8 @@ class Conv : public NodeKernel {
       if (nchw_fast(g, C, M)) {
         const float* bias = b.present() ? b.data<float>() : nullptr;
         if (pointwise_fits(g, group_))
-          conv_pointwise_strided_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, M, g, conv_act_);
+          conv_pointwise_strided_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, M, g, conv_act_,
+                                     pointwise_.get());
         else
           conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, g, conv_act_);
         return;
@@ -283,6 +285,17 @@ class Conv : public NodeKernel {
         conv_thin_weights(w.data<float>(), w.dim(0), w.dim(1), w.dim(2), w.dim(3)));
   }
 
+  // Constant float 1x1 weights of one group that oneDNN's plan did not take:
+  // conv_pointwise_f32's direct kernel reads them packed.
+  void pack_pointwise(const sdk::Node& node) {
+    sdk::Tensor w = node.constant(1);
+    if (dnnl_ || !fast::avx512() || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() < 3)
+      return;
+    for (int i = 2; i < w.ndim(); ++i)
+      if (w.dim(i) != 1) return;
+    pointwise_ = std::make_unique<PointwiseWeights>(pointwise_weights(w.data<float>(), w.dim(0), w.dim(1)));
+  }
+
   // Whether conv_thin_f32 takes a float input of shape xs (with W of the
   // packed weights' shape ws, window g and the fused pool's window pg, null
   // when there is none).
@@ -355,6 +368,7 @@ class Conv : public NodeKernel {
   BlockedLayout layout_;
   std::vector<float> wide_weights_;
   std::unique_ptr<ThinConvWeights> thin_;  // conv_thin_f32's weights, where it may take the conv
+  std::unique_ptr<PointwiseWeights> pointwise_;  // conv_pointwise_f32's packed weights, where it may take the conv
   std::unique_ptr<DnnlConv> dnnl_;
   std::unique_ptr<Late> late_;
 };

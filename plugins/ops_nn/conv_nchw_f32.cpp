@@ -39,8 +39,9 @@ bool strided(const Geometry& g) {
 // channels-last reorder of the whole input and another of the output, at
 // 95 GFLOP/s (ResNet-18's three: 0.36 ms at 1 thread, 0.25 at 2).
 void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
-                                int64_t N, int64_t C, int64_t M, const Geometry& g, const FusedActivation& act) {
-  if (!strided(g)) return conv_pointwise_f32(ctx, x, w, bias, y, N, C, M, g.in_size(), act);
+                                int64_t N, int64_t C, int64_t M, const Geometry& g, const FusedActivation& act,
+                                const PointwiseWeights* packed) {
+  if (!strided(g)) return conv_pointwise_f32(ctx, x, w, bias, y, N, C, M, g.in_size(), act, packed);
   const int64_t in = g.in_size(), out = g.out_size();
   float* dense = static_cast<float*>(ctx.workspace(size_t(N * C * out) * sizeof(float)));
   ctx.parallel_for(N * C, 16, [&](int64_t p0, int64_t p1) {
@@ -54,7 +55,7 @@ void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const f
         }
     }
   });
-  conv_pointwise_f32(ctx, dense, w, bias, y, N, C, M, out, act);
+  conv_pointwise_f32(ctx, dense, w, bias, y, N, C, M, out, act, packed);
 }
 
 // FusedActivation::apply_rows compiled for AVX-512 and AVX2 as well (the
@@ -70,11 +71,18 @@ SINGA_VEC_CLONES void sum_activation(const FusedActivation& act, float* y, const
 }
 
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
-                        int64_t C, int64_t M, int64_t HW, const FusedActivation& act) {
+                        int64_t C, int64_t M, int64_t HW, const FusedActivation& act,
+                        const PointwiseWeights* packed) {
+  static const bool direct_off = ops::env_switched_off("SINGA_POINTWISE_DIRECT");  // to compare with sgemm
+  if (direct_off || !fast::avx512() || (packed && (packed->M != M || packed->C != C))) packed = nullptr;
+  // Slices of output channels in whole vectors for sgemm, in whole panels for
+  // the direct kernel (SqueezeNet's 1000 channels in 512 + 488 were 5% apart);
+  // column blocks in whole vectors, or in whole tiles of the direct kernel.
+  const int64_t unit = packed ? kPointwisePanel : 16, col_unit = packed ? kPointwiseTileCols : 16;
   // Column blocks small enough that the block of X and of Y stay in L2 for
-  // the epilogue, wide enough that sgemm runs near its best (multiples of 16).
+  // the epilogue, wide enough that sgemm runs near its best.
   const int64_t bytes_per_col = (C + M) * int64_t(sizeof(float));
-  int64_t nb = std::max<int64_t>(64, (int64_t(512) << 10) / bytes_per_col) / 16 * 16;
+  int64_t nb = std::max<int64_t>(64, (int64_t(512) << 10) / bytes_per_col) / col_unit * col_unit;
   const int64_t threads = std::max(1, ctx.num_threads());
   int64_t blocks = 0, slices = 1;
   // Weights that outweigh the image's activations (SqueezeNet's 512 -> 1000
@@ -85,19 +93,20 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
   if (M * C >= (C + M) * HW) {
     nb = HW;
     blocks = 1;
-    slices = N >= threads ? 1 : std::min<int64_t>(threads, std::max<int64_t>(1, M / 16));
+    slices = N >= threads ? 1 : std::min<int64_t>(threads, std::max<int64_t>(1, M / unit));
   } else {
     // Enough blocks for every thread even on a small image.
-    while (nb > 64 && N * ((HW + nb - 1) / nb) < 2 * threads) nb = std::max<int64_t>(64, nb / 2 / 16 * 16);
+    while (nb > 64 && N * ((HW + nb - 1) / nb) < 2 * threads)
+      nb = std::max<int64_t>(64, nb / 2) / col_unit * col_unit;
     blocks = (HW + nb - 1) / nb;
     // Small planes (one column block) also split the output channels, in
-    // multiples of 16 rows, so that every thread has two parts.
+    // whole units of rows, so that every thread has two parts.
     const int64_t parts = N * blocks;
     slices = threads == 1 || parts >= 2 * threads
                  ? 1
-                 : std::min((2 * threads + parts - 1) / parts, std::max<int64_t>(1, M / 16));
+                 : std::min((2 * threads + parts - 1) / parts, std::max<int64_t>(1, M / unit));
   }
-  const int64_t rows = ((M + slices - 1) / slices + 15) / 16 * 16;
+  const int64_t rows = ((M + slices - 1) / slices + unit - 1) / unit * unit;
   ctx.parallel_for(N * blocks * slices, 1, [&](int64_t b0, int64_t b1) {
     ops::dnnl_single_thread();
     for (int64_t t = b0; t < b1; ++t) {
@@ -106,6 +115,10 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
       if (mn <= 0) continue;
       const float* xb = x + n * C * HW + c0;
       float* yb = y + (n * M + m0) * HW + c0;
+      if (packed) {
+        pointwise_direct_f32(*packed, m0, mn, xb, HW, bias, yb, HW, cn, act);
+        continue;
+      }
       ops::check_sgemm(dnnl_sgemm('N', 'N', mn, cn, C, 1.f, w + m0 * C, C, xb, HW, 0.f, yb, HW));
       bias_activation(act, yb, mn, cn, HW, bias ? bias + m0 : nullptr);
     }

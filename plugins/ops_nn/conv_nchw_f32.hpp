@@ -19,6 +19,7 @@
 #define SINGA_OPS_NN_CONV_NCHW_F32_HPP
 
 #include "fused_activation.hpp"
+#include "pointwise_direct_f32.hpp"
 #include "spatial.hpp"
 
 namespace singa {
@@ -42,13 +43,17 @@ bool pointwise_fits(const Geometry& g, int64_t group);
 // rows are only the plane wide; oneDNN reorders them once at prepare (the
 // head 0.27 -> 0.23 ms at 1 thread, 0.14 -> 0.12 at 2, for 2.3 MiB of RSS).
 bool pointwise_prefers_dnnl(const Geometry& g, int64_t group, int64_t C, int64_t M);
-// x [N, C, H*W], w [M, C], bias [M] or null, y [N, M, H*W].
+// x [N, C, H*W], w [M, C], bias [M] or null, y [N, M, H*W]. `packed`:
+// pointwise_weights of w (or null), which takes the products through
+// pointwise_direct_f32 instead of sgemm where AVX-512 is there.
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
-                        int64_t C, int64_t M, int64_t HW, const ops::FusedActivation& act);
+                        int64_t C, int64_t M, int64_t HW, const ops::FusedActivation& act,
+                        const PointwiseWeights* packed = nullptr);
 
 // x [N, C, input dims], y [N, M, output dims]: any strides.
 void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
-                                int64_t N, int64_t C, int64_t M, const Geometry& g, const ops::FusedActivation& act);
+                                int64_t N, int64_t C, int64_t M, const Geometry& g, const ops::FusedActivation& act,
+                                const PointwiseWeights* packed = nullptr);
 
 // True when conv_depthwise_f32 computes this convolution (2-D, C == M == group).
 bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group);

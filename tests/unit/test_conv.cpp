@@ -247,6 +247,11 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
       {"pointwise", 2, 16, 9, 11, 24, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, many column blocks", 1, 8, 70, 70, 12, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, small plane split by channels", 1, 32, 7, 7, 80, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // Planes whose last tile of pointwise_direct_f32 holds one, two or three
+      // vectors, the last one partial; 8-channel panels with a tail of 5.
+      {"pointwise, 20 pixels", 2, 24, 5, 4, 40, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, 40 pixels, a panel tail", 1, 40, 4, 10, 29, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"pointwise, 107 pixels, one input channel", 1, 1, 1, 107, 13, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       // Weights heavier than the image: one call per slice of output channels.
       {"pointwise, weight-heavy, a channel tail", 1, 128, 8, 9, 300, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"pointwise, weight-heavy batch", 3, 128, 8, 8, 256, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},

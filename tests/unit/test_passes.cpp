@@ -925,7 +925,9 @@ TEST(Passes, ConvsPassBlockedActivationsToConvs) {
   c.stem = 16, c.M1 = 64, c.M2 = 128, c.H = c.W = 10;  // weight-heavy: channel slices
   cases.push_back(c);
   c = BlockedCase();
-  c.stem = 64, c.M1 = 32, c.N = c.batch = 2, c.H = 17, c.W = 23;  // a 1x1 widening Conv, two images, odd sizes
+  // A 1x1 widening Conv on a plane of 6x7 (below 64 pixels it reads blocks),
+  // two images, odd sizes.
+  c.stem = 64, c.M1 = 32, c.N = c.batch = 2, c.H = 13, c.W = 15;
   cases.push_back(c);
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
@@ -964,8 +966,9 @@ TEST(Passes, BlockedConvsRunOtherBatchSizesThroughNchw) {
 }
 
 // No blocks where another op reads the value, where it is a graph output,
-// for a grouped Conv, for channels that are no multiple of 16, or out of a
-// 1x1 Conv that reads NCHW; SINGA_BLOCKED_LAYOUT=0 turns the pass off.
+// for a grouped Conv, for channels that are no multiple of 16, into a 1x1
+// Conv on a plane of 64 pixels or more, or out of a 1x1 Conv that reads NCHW;
+// SINGA_BLOCKED_LAYOUT=0 turns the pass off.
 TEST(Passes, BlockedLayoutStaysOffWhereAReaderNeedsNchw) {
   ensure_loaded();
   BlockedCase c;
@@ -1001,6 +1004,19 @@ TEST(Passes, BlockedLayoutStaysOffWhereAReaderNeedsNchw) {
   sides = blocked_sides(widen);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:out"), 0);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:in"), 0);
+
+  // On a plane of 64 pixels and more, a stride-1 1x1 Conv reads NCHW (its
+  // direct kernel, pointwise_direct_f32.hpp), so the pooled stem writes NCHW
+  // and so does the 1x1 Conv; the 3x3 Convs after it still pass blocks.
+  c = BlockedCase();
+  c.stem = 64, c.M1 = 32;
+  ModelBuilder pointwise = blocked_stage(c);
+  sides = blocked_sides(pointwise);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "stem:out"), 0);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:in"), 0);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:out"), 0);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:out"), 1);
+  check_same(pointwise, {random_floats({1, 3, 20, 20}, 333)});
 
   setenv("SINGA_BLOCKED_LAYOUT", "0", 1);
   EXPECT_EQ(stats_of(blocked_stage(BlockedCase())).blocked_values, 0);
