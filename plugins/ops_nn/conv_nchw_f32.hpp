@@ -2,10 +2,11 @@
 // activations, without oneDNN's reorders into its blocked layout and back:
 //
 //  - pointwise (1x1 kernel, no padding, one group): per image the
-//    convolution is the product Y[M, H*W] = W[M, C] X[C, H*W], run through
-//    oneDNN's sgemm on column blocks, with bias and the fused activation
-//    applied to each block while it is still in cache (a strided one first
-//    gathers the pixels it reads);
+//    convolution is the product Y[M, H*W] = W[M, C] X[C, H*W], run on column
+//    blocks through pointwise_direct_f32's register tile where the weights
+//    were packed for it (AVX-512), else through oneDNN's sgemm with bias and
+//    the fused activation applied to each block while it is still in cache (a
+//    strided one first gathers the pixels it reads);
 //  - depthwise (one input and one output channel per group, 3x3 or 5x5
 //    kernel, stride 1 or 2, no dilation, any padding): each channel's plane is
 //    copied once into a zero-padded scratch plane (split into even and odd
