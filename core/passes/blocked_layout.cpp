@@ -6,8 +6,8 @@
 // multiple of 16 channels, it is not a graph output, and every reader is such
 // a Conv reading it as X (other than a stride-1 1x1 Conv on a plane of 64
 // pixels or more, whose direct kernel reads NCHW), or a ConvAdd reading it as
-// Z whose own output is blocked (the kernel adds Z in Y's layout). The Convs get the attributes
-// blocked_input / blocked_output, which only singa's CPU Conv kernel reads
+// Z whose own output is blocked (the kernel adds Z in Y's layout). The Convs
+// get the attributes blocked_input / blocked_output, which only singa's CPU Conv kernel reads
 // (plugins/ops_nn/conv.cpp); shapes stay the logical NCHW ones (the blocked
 // tensor has the same number of floats), so shape inference and the memory
 // plan are unchanged. Runs last; CPU only.

@@ -289,7 +289,8 @@ class Conv : public NodeKernel {
   // conv_pointwise_f32's direct kernel reads them packed.
   void pack_pointwise(const sdk::Node& node) {
     sdk::Tensor w = node.constant(1);
-    if (dnnl_ || !fast::avx512() || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() < 3)
+    if (dnnl_ || !pointwise_direct_on() || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT ||
+        w.ndim() < 3)
       return;
     for (int i = 2; i < w.ndim(); ++i)
       if (w.dim(i) != 1) return;

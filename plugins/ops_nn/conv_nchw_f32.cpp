@@ -73,8 +73,7 @@ SINGA_VEC_CLONES void sum_activation(const FusedActivation& act, float* y, const
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
                         int64_t C, int64_t M, int64_t HW, const FusedActivation& act,
                         const PointwiseWeights* packed) {
-  static const bool direct_off = ops::env_switched_off("SINGA_POINTWISE_DIRECT");  // to compare with sgemm
-  if (direct_off || !fast::avx512() || (packed && (packed->M != M || packed->C != C))) packed = nullptr;
+  if (!pointwise_direct_on() || (packed && (packed->M != M || packed->C != C))) packed = nullptr;
   // Slices of output channels in whole vectors for sgemm, in whole panels for
   // the direct kernel (SqueezeNet's 1000 channels in 512 + 488 were 5% apart);
   // column blocks in whole vectors, or in whole tiles of the direct kernel.

@@ -1,11 +1,18 @@
 #include "pointwise_direct_f32.hpp"
 
 #include <avx512_region.hpp>
+#include <env_switch.hpp>
+#include <sgemm.hpp>  // fast::avx512
 
 #include <algorithm>
 
 namespace singa {
 namespace nn {
+
+bool pointwise_direct_on() {
+  static const bool on = fast::avx512() && !ops::env_switched_off("SINGA_POINTWISE_DIRECT");
+  return on;
+}
 
 PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C) {
   PointwiseWeights p;

@@ -39,6 +39,10 @@ struct PointwiseWeights {
 
 PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C);
 
+// True where the kernel runs: AVX-512 is there and SINGA_POINTWISE_DIRECT=0
+// (to compare with sgemm) is not set. Weights are packed only then.
+bool pointwise_direct_on();
+
 // Output channels [m0, m0 + mn) (m0 a multiple of kPointwisePanel) and pixels
 // [0, cols) of one image: y[m * ldy + p] = act(sum_k W[m, k] x[k * ldx + p] +
 // bias[m]) with y and x already offset to the first row and pixel, and y
