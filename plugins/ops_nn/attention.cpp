@@ -19,6 +19,9 @@
 #include "register.hpp"
 #include "vec_math.hpp"
 
+#include <exp_avx512.hpp>
+#include <sgemm.hpp>  // fast::avx512
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -33,7 +36,7 @@ constexpr int64_t kScoreFloats = int64_t(1) << 16;
 
 // x[i] = e^(x[i] - max(x)); returns the sum. A NaN anywhere makes the sum
 // NaN, so the whole row comes out NaN, as Softmax's does.
-SINGA_VEC_CLONES float exp_shifted(float* x, int64_t n) {
+SINGA_VEC_CLONES float exp_shifted_any(float* x, int64_t n) {
   float lanes[16];
   for (float& l : lanes) l = x[0];
   int64_t i = 0;
@@ -44,6 +47,43 @@ SINGA_VEC_CLONES float exp_shifted(float* x, int64_t n) {
   for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
   for (i = 0; i < n; ++i) x[i] = vec::exp_one(x[i] - mx);
   return vec::lane_sum(x, n);
+}
+
+#ifdef SINGA_AVX512_BEGIN
+SINGA_AVX512_BEGIN
+// exp_shifted_any with exp_avx512.hpp's exp, and the exp and the sum in one
+// pass: 2.9 against 7.1 us for a head's 128 x 128 scores.
+float exp_shifted_avx512(float* x, int64_t n) {
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (n - full)) - 1);
+  // max_ps(m, v) gives v when either is NaN: a NaN may or may not win the
+  // maximum, and either way its exp makes the sum NaN.
+  __m512 m = _mm512_set1_ps(x[0]);
+  for (int64_t i = 0; i < full; i += 16) m = _mm512_maskz_max_ps(vec::kAllLanes, m, _mm512_loadu_ps(x + i));
+  if (tail) m = _mm512_mask_max_ps(m, tail, m, _mm512_maskz_loadu_ps(tail, x + full));
+  const __m512 mx = _mm512_set1_ps(vec::lane_max16(m));
+  __m512 s = _mm512_setzero_ps();
+  for (int64_t i = 0; i < full; i += 16) {
+    const __m512 e = vec::exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx));
+    _mm512_storeu_ps(x + i, e);
+    s = _mm512_add_ps(s, e);
+  }
+  if (tail) {
+    const __m512 e = vec::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), mx));
+    _mm512_mask_storeu_ps(x + full, tail, e);
+    s = _mm512_mask_add_ps(s, tail, s, e);
+  }
+  return vec::lane_sum16(s);
+}
+SINGA_AVX512_END
+#endif
+
+float exp_shifted(float* x, int64_t n) {
+#ifdef SINGA_AVX512_BEGIN
+  static const bool avx512 = fast::avx512();
+  if (avx512) return exp_shifted_avx512(x, n);
+#endif
+  return exp_shifted_any(x, n);
 }
 
 SINGA_VEC_CLONES void scale_row(float* y, int64_t n, float s) {
@@ -98,7 +138,11 @@ class Attention : public NodeKernel {
     const float scale = scale_;
     ctx.parallel_for(B * H * blocks, 1, [&](int64_t tb, int64_t te) {
       ops::dnnl_single_thread();
-      std::vector<float> scores(size_t(rows * Sk)), inv(static_cast<size_t>(rows));
+      // Per thread, kept between runs: allocating and zeroing 64 KiB per
+      // call was a tenth of a head's time.
+      thread_local std::vector<float> scores, inv;
+      if (scores.size() < size_t(rows * Sk)) scores.resize(size_t(rows * Sk));
+      if (inv.size() < size_t(rows)) inv.resize(size_t(rows));
       for (int64_t task = tb; task < te; ++task) {
         const int64_t bh = task / blocks, b = bh / H, h = bh % H;
         const int64_t r0 = (task % blocks) * rows, n = std::min(rows, Sq - r0);

@@ -1309,7 +1309,8 @@ bool has_op(const std::vector<std::string>& ops, const char* op) { return std::f
 // the heads in place, against the unfused graph at 1 to 3 threads: a packed
 // QKV projection (opset 13 and 11 spellings), three projections with K^T as
 // a view, cross attention (Sq != Sk), one head split into row blocks, a
-// score matrix past the per-task buffer.
+// score matrix past the per-task buffer, key counts with and without a
+// partial vector.
 TEST(Passes, AttentionBecomesOneNode) {
   ensure_loaded();
   std::vector<AttentionCase> cases;
@@ -1326,6 +1327,9 @@ TEST(Passes, AttentionBecomesOneNode) {
   c = AttentionCase();
   c.packed = false, c.B = 1, c.H = 1, c.D = 4, c.E = 4, c.Sq = 20, c.Sk = 3300;
   cases.push_back(c);  // 20 x 3300 scores: blocks of at most 19 rows
+  c = AttentionCase();
+  c.B = 1, c.H = 2, c.D = 16, c.E = 12, c.Sq = c.Sk = 32;
+  cases.push_back(c);  // rows of whole 16-lane vectors, no tail
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     const ModelBuilder m = attention_block(cases[i]);
