@@ -37,6 +37,7 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
   if (o.fuse_layer_norm && o.device == "cpu") s.layer_norms += fuse_layer_norm(g);
   if (o.fuse_gelu && o.device == "cpu") s.gelus += fuse_gelu(g);
+  if (o.fuse_matmul_epilogues && o.device == "cpu") s.matmul_epilogues += fuse_matmul_epilogues(g);
   if (o.fuse_inverted_residuals && o.device == "cpu") s.inverted_residuals += fuse_inverted_residuals(g);
   if (o.fuse_conv_pools && o.device == "cpu") s.conv_pools += fuse_conv_pools(g);
   if (o.fuse_conv_adds && o.device == "cpu") {

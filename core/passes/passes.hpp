@@ -32,10 +32,12 @@ struct PassStats {
   int transposed_b = 0;        // Transpose of B's last two axes -> the MatMul's transB
   int conv_adds = 0;           // Conv + Add of a same-shape tensor -> one ConvAdd node
   int attentions = 0;          // MatMul -> Softmax -> MatMul over head views -> one Attention node
+  int matmul_epilogues = 0;    // Gelu or a residual Add after a MatMul with a constant B -> the MatMul
   int blocked_values = 0;      // Conv outputs kept in 16-channel blocks for the Convs that read them
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
-           inverted_residuals + conv_pools + matmul_scales + transposed_b + conv_adds + attentions + blocked_values;
+           inverted_residuals + conv_pools + matmul_scales + transposed_b + conv_adds + attentions + matmul_epilogues +
+           blocked_values;
   }
 };
 
@@ -56,6 +58,7 @@ struct PassOptions {
   bool fuse_transposed_b = true;        // CPU only
   bool fuse_conv_adds = true;           // CPU only, after the inverted residuals
   bool fuse_attention = true;           // CPU only, after the MatMul scales and transposed Bs
+  bool fuse_matmul_epilogues = true;    // CPU only, after MatMul+Add and the GELU fusion
   bool blocked_layout = true;           // CPU only, last
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
@@ -83,6 +86,7 @@ int fuse_matmul_scales(graph::Graph& g);
 int fuse_transpose_matmuls(graph::Graph& g);
 int fuse_conv_adds(graph::Graph& g);
 int fuse_attention(graph::Graph& g);
+int fuse_matmul_epilogues(graph::Graph& g);
 // Marks Conv outputs to stay in 16-channel blocks; returns how many.
 int use_blocked_layout(graph::Graph& g);
 

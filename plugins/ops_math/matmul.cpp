@@ -4,6 +4,7 @@
 #include "registry.hpp"
 
 #include <env_switch.hpp>
+#include <vec_math.hpp>
 
 #include <type_traits>
 
@@ -27,11 +28,15 @@ float* float_workspace(const sdk::Context& ctx, int64_t n) {
 // multiplication by a constant scalar (the attention scores' 1/sqrt(d)) into
 // the product as its scale, and fuse_transpose_matmul.cpp a Transpose of B's
 // last two axes (attention's K^T) into the product, which then reads B
-// stored [..., N, K].
+// stored [..., N, K]. `activation` ("Gelu") and a fourth input Z come from
+// core/passes/fuse_matmul_epilogue.cpp: Y = gelu(A B + bias) + Z.
 class MatMulKernel {
  public:
   explicit MatMulKernel(const sdk::Node& node)
       : alpha_(node.attr_float("alpha", 1.0f)), trans_b_(node.attr_int("transB", 0) != 0) {
+    const std::string act = node.attr_string("activation", "");
+    if (!act.empty() && act != "Gelu") node.fail("attribute activation '" + act + "' is not Gelu");
+    gelu_ = act == "Gelu";
     if (!trans_b_) plan_dnnl(node);
   }
   void compute(sdk::Context& ctx) const {
@@ -53,10 +58,17 @@ class MatMulKernel {
                  "a fused bias needs float inputs, B of rank 2 and " + std::to_string(p.N) + " values, got bias " +
                      shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
     }
+    sdk::Tensor z = ctx.input(3);
+    const bool epilogue = gelu_ || z.present();
+    if (epilogue) {
+      sdk::check(a.dtype() == SINGA_ONNX_FLOAT, "a fused Gelu or residual needs float inputs");
+      if (z.present() && (z.dtype() != SINGA_ONNX_FLOAT || z.shape() != p.out_shape))
+        sdk::fail("the residual Z must be float " + shape_str(p.out_shape) + ", got " + shape_str(z.shape()));
+    }
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
     if (dnnl_ && a.dtype() == SINGA_ONNX_FLOAT && a.shape() == dnnl_->a_shape() && b.shape() == b_shape_ &&
         b.data<float>() == b_data_) {
-      dnnl_->run(ctx, a.data<float>(), b.data<float>(), y.data<float>());
+      dnnl_->run(ctx, a.data<float>(), b.data<float>(), y.data<float>(), z.present() ? z.data<float>() : nullptr);
       return;
     }
     use_blas_threads(ctx);
@@ -64,6 +76,7 @@ class MatMulKernel {
     if (bias.present()) {
       blas_gemm(ctx, false, trans_b_, p.batch * p.M, p.N, p.K, 1.0f, a.data<float>() + (p.fold ? 0 : p.a_off[0]),
                 b.data<float>() + (p.fold ? 0 : p.b_off[0]), 0.0f, y.data<float>(), bias.data<float>());
+      apply_epilogue(ctx, y.data<float>(), z, y.numel());
       return;
     }
     sdk::dispatch(
@@ -72,6 +85,7 @@ class MatMulKernel {
           using T = decltype(tag);
           if constexpr (in_mask<T>(kBlasTypes)) {
             matmul_blas<T>(ctx, p, a.data<T>(), b.data<T>(), y.data<T>(), T(alpha_), trans_b_);
+            if constexpr (std::is_same<T, float>::value) apply_epilogue(ctx, y.data<float>(), z, y.numel());
           } else if constexpr (in_mask<T>(kHalfTypes)) {
             float* af = float_workspace(ctx, a.numel());
             float* bf = float_workspace(ctx, b.numel());
@@ -107,13 +121,30 @@ class MatMulKernel {
     sdk::Tensor bias = node.has_input(2) ? node.constant(2) : sdk::Tensor();
     if (node.has_input(2) && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != b.dim(1))) return;
     if (bias.present() && alpha_ != 1.0f) return;
-    dnnl_ = DnnlMatMul::plan(as, b.dim(1), b.data<float>(), bias.present() ? bias.data<float>() : nullptr, alpha_);
+    MatMulEpilogue epilogue;
+    epilogue.gelu = gelu_;
+    epilogue.residual = node.has_input(3);
+    dnnl_ = DnnlMatMul::plan(as, b.dim(1), b.data<float>(), bias.present() ? bias.data<float>() : nullptr, alpha_,
+                             epilogue);
     b_shape_ = b.shape();
     b_data_ = b.data<float>();
   }
 
+  // The fused Gelu and residual where the primitive did not apply them: one
+  // pass over Y after the product.
+  void apply_epilogue(const sdk::Context& ctx, float* y, const sdk::Tensor& z, int64_t n) const {
+    if (!gelu_ && !z.present()) return;
+    const float* zd = z.present() ? z.data<float>() : nullptr;
+    ctx.parallel_for(n, 16384, [&](int64_t b, int64_t e) {
+      if (gelu_) vec::gelu(y + b, y + b, e - b);
+      if (zd)
+        for (int64_t i = b; i < e; ++i) y[i] += zd[i];
+    });
+  }
+
   float alpha_;
   bool trans_b_;
+  bool gelu_ = false;
   std::unique_ptr<DnnlMatMul> dnnl_;
   Shape b_shape_;
   const float* b_data_ = nullptr;  // the constant B the plan packed (the run's B must be it)

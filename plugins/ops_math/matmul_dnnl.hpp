@@ -20,6 +20,14 @@ namespace singa {
 namespace ops {
 namespace math {
 
+// What comes after A B + bias, in this order (core/passes/fuse_matmul_epilogue.cpp):
+// GELU (approximate "none"), then a residual Z of the output's shape added.
+// Each part applies it to its own rows (matmul_dnnl.cpp says how).
+struct MatMulEpilogue {
+  bool gelu = false;
+  bool residual = false;
+};
+
 class DnnlMatMul {
  public:
   // A is [..., M, K] (rows = the product of its leading dims times M), B
@@ -27,11 +35,12 @@ class DnnlMatMul {
   // and bias [N] or null (copied). Null when oneDNN has no brgemm code for
   // the shape.
   static std::unique_ptr<DnnlMatMul> plan(const sdk::Shape& a, int64_t N, const float* b, const float* bias,
-                                          float alpha);
+                                          float alpha, MatMulEpilogue epilogue = MatMulEpilogue());
   ~DnnlMatMul();
   const sdk::Shape& a_shape() const;
-  // a of a_shape(), b the B of plan(), y [rows, N].
-  void run(const sdk::Context& ctx, const float* a, const float* b, float* y) const;
+  // a of a_shape(), b the B of plan(), y [rows, N]; z [rows, N] when the
+  // epilogue has a residual, else ignored.
+  void run(const sdk::Context& ctx, const float* a, const float* b, float* y, const float* z = nullptr) const;
   struct State;  // opaque outside matmul_dnnl.cpp
 
  private:

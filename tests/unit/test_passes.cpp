@@ -225,6 +225,163 @@ TEST(Passes, BatchedMatMulAddStaysWhenTheAddIsNotABiasRow) {
   EXPECT_EQ(singa::passes::fuse_matmul_add(g, false), 0);
 }
 
+namespace {
+
+// x [2, 5, 16] -> MatMul(W [16, 7]) [-> Add bias] [-> GELU] [-> Add r] -> y,
+// the residual r an input of y's shape (or `r_shape`). The GELU is written
+// out (Div, Erf, Add, Mul, Mul) for the GELU fusion to make a Gelu node of:
+// Debian's ONNX checker knows no opset 20.
+struct EpilogueCase {
+  bool bias = true, gelu = false, residual = false, residual_first = false;
+  singa::Shape r_shape{2, 5, 7};
+  int64_t seq = 5;  // -1: symbolic
+};
+
+void add_gelu(ModelBuilder& m, std::string& y) {
+  m.initializer("sqrt2", floats({}, {std::sqrt(2.f)})).initializer("one", floats({}, {1.f}));
+  m.initializer("half", floats({}, {0.5f}));
+  m.node("Div", {y, "sqrt2"}, {"t"}).node("Erf", {"t"}, {"e"}).node("Add", {"e", "one"}, {"a"});
+  m.node("Mul", {y, "a"}, {"p"}).node("Mul", {"p", "half"}, {"g"});
+  y = "g";
+}
+
+ModelBuilder matmul_epilogue(const EpilogueCase& c) {
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {2, c.seq, 16}, {"", "seq", ""}).initializer("W", random_floats({16, 7}, 13));
+  m.node("MatMul", {"x", "W"}, {"mm"});
+  std::string y = "mm";
+  if (c.bias) m.initializer("b", random_floats({7}, 14)).node("Add", {y, "b"}, {"biased"}), y = "biased";
+  if (c.gelu) add_gelu(m, y);
+  if (c.residual) {
+    m.input("r", SINGA_ONNX_FLOAT, c.r_shape);
+    m.node("Add", c.residual_first ? std::vector<std::string>{"r", y} : std::vector<std::string>{y, "r"}, {"sum"});
+    y = "sum";
+  }
+  m.node("Identity", {y}, {"y"});
+  m.output("y", SINGA_ONNX_FLOAT, {2, c.seq, 7}, {"", "seq", ""});
+  return m;
+}
+
+std::vector<Tensor> epilogue_inputs(const EpilogueCase& c) {
+  std::vector<Tensor> in{random_floats({2, 5, 16}, 15, -2.f, 2.f)};
+  if (c.residual) in.push_back(random_floats(c.r_shape, 16));
+  return in;
+}
+
+}  // namespace
+
+// A Gelu and a residual Add after a projection go into its MatMul (oneDNN's
+// primitive with static shapes, the sgemm path otherwise; the
+// matmul_epilogue_sgemm test runs this with SINGA_MATMUL_PRIMITIVE=0), with
+// and without a bias row, either Add operand order, at 1 to 3 threads.
+TEST(Passes, GeluAndResidualGoIntoTheMatMul) {
+  ensure_loaded();
+  std::vector<EpilogueCase> cases;
+  EpilogueCase c;
+  c.gelu = true;
+  cases.push_back(c);  // 0: bias + Gelu
+  c.bias = false;
+  cases.push_back(c);  // 1: Gelu alone
+  c = EpilogueCase();
+  c.residual = true;
+  cases.push_back(c);  // 2: bias + residual
+  c.residual_first = true, c.bias = false;
+  cases.push_back(c);  // 3: residual alone, Add(r, mm)
+  c = EpilogueCase();
+  c.gelu = c.residual = true;
+  cases.push_back(c);  // 4: bias + Gelu + residual
+  c = EpilogueCase();
+  c.gelu = true, c.seq = -1;
+  cases.push_back(c);  // 5: symbolic seq: no primitive, the Gelu after sgemm
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const ModelBuilder m = matmul_epilogue(cases[i]);
+    for (int threads : {1, 2, 3}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      const auto ops = check_same(m, epilogue_inputs(cases[i]), 1e-5, o);
+      EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Identity"}));
+    }
+    EXPECT_EQ(stats_of(m).matmul_epilogues, int(cases[i].gelu) + int(cases[i].residual));
+  }
+}
+
+// Where the MatMul cannot take them: an Add that broadcasts, a product read
+// twice, a B that is not a constant, a Gelu after the residual (it would
+// come first in the node).
+TEST(Passes, MatMulEpiloguesStayWhereTheyWouldChangeTheResult) {
+  ensure_loaded();
+  EpilogueCase c;
+  c.residual = true, c.r_shape = {1, 5, 7};
+  check_same(matmul_epilogue(c), epilogue_inputs(c), 1e-5);
+  EXPECT_EQ(stats_of(matmul_epilogue(c)).matmul_epilogues, 0);
+
+  ModelBuilder twice(13);
+  twice.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).initializer("W", random_floats({16, 7}, 13));
+  twice.node("MatMul", {"x", "W"}, {"mm"});
+  std::string g = "mm";
+  add_gelu(twice, g);
+  twice.output(g, SINGA_ONNX_FLOAT, {2, 5, 7}).output("mm", SINGA_ONNX_FLOAT, {2, 5, 7});
+  check_same(twice, {random_floats({2, 5, 16}, 15)}, 1e-5);
+  EXPECT_EQ(stats_of(twice).matmul_epilogues, 0);
+
+  ModelBuilder input_b(13);
+  input_b.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).input("W", SINGA_ONNX_FLOAT, {16, 7});
+  input_b.node("MatMul", {"x", "W"}, {"mm"});
+  g = "mm";
+  add_gelu(input_b, g);
+  input_b.output(g, SINGA_ONNX_FLOAT, {2, 5, 7});
+  check_same(input_b, {random_floats({2, 5, 16}, 15), random_floats({16, 7}, 16)}, 1e-5);
+  EXPECT_EQ(stats_of(input_b).matmul_epilogues, 0);
+
+  ModelBuilder late(13);
+  late.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).input("r", SINGA_ONNX_FLOAT, {2, 5, 7});
+  late.initializer("W", random_floats({16, 7}, 13));
+  late.node("MatMul", {"x", "W"}, {"mm"}).node("Add", {"mm", "r"}, {"s"});
+  g = "s";
+  add_gelu(late, g);
+  late.output(g, SINGA_ONNX_FLOAT, {2, 5, 7});
+  const auto ops = check_same(late, {random_floats({2, 5, 16}, 15), random_floats({2, 5, 7}, 16)}, 1e-5);
+  EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Gelu"}));
+  EXPECT_EQ(stats_of(late).matmul_epilogues, 1);
+}
+
+// A MatMul written by hand with what only the pass should write, wrong:
+// an activation it does not know, a residual of another shape. The error
+// names the node; the process goes on.
+TEST(Passes, BadMatMulEpiloguesFailClearly) {
+  ensure_loaded();
+  for (bool bad_act : {true, false}) {
+    ModelBuilder m(13);
+    m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).input("r", SINGA_ONNX_FLOAT, {2, 5, 6});
+    m.initializer("W", random_floats({16, 7}, 13));
+    m.node("MatMul", bad_act ? std::vector<std::string>{"x", "W"} : std::vector<std::string>{"x", "W", "", "r"},
+           {"y"}, "proj");
+    if (bad_act) {
+      auto* a = m.last()->add_attribute();
+      a->set_name("activation");
+      a->set_type(::onnx::AttributeProto::STRING);
+      a->set_s("Swish");
+    }
+    m.output("y", SINGA_ONNX_FLOAT, {2, 5, 7});
+    singa::onnx::PrepareOptions o;
+    o.check_model = false;
+    o.optimize = false;
+    const std::string want = bad_act ? "activation 'Swish' is not Gelu" : "residual Z must be float [2,5,7], got [2,5,6]";
+    try {
+      singa::onnx::prepare_bytes(m.bytes(), o)->run(std::vector<Tensor>{random_floats({2, 5, 16}, 1), random_floats({2, 5, 6}, 2)});
+      ADD_FAILURE() << "no error for " << want;
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("proj"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(want), std::string::npos) << msg;
+    }
+  }
+  EpilogueCase ok;
+  ok.residual = true;
+  check_same(matmul_epilogue(ok), epilogue_inputs(ok), 1e-5);
+}
+
 TEST(Passes, BoundDimsLetEachLayersShapeArithmeticFoldInTurn) {
   ensure_loaded();
   // Two layers of y = Reshape(h, [dim 0 of Shape(h), 4, 16]) @ W + b, the way
