@@ -57,21 +57,13 @@ int fuse_conv_adds(graph::Graph& g) {
     const int y = add.inputs[size_t(side)], z = add.inputs[size_t(1 - side)];
     const size_t ci = size_t(g.values[size_t(y)].producer);
     // The fused node takes the Add's place, after both its inputs' producers.
-    graph::Node node = std::move(g.nodes[ci]);
-    ::onnx::NodeProto& p = node.proto;
-    const std::string name = p.name().empty() ? g.values[size_t(y)].name : p.name();
-    while (p.input_size() < 3) p.add_input(std::string());
-    node.inputs.resize(3, -1);
-    p.add_input(g.values[size_t(z)].name);
-    node.inputs.push_back(z);
-    node.explicit_inputs = node.inputs.size();
-    p.set_op_type("ConvAdd");
-    p.set_domain(kFusedDomain);
-    p.set_output(0, g.values[size_t(add.outputs[0])].name);
-    node.outputs[0] = add.outputs[0];
+    const graph::Node& conv = g.nodes[ci];
+    const std::string name = conv.proto.name().empty() ? g.values[size_t(y)].name : conv.proto.name();
+    graph::Node& node = move_onto_add(g, ci, i, z);
+    node.proto.set_op_type("ConvAdd");
+    node.proto.set_domain(kFusedDomain);
     node.opset = 1;
     node.label = "node '" + name + "' (Conv+Add)";
-    g.nodes[i] = std::move(node);
     dead[ci] = true;
     ++fused;
   }

@@ -7,9 +7,10 @@
 //
 // so that Y = gelu(A B + bias) + Z comes out of one node. B must be a 2-D
 // float constant (the projections' weights), the case singa's CPU MatMul runs
-// through oneDNN's matmul primitive, which applies both as post-ops while
-// the tile is in registers (plugins/ops_math/matmul_dnnl.cpp); other paths
-// apply them in one pass after the product. A BERT encoder's feed-forward
+// through oneDNN's matmul primitive, which adds Z as a post-op while the
+// tile is in registers; the GELU each part applies to its rows right after
+// its product (plugins/ops_math/matmul_dnnl.cpp says why). The sgemm path
+// applies both in one pass after the product. A BERT encoder's feed-forward
 // GELU (128 x 1024) and its two residual Adds per layer (128 x 256) were
 // separate passes over memory, 0.013 and 0.005 ms each at 2 threads.
 //
@@ -90,18 +91,9 @@ int fuse_residuals(graph::Graph& g) {
     const int y = add.inputs[size_t(side)], z = add.inputs[size_t(1 - side)];
     const size_t mi = size_t(g.values[size_t(y)].producer);
     // The fused node takes the Add's place, after Z's producer.
-    graph::Node node = std::move(g.nodes[mi]);
-    ::onnx::NodeProto& p = node.proto;
-    const std::string name = p.name().empty() ? g.values[size_t(y)].name : p.name();
-    while (p.input_size() < 3) p.add_input(std::string());
-    node.inputs.resize(3, -1);
-    p.add_input(g.values[size_t(z)].name);
-    node.inputs.push_back(z);
-    node.explicit_inputs = node.inputs.size();
-    p.set_output(0, g.values[size_t(add.outputs[0])].name);
-    node.outputs[0] = add.outputs[0];
+    const std::string name = node_name(g, g.nodes[mi]);
+    graph::Node& node = move_onto_add(g, mi, i, z);
     node.label = "node '" + name + "' (MatMul+" + (find_attr(node, "activation") ? "Gelu+" : "") + "Add)";
-    g.nodes[i] = std::move(node);
     dead[mi] = true;
     ++fused;
   }

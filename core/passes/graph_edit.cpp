@@ -156,5 +156,20 @@ void adopt_output(graph::Graph& g, size_t i, int value) {
   g.values[size_t(value)].producer = int(i);
 }
 
+graph::Node& move_onto_add(graph::Graph& g, size_t from, size_t add, int z) {
+  const int y = g.nodes[add].outputs[0];
+  graph::Node node = std::move(g.nodes[from]);
+  ::onnx::NodeProto& p = node.proto;
+  while (p.input_size() < 3) p.add_input(std::string());
+  node.inputs.resize(3, -1);
+  p.add_input(g.values[size_t(z)].name);
+  node.inputs.push_back(z);
+  node.explicit_inputs = node.inputs.size();
+  p.set_output(0, g.values[size_t(y)].name);
+  node.outputs[0] = y;
+  g.nodes[add] = std::move(node);
+  return g.nodes[add];
+}
+
 }  // namespace passes
 }  // namespace singa

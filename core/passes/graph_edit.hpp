@@ -55,6 +55,13 @@ void add_renamed_attr(::onnx::NodeProto& p, const ::onnx::AttributeProto& a, con
 // output (the proto's output name and the value's producer follow).
 void adopt_output(graph::Graph& g, size_t i, int value);
 
+// Node `from` (one output, at most three inputs) moves into the place of
+// node `add`, the Add it absorbs, which comes after both the node and Z's
+// producer: Z becomes its fourth input (absent optional inputs before it
+// written as ""), the Add's output its output. Returns the node in its new
+// place; the caller marks `from` dead and compacts.
+graph::Node& move_onto_add(graph::Graph& g, size_t from, size_t add, int z);
+
 }  // namespace passes
 }  // namespace singa
 #endif

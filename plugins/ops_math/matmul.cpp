@@ -4,7 +4,6 @@
 #include "registry.hpp"
 
 #include <env_switch.hpp>
-#include <vec_math.hpp>
 
 #include <type_traits>
 
@@ -135,11 +134,8 @@ class MatMulKernel {
   void apply_epilogue(const sdk::Context& ctx, float* y, const sdk::Tensor& z, int64_t n) const {
     if (!gelu_ && !z.present()) return;
     const float* zd = z.present() ? z.data<float>() : nullptr;
-    ctx.parallel_for(n, 16384, [&](int64_t b, int64_t e) {
-      if (gelu_) vec::gelu(y + b, y + b, e - b);
-      if (zd)
-        for (int64_t i = b; i < e; ++i) y[i] += zd[i];
-    });
+    ctx.parallel_for(n, 16384,
+                     [&](int64_t b, int64_t e) { epilogue_pass(gelu_, y + b, zd ? zd + b : nullptr, e - b); });
   }
 
   float alpha_;

@@ -109,6 +109,12 @@ std::vector<Part> make_plan(const DnnlMatMul::State& s, int threads, const float
 
 }  // namespace
 
+void epilogue_pass(bool gelu, float* y, const float* z, int64_t n) {
+  if (gelu) vec::gelu(y, y, n);
+  if (z)
+    for (int64_t i = 0; i < n; ++i) y[i] += z[i];
+}
+
 DnnlMatMul::~DnnlMatMul() = default;
 
 const sdk::Shape& DnnlMatMul::a_shape() const { return s_->a; }
@@ -174,10 +180,7 @@ void DnnlMatMul::run(const sdk::Context& ctx, const float* a, const float* b, fl
       p.mm.execute(st, args);
       if (s.epilogue.gelu) {
         st.wait();
-        const int64_t n = p.rows * s.N;
-        vec::gelu(y + off, y + off, n);
-        if (s.epilogue.residual)
-          for (int64_t i = 0; i < n; ++i) y[off + i] += z[off + i];
+        epilogue_pass(true, y + off, s.epilogue.residual ? z + off : nullptr, p.rows * s.N);
       }
     }
     st.wait();

@@ -28,6 +28,11 @@ struct MatMulEpilogue {
   bool residual = false;
 };
 
+// The epilogue over n floats of Y already holding A B + bias: GELU when
+// `gelu`, then Z added when z is not null. For the rows no oneDNN post-op
+// covered (matmul_dnnl.cpp's GELU, the sgemm path's both).
+void epilogue_pass(bool gelu, float* y, const float* z, int64_t n);
+
 class DnnlMatMul {
  public:
   // A is [..., M, K] (rows = the product of its leading dims times M), B
