@@ -108,8 +108,8 @@ std::string describe_missing(const MissingKernel& m, const std::string& device) 
 }
 
 // One line per node of the top-level graph: "Op name(inputs) -> outputs [activation=...]"
-// (the fused activations, a stage's under its prefix, a fused MaxPool's window,
-// and which side of a Conv is in 16-channel blocks).
+// (the fused activations, a stage's under its prefix, a fused MaxPool's window
+// or GlobalAveragePool, and which side of a Conv is in 16-channel blocks).
 void print_nodes(const ::onnx::GraphProto& g) {
   std::cout << "nodes after the passes:\n";
   for (const auto& n : g.node()) {
@@ -126,6 +126,7 @@ void print_nodes(const ::onnx::GraphProto& g) {
         for (int64_t v : a.ints()) std::cout << " " << v;
         std::cout << "]";
       }
+      if (k == "global_average_pool" && a.i() != 0) std::cout << "  [global average pool]";
       if ((k == "blocked_input" || k == "blocked_output") && a.i() != 0)
         std::cout << "  [" << (k == "blocked_input" ? "in" : "out") << " blocked16]";
     }

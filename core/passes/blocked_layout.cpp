@@ -28,6 +28,7 @@ bool is_conv_add(const graph::Node& n) { return n.proto.domain() == kFusedDomain
 bool blockable(const graph::Graph& g, const graph::Node& n) {
   const bool conv_add = is_conv_add(n);
   if (!conv_add && !plain_conv(g, n)) return false;
+  if (find_attr(n, "global_average_pool")) return false;  // its own kernel, on NCHW (fuse_conv_mean.cpp)
   if (conv_add && (n.inputs.size() != 4 || n.inputs[3] < 0 || !float_value(g, n.inputs[0]) || !conv_weights(g, n)))
     return false;
   return int_attr(n, "group", 1) == 1 && n.outputs.size() == 1 && n.outputs[0] >= 0;

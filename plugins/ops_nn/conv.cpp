@@ -18,12 +18,14 @@
 #include "conv_thin_f32.hpp"
 #include "env_switch.hpp"
 #include "nn_common.hpp"
+#include "pointwise_mean_f32.hpp"
 #include "pool_f32.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -55,10 +57,15 @@ class Conv : public NodeKernel {
       if (pool_.kernel_shape.size() != 2) fail("attribute pool_kernel_shape must hold 2 values");
       if (sum_) fail("a ConvAdd does not take a fused MaxPool");
     }
+    // A GlobalAveragePool fused by core/passes/fuse_conv_mean.cpp: the Conv
+    // writes each output channel's mean over the plane.
+    mean_ = node.attr_int("global_average_pool", 0) != 0;
+    if (mean_ && (sum_ || pooled_)) fail("a Conv with global_average_pool takes neither Z nor a fused MaxPool");
     // Activations in 16-channel blocks (core/passes/blocked_layout.cpp).
     layout_.in = node.attr_int("blocked_input", 0) != 0;
     layout_.out = node.attr_int("blocked_output", 0) != 0;
     if ((layout_.in || layout_.out) && group_ != 1) fail("a blocked layout needs group 1");
+    if ((layout_.in || layout_.out) && mean_) fail("a Conv with global_average_pool takes no blocked layout");
     pack_thin(node);
     plan_dnnl(node);
     pack_pointwise(node);
@@ -128,6 +135,7 @@ class Conv : public NodeKernel {
       if (blocked) *blocked = layout_.out;
       return y;
     }
+    if (mean_) return compute_mean(ctx, x, w, b, g, ys, Cg);
     if (pooled_) return compute_pooled(ctx, x, w, b, g, ys, pg, Cg);
     if (sum_) check_summand(z, ys);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
@@ -216,6 +224,42 @@ class Conv : public NodeKernel {
     return window_geometry(pool_, {ys[2], ys[3]}, pool_.kernel_shape, *this);
   }
 
+  // A Conv with a fused GlobalAveragePool: [N, M, 1...] means of the conv
+  // output ys. Pointwise products of packed weights never write ys; other
+  // windows, and weights that came as inputs, convolve into a buffer first.
+  sdk::Tensor compute_mean(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
+                           const Geometry& g, const Shape& ys, int64_t Cg) const {
+    check(x.dtype() == SINGA_ONNX_FLOAT, std::string("a fused GlobalAveragePool needs float, got ") +
+                                             sdk::dtype_name(x.dtype()));
+    Shape ms(ys.begin(), ys.begin() + 2);
+    ms.resize(ys.size(), 1);
+    sdk::Tensor y = ctx.output(0, ms, x.dl_dtype());
+    const int64_t N = ys[0], M = ys[1], C = x.dim(1), P = g.out_size();
+    if (y.numel() == 0) return y;
+    float* yp = y.data<float>();
+    const float* bias = b.present() ? b.data<float>() : nullptr;
+    if (mean_weights_ && mean_weights_->M == M && mean_weights_->C == C && P > 0 && pointwise_fits(g, group_) &&
+        !strided(g)) {
+      const int64_t panels = (M + kMeanPanel - 1) / kMeanPanel;
+      ctx.parallel_for(N * panels, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+          pointwise_mean_f32(*mean_weights_, t % panels, x.data<float>() + t / panels * C * P, P, bias, act_,
+                             yp + t / panels * M);
+      });
+      return y;
+    }
+    std::vector<float> conv(size_t(sdk::numel(ys)));
+    convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
+    ctx.parallel_for(N * M, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        double s = 0;  // as GlobalAveragePool sums
+        for (int64_t p = 0; p < P; ++p) s += conv[size_t(r * P + p)];
+        yp[r] = P > 0 ? float(s / double(P)) : std::numeric_limits<float>::quiet_NaN();
+      }
+    });
+    return y;
+  }
+
   // A Conv with a fused MaxPool (window pg over the conv output ys) that
   // neither oneDNN nor conv_thin_f32 runs pooled: the float convolution into
   // a buffer of its own, then MaxPool's 2-D path.
@@ -280,13 +324,14 @@ class Conv : public NodeKernel {
     if (ops::env_switched_off("SINGA_CONV_THIN")) return;  // read per node: tests compare the paths
     sdk::Tensor w = node.constant(1);
     if (sum_ || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return;
-    if (w.dim(1) > 4 || w.dim(0) % 32 != 0) return;
+    if (mean_ || w.dim(1) > 4 || w.dim(0) % 32 != 0) return;
     thin_ = std::make_unique<ThinConvWeights>(
         conv_thin_weights(w.data<float>(), w.dim(0), w.dim(1), w.dim(2), w.dim(3)));
   }
 
-  // Constant float 1x1 weights of one group that oneDNN's plan did not take:
-  // conv_pointwise_f32's direct kernel reads them packed.
+  // Constant float 1x1 weights of one group that oneDNN's plan did not take,
+  // read packed by conv_pointwise_f32's direct kernel, or by
+  // pointwise_mean_f32 under a fused GlobalAveragePool.
   void pack_pointwise(const sdk::Node& node) {
     sdk::Tensor w = node.constant(1);
     if (dnnl_ || !pointwise_direct_on() || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT ||
@@ -294,7 +339,10 @@ class Conv : public NodeKernel {
       return;
     for (int i = 2; i < w.ndim(); ++i)
       if (w.dim(i) != 1) return;
-    pointwise_ = std::make_unique<PointwiseWeights>(pointwise_weights(w.data<float>(), w.dim(0), w.dim(1)));
+    if (mean_)
+      mean_weights_ = std::make_unique<PointwiseWeights>(pointwise_mean_weights(w.data<float>(), w.dim(0), w.dim(1)));
+    else
+      pointwise_ = std::make_unique<PointwiseWeights>(pointwise_weights(w.data<float>(), w.dim(0), w.dim(1)));
   }
 
   // Whether conv_thin_f32 takes a float input of shape xs (with W of the
@@ -309,7 +357,7 @@ class Conv : public NodeKernel {
   // oneDNN needs constant weights (and bias) and a known input shape.
   void plan_dnnl(const sdk::Node& node) {
     const char* off = std::getenv("SINGA_NO_DNNL");  // to compare against the im2col path
-    if (off && *off && *off != '0') return;
+    if (mean_ || (off && *off && *off != '0')) return;
     singa_value_info xi = node.input_info(0);
     sdk::Tensor w = node.constant(1);
     if (xi.ndim != 4 || xi.onnx_dtype != SINGA_ONNX_FLOAT || !w.present() || w.ndim() != 4) return;
@@ -366,6 +414,8 @@ class Conv : public NodeKernel {
   FusedActivation conv_act_;   // what the convolution itself applies: act_, or none for a ConvAdd
   bool pooled_ = false;
   WindowAttrs pool_;
+  bool mean_ = false;          // a fused GlobalAveragePool
+  std::unique_ptr<PointwiseWeights> mean_weights_;  // pointwise_mean_f32's weights, where it may take the conv
   BlockedLayout layout_;
   std::vector<float> wide_weights_;
   std::unique_ptr<ThinConvWeights> thin_;  // conv_thin_f32's weights, where it may take the conv

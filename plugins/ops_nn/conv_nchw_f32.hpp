@@ -51,6 +51,9 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
                         int64_t C, int64_t M, int64_t HW, const ops::FusedActivation& act,
                         const PointwiseWeights* packed = nullptr);
 
+// True when a window has a stride other than 1.
+bool strided(const Geometry& g);
+
 // x [N, C, input dims], y [N, M, output dims]: any strides.
 void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
                                 int64_t N, int64_t C, int64_t M, const Geometry& g, const ops::FusedActivation& act,

@@ -14,16 +14,19 @@ bool pointwise_direct_on() {
   return on;
 }
 
-PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C) {
+PointwiseWeights pointwise_panels(const float* w, int64_t M, int64_t C, int64_t panel) {
   PointwiseWeights p;
   p.M = M;
   p.C = C;
-  const int64_t panels = (M + kPointwisePanel - 1) / kPointwisePanel;
-  p.packed.assign(size_t(panels * C * kPointwisePanel), 0.f);
+  const int64_t panels = (M + panel - 1) / panel;
+  p.packed.assign(size_t(panels * C * panel), 0.f);
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t k = 0; k < C; ++k)
-      p.packed[size_t((m / kPointwisePanel * C + k) * kPointwisePanel + m % kPointwisePanel)] = w[m * C + k];
+    for (int64_t k = 0; k < C; ++k) p.packed[size_t((m / panel * C + k) * panel + m % panel)] = w[m * C + k];
   return p;
+}
+
+PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C) {
+  return pointwise_panels(w, M, C, kPointwisePanel);
 }
 
 }  // namespace nn

@@ -39,6 +39,9 @@ struct PointwiseWeights {
 
 PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C);
 
+// The same layout with panels of `panel` output channels (pointwise_mean_f32.hpp).
+PointwiseWeights pointwise_panels(const float* w, int64_t M, int64_t C, int64_t panel);
+
 // True where the kernel runs: AVX-512 is there and SINGA_POINTWISE_DIRECT=0
 // (to compare with sgemm) is not set. Weights are packed only then.
 bool pointwise_direct_on();

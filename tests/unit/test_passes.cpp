@@ -871,6 +871,118 @@ TEST(Passes, MaxPoolStaysWhenItsIndicesOrTheConvOutputAreRead) {
 
 namespace {
 
+// x [N, C, H, W] -> Conv(w [M, C, K, K], b) -> ACT -> GlobalAveragePool -> y.
+struct MeanCase {
+  int64_t N = 1, C = 24, M = 70, H = 7, W = 7, K = 1;
+  std::string act = "Relu";  // Relu, Clip (0, 6), LeakyRelu or "" (none)
+  bool bias = true;
+};
+
+ModelBuilder conv_mean(const MeanCase& c) {
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W}).initializer("w", random_floats({c.M, c.C, c.K, c.K}, 72));
+  if (c.bias) m.initializer("b", random_floats({c.M}, 73));
+  m.node("Conv", c.bias ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"}, "head");
+  if (c.K > 1) add_ints(m.last(), "pads", {c.K / 2, c.K / 2, c.K / 2, c.K / 2});
+  std::string v = "c";
+  if (c.act == "Clip") {
+    m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {0.25f}));
+    m.node("Clip", {"c", "lo", "hi"}, {"a"}, "act");
+    v = "a";
+  } else if (!c.act.empty()) {
+    m.node(c.act, {"c"}, {"a"}, "act");
+    v = "a";
+  }
+  m.node("GlobalAveragePool", {v}, {"y"}, "gap");
+  m.output("y", SINGA_ONNX_FLOAT, {c.N, c.M, 1, 1});
+  return m;
+}
+
+}  // namespace
+
+// The GlobalAveragePool after a pointwise Conv (a net's head) runs inside it:
+// the product's tiles are summed where they are computed. Panels of 64
+// output channels (70: one whole, one of 6), planes of whole 6-pixel tiles
+// and of tails, each activation, no bias, batches, 1-3 threads.
+TEST(Passes, GlobalAveragePoolAfterAPointwiseConvRunsInsideIt) {
+  ensure_loaded();
+  std::vector<MeanCase> cases;
+  MeanCase c;
+  cases.push_back(c);  // MobileNetV2's head, in small: 49 pixels
+  c.act = "Clip", c.H = 2, c.W = 3, c.M = 64;
+  cases.push_back(c);  // one whole tile, one whole panel
+  c.act = "LeakyRelu", c.H = 13, c.W = 13, c.M = 130, c.N = 2;
+  cases.push_back(c);  // SqueezeNet's classifier, in small
+  c.act = "", c.bias = false, c.H = 1, c.W = 1, c.M = 5, c.N = 3;
+  cases.push_back(c);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const MeanCase& mc = cases[i];
+    ModelBuilder m = conv_mean(mc);
+    for (int threads : {1, 2, 3}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      auto ops = check_same(m, {random_floats({mc.N, mc.C, mc.H, mc.W}, 90 + unsigned(i))}, 1e-5, o);
+      EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+    }
+    EXPECT_EQ(stats_of(m).conv_means, 1);
+  }
+}
+
+// Where the Conv is not pointwise, or its output is read elsewhere too, the
+// GlobalAveragePool stays; a hand-written global_average_pool on a 3x3 Conv
+// convolves into a buffer first; one with a fused MaxPool or Z fails clearly.
+TEST(Passes, GlobalAveragePoolStaysOrFailsWhereTheConvCannotTakeIt) {
+  ensure_loaded();
+  MeanCase c;
+  c.K = 3;
+  EXPECT_EQ(stats_of(conv_mean(c)).conv_means, 0);
+  ModelBuilder read = conv_mean(MeanCase());
+  read.output("a", SINGA_ONNX_FLOAT, {1, 70, 7, 7});
+  check_same(read, {random_floats({1, 24, 7, 7}, 91)});
+  EXPECT_EQ(stats_of(read).conv_means, 0);
+  ModelBuilder strided = conv_mean(MeanCase());
+  add_ints(strided.model.mutable_graph()->mutable_node(0), "strides", {2, 2});
+  EXPECT_EQ(stats_of(strided).conv_means, 0);
+
+  // The attribute by hand on the 3x3 Conv, against Conv -> Relu -> GAP.
+  ModelBuilder by_hand = conv_mean(c);
+  auto* g = by_hand.model.mutable_graph();
+  add_int(g->mutable_node(0), "global_average_pool", 1);
+  auto* act = g->mutable_node(0)->add_attribute();
+  act->set_name("activation");
+  act->set_type(::onnx::AttributeProto::STRING);
+  act->set_s("Relu");
+  g->mutable_node(0)->set_output(0, "y");
+  g->mutable_node()->DeleteSubrange(1, 2);
+  singa::onnx::PrepareOptions o;
+  o.check_model = false;
+  o.optimize = false;
+  auto fused = singa::onnx::prepare_bytes(by_hand.bytes(), o);
+  auto plain = singa::onnx::prepare_bytes(conv_mean(c).bytes(), o);
+  expect_same_output(*plain, *fused, random_floats({1, 24, 7, 7}, 92), 1e-5);
+
+  for (const char* extra : {"pool_kernel_shape", "blocked_input"}) {
+    ModelBuilder bad = conv_mean(MeanCase());
+    auto* n = bad.model.mutable_graph()->mutable_node(0);
+    add_int(n, "global_average_pool", 1);
+    if (std::string(extra) == "pool_kernel_shape")
+      add_ints(n, extra, {2, 2});
+    else
+      add_int(n, extra, 1);
+    try {
+      singa::onnx::prepare_bytes(bad.bytes(), o);
+      ADD_FAILURE() << "no error for global_average_pool with " << extra;
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("head"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("global_average_pool"), std::string::npos) << msg;
+    }
+  }
+}
+
+namespace {
+
 struct ResidualCase {
   int64_t N = 1, C = 16, M = 16, H = 12, W = 12;
   int64_t K = 3;      // the second Conv's window (pads K / 2)

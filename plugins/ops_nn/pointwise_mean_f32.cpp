@@ -1,0 +1,98 @@
+#include "pointwise_mean_f32.hpp"
+
+#include <avx512_region.hpp>
+
+#include <algorithm>
+
+#ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
+#include <immintrin.h>
+
+#include "vec_activation_avx512.hpp"
+
+namespace singa {
+namespace nn {
+
+SINGA_AVX512_BEGIN
+
+namespace {
+
+using Kind = ops::FusedActivation::Kind;
+constexpr int kVecs = int(kMeanPanel / 16);
+constexpr int kTilePixels = 6;
+
+// NP pixels of the plane by the panel's 64 channels, added activated into
+// sum. Unrolled by pragma so that the accumulators stay in registers (see
+// pointwise_direct_f32.cpp).
+template <int NP, Kind A>
+void tile(const float* wp, int64_t K, const float* x, int64_t P, const __m512 (&bias)[kVecs], __m512 (&sum)[kVecs],
+          const VecActivation<A>& f) {
+  __m512 acc[kVecs][NP];
+#pragma GCC unroll 4
+  for (int j = 0; j < kVecs; ++j)
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) acc[j][p] = bias[j];
+  for (int64_t k = 0; k < K; ++k) {
+    const float* wk = wp + k * kMeanPanel;
+    const float* xk = x + k * P;
+    __m512 wv[kVecs];
+#pragma GCC unroll 4
+    for (int j = 0; j < kVecs; ++j) wv[j] = _mm512_loadu_ps(wk + 16 * j);
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) {
+      const __m512 xv = _mm512_set1_ps(xk[p]);
+#pragma GCC unroll 4
+      for (int j = 0; j < kVecs; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], xv, acc[j][p]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < kVecs; ++j) {
+    __m512 s = sum[j];
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) s = _mm512_add_ps(s, f(acc[j][p]));
+    sum[j] = s;
+  }
+}
+
+template <Kind A>
+void run(const PointwiseWeights& w, int64_t panel, const float* x, int64_t P, const float* bias,
+         const ops::FusedActivation& act, float* y) {
+  const VecActivation<A> f(act);
+  const int64_t K = w.C, first = panel * kMeanPanel, rows = std::min(kMeanPanel, w.M - first);
+  alignas(64) float b[kMeanPanel] = {};
+  if (bias) std::copy(bias + first, bias + first + rows, b);
+  __m512 bv[kVecs], sum[kVecs];
+  for (int j = 0; j < kVecs; ++j) bv[j] = _mm512_load_ps(b + 16 * j), sum[j] = _mm512_setzero_ps();
+  const float* wp = w.packed.data() + panel * K * kMeanPanel;
+  int64_t p = 0;
+  for (; p + kTilePixels <= P; p += kTilePixels) tile<kTilePixels, A>(wp, K, x + p, P, bv, sum, f);
+  switch (P - p) {
+    case 5: tile<5, A>(wp, K, x + p, P, bv, sum, f); break;
+    case 4: tile<4, A>(wp, K, x + p, P, bv, sum, f); break;
+    case 3: tile<3, A>(wp, K, x + p, P, bv, sum, f); break;
+    case 2: tile<2, A>(wp, K, x + p, P, bv, sum, f); break;
+    case 1: tile<1, A>(wp, K, x + p, P, bv, sum, f); break;
+    default: break;
+  }
+  const __m512 scale = _mm512_set1_ps(1.f / float(P));
+  alignas(64) float mean[kMeanPanel];
+  for (int j = 0; j < kVecs; ++j) _mm512_store_ps(mean + 16 * j, _mm512_mul_ps(sum[j], scale));
+  std::copy(mean, mean + rows, y + first);
+}
+
+}  // namespace
+
+void pointwise_mean_f32(const PointwiseWeights& w, int64_t panel, const float* x, int64_t P, const float* bias,
+                        const ops::FusedActivation& act, float* y) {
+  switch (act.kind) {
+    case Kind::kRelu: return run<Kind::kRelu>(w, panel, x, P, bias, act, y);
+    case Kind::kClip: return run<Kind::kClip>(w, panel, x, P, bias, act, y);
+    case Kind::kLeakyRelu: return run<Kind::kLeakyRelu>(w, panel, x, P, bias, act, y);
+    default: return run<Kind::kNone>(w, panel, x, P, bias, act, y);
+  }
+}
+
+SINGA_AVX512_END
+
+}  // namespace nn
+}  // namespace singa
+#endif
