@@ -45,7 +45,8 @@ ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::start(int threads) {
   quit_ = false;
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  ranges_ = std::vector<Range>(size_t(std::max(1, threads)));
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 void ThreadPool::stop() {
@@ -64,15 +65,40 @@ void ThreadPool::resize(int threads) {
   start(std::max(1, threads));
 }
 
-void ThreadPool::run_chunks() {
+namespace {
+
+constexpr uint64_t kLow = 0xffffffffu;
+
+uint64_t pack(uint64_t lo, uint64_t hi) { return hi << 32 | lo; }
+
+// The next chunk from the front (own work, in order) or the back (another
+// participant's, taken last so that it keeps its front) of a range. Acquire:
+// a chunk taken is one of the job whose fn_ and user_ were stored before it.
+bool take(std::atomic<uint64_t>& range, bool front, int64_t& c) {
+  uint64_t v = range.load(std::memory_order_acquire);
   for (;;) {
-    int64_t b = next_.fetch_add(chunk_);
-    if (b >= n_) break;
-    fn_(user_, b, std::min(n_, b + chunk_));
+    const uint64_t lo = v & kLow, hi = v >> 32;
+    if (lo >= hi) return false;
+    const uint64_t next = front ? pack(lo + 1, hi) : pack(lo, hi - 1);
+    if (range.compare_exchange_weak(v, next, std::memory_order_acquire)) {
+      c = int64_t(front ? lo : hi - 1);
+      return true;
+    }
   }
 }
 
-void ThreadPool::worker_loop() {
+}  // namespace
+
+void ThreadPool::run_chunks(int self) {
+  const int parts = int(ranges_.size());
+  auto run = [&](int64_t c) { fn_(user_, c * chunk_, std::min(n_, (c + 1) * chunk_)); };
+  int64_t c = 0;
+  while (take(ranges_[size_t(self)].bounds, true, c)) run(c);
+  for (int k = 1; k < parts; ++k)
+    while (take(ranges_[size_t((self + k) % parts)].bounds, false, c)) run(c);
+}
+
+void ThreadPool::worker_loop(int self) {
   uint64_t seen = published_.load();
   for (;;) {
     spin_until(spin_ns_, [&] { return published_.load(std::memory_order_acquire) != seen; });
@@ -84,7 +110,7 @@ void ThreadPool::worker_loop() {
       ++active_;
       busy_.store(active_);
     }
-    run_chunks();
+    run_chunks(self);
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_.store(--active_);
@@ -100,21 +126,24 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, singa_parallel_fn fn, vo
     fn(user, 0, n);
     return;
   }
-  int parts = size();
+  const int parts = size();
   // A few chunks per thread balance uneven work without much overhead.
-  int64_t chunk = std::max<int64_t>(grain, (n + parts * 4 - 1) / (parts * 4));
+  const int64_t chunk = std::max<int64_t>(grain, (n + parts * 4 - 1) / (parts * 4));
+  const int64_t chunks = (n + chunk - 1) / chunk;  // at most 4 per participant
   {
     std::lock_guard<std::mutex> lock(mu_);
     fn_ = fn;
     user_ = user;
     n_ = n;
     chunk_ = chunk;
-    next_.store(0);
+    for (int i = 0; i < parts; ++i)
+      ranges_[size_t(i)].bounds.store(pack(uint64_t(chunks * i / parts), uint64_t(chunks * (i + 1) / parts)),
+                                      std::memory_order_release);
     ++generation_;
     published_.store(generation_, std::memory_order_release);
   }
   cv_.notify_all();
-  run_chunks();
+  run_chunks(0);
   // Workers that took a chunk are counted in busy_ before they run it.
   spin_until(spin_ns_, [&] { return busy_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mu_);

@@ -14,7 +14,13 @@ namespace singa {
 namespace cpu {
 
 // A fork-join pool: parallel_for hands [0, n) out in chunks to the workers and
-// the caller, and returns when all are done. A Rep may be run from several
+// the caller, and returns when all are done. Each participant first runs its
+// own contiguous share of the chunks, so that consecutive ops that split their
+// tensors alike find their share in that core's cache (with a shared counter
+// the share went to whoever came first, and about half of each tensor crossed
+// between the cores; the VMs' slow phases look like cross-core traffic
+// costing more); a participant done with its share takes the others' chunks
+// from their far ends, so a late or slow one does not hold the job up. A Rep may be run from several
 // threads at once; a caller that finds the pool busy runs its loop inline
 // rather than waiting, so concurrent runs never deadlock or mix work.
 //
@@ -35,8 +41,8 @@ class ThreadPool {
  private:
   void start(int threads);
   void stop();
-  void worker_loop();
-  void run_chunks();
+  void worker_loop(int self);
+  void run_chunks(int self);
 
   std::vector<std::thread> workers_;
   std::mutex job_mu_;      // one parallel_for at a time
@@ -51,7 +57,12 @@ class ThreadPool {
   singa_parallel_fn fn_ = nullptr;
   void* user_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
-  std::atomic<int64_t> next_{0};
+  // Participant i (the caller is 0) first runs the chunks of ranges_[i] in
+  // order, then takes what is left of the others from their back ends.
+  struct alignas(64) Range {
+    std::atomic<uint64_t> bounds{0};  // chunk indices: end << 32 | next
+  };
+  std::vector<Range> ranges_;
   int active_ = 0;
 };
 
