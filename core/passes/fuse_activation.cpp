@@ -69,9 +69,7 @@ int fuse_activations(graph::Graph& g) {
       continue;
     }
     add_string_attr(p, "activation", aop);
-    n.label = "node '" + (p.name().empty() ? g.values[size_t(y)].name : p.name()) + "' (" + op + "+" + aop + ")";
-    adopt_output(g, i, act.outputs[0]);
-    dead[j] = true;
+    absorb_reader(g, i, j, op + "+" + aop, dead);
     ++fused;
   }
   if (fused) compact(g, dead);

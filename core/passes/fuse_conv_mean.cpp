@@ -29,9 +29,7 @@ int fuse_conv_means(graph::Graph& g) {
     a->set_name("global_average_pool");
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(1);
-    conv.label = "node '" + (conv.proto.name().empty() ? out.name : conv.proto.name()) + "' (Conv+GlobalAveragePool)";
-    adopt_output(g, i, pool->outputs[0]);
-    dead[index_of(g, *pool)] = true;
+    absorb_reader(g, i, index_of(g, *pool), "Conv+GlobalAveragePool", dead);
     ++fused;
   }
   if (fused) compact(g, dead);

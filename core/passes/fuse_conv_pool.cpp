@@ -52,9 +52,7 @@ int fuse_conv_pools(graph::Graph& g) {
     copy_as(*pool, "strides", p, "pool_strides");
     copy_as(*pool, "pads", p, "pool_pads");
     copy_as(*pool, "ceil_mode", p, "pool_ceil_mode");
-    conv.label = "node '" + (p.name().empty() ? out.name : p.name()) + "' (Conv+MaxPool)";
-    adopt_output(g, i, pool->outputs[0]);
-    dead[index_of(g, *pool)] = true;
+    absorb_reader(g, i, index_of(g, *pool), "Conv+MaxPool", dead);
     ++fused;
   }
   if (fused) compact(g, dead);

@@ -57,10 +57,7 @@ int fuse_matmul_add(graph::Graph& g, bool batched_bias) {
     mm.proto.add_input(g.values[size_t(add.inputs[other])].name);
     mm.inputs.push_back(add.inputs[other]);
     mm.explicit_inputs = mm.inputs.size();
-    mm.label = "node '" + (mm.proto.name().empty() ? g.values[size_t(y)].name : mm.proto.name()) + "' (" +
-               (batched ? "MatMul with a bias" : "Gemm") + " from MatMul+Add)";
-    dead[j] = true;
-    adopt_output(g, i, add.outputs[0]);
+    absorb_reader(g, i, j, std::string(batched ? "MatMul with a bias" : "Gemm") + " from MatMul+Add", dead);
     ++fused;
   }
   if (fused) compact(g, dead);

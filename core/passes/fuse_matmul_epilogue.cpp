@@ -42,10 +42,6 @@ bool fusable(const graph::Graph& g, int y) {
   return b && b->ndim() == 2 && !find_attr(mm, "alpha") && !find_attr(mm, "transB");
 }
 
-std::string node_name(const graph::Graph& g, const graph::Node& n) {
-  return n.proto.name().empty() ? g.values[size_t(n.outputs[0])].name : n.proto.name();
-}
-
 int fuse_gelus(graph::Graph& g) {
   std::vector<bool> dead(g.nodes.size(), false);
   int fused = 0;
@@ -60,9 +56,7 @@ int fuse_gelus(graph::Graph& g) {
     graph::Node& mm = g.nodes[mi];
     if (find_attr(mm, "activation")) continue;
     add_string_attr(mm.proto, "activation", "Gelu");
-    mm.label = "node '" + node_name(g, mm) + "' (MatMul+Gelu)";
-    adopt_output(g, mi, gelu.outputs[0]);
-    dead[i] = true;
+    absorb_reader(g, mi, i, "MatMul+Gelu", dead);
     ++fused;
   }
   if (fused) compact(g, dead);

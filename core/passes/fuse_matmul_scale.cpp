@@ -38,10 +38,7 @@ int fuse_matmul_scales(graph::Graph& g) {
     const auto& prod = g.values[size_t(y)];
     if (!out.rank_known || !prod.rank_known || out.dims.size() != prod.dims.size()) continue;
     add_float_attr(mm.proto, "alpha", alpha);
-    mm.label = "node '" + (mm.proto.name().empty() ? prod.name : mm.proto.name()) + "' (MatMul+" +
-               scale->proto.op_type() + ")";
-    adopt_output(g, i, scale->outputs[0]);
-    dead[index_of(g, *scale)] = true;
+    absorb_reader(g, i, index_of(g, *scale), "MatMul+" + scale->proto.op_type(), dead);
     ++fused;
   }
   if (fused) compact(g, dead);

@@ -156,6 +156,17 @@ void adopt_output(graph::Graph& g, size_t i, int value) {
   g.values[size_t(value)].producer = int(i);
 }
 
+std::string node_name(const graph::Graph& g, const graph::Node& n) {
+  return n.proto.name().empty() ? g.values[size_t(n.outputs[0])].name : n.proto.name();
+}
+
+void absorb_reader(graph::Graph& g, size_t i, size_t reader, const std::string& fused, std::vector<bool>& dead) {
+  graph::Node& n = g.nodes[i];
+  n.label = "node '" + node_name(g, n) + "' (" + fused + ")";
+  adopt_output(g, i, g.nodes[reader].outputs[0]);
+  dead[reader] = true;
+}
+
 graph::Node& move_onto_add(graph::Graph& g, size_t from, size_t add, int z) {
   const int y = g.nodes[add].outputs[0];
   graph::Node node = std::move(g.nodes[from]);

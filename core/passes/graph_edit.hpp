@@ -55,6 +55,14 @@ void add_renamed_attr(::onnx::NodeProto& p, const ::onnx::AttributeProto& a, con
 // output (the proto's output name and the value's producer follow).
 void adopt_output(graph::Graph& g, size_t i, int value);
 
+// The node's name, or its first output's where it has none (for labels).
+std::string node_name(const graph::Graph& g, const graph::Node& n);
+
+// Node `i` absorbs node `reader`, the one node reading its first output:
+// its label becomes "node 'NAME' (fused)", it takes over the reader's first
+// output (adopt_output), and the reader is marked dead.
+void absorb_reader(graph::Graph& g, size_t i, size_t reader, const std::string& fused, std::vector<bool>& dead);
+
 // Node `from` (one output, at most three inputs) moves into the place of
 // node `add`, the Add it absorbs, which comes after both the node and Z's
 // producer: Z becomes its fourth input (absent optional inputs before it
