@@ -68,13 +68,7 @@ void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const 
 
 void bias_act_channels_last(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b,
                             const FusedActivation& act) {
-  switch (act.kind) {
-    case FusedActivation::kRelu: return bias_act_as<FusedActivation::kRelu>(e, pixels, C, ld, b, act);
-    case FusedActivation::kClip: return bias_act_as<FusedActivation::kClip>(e, pixels, C, ld, b, act);
-    case FusedActivation::kLeakyRelu:
-      return bias_act_as<FusedActivation::kLeakyRelu>(e, pixels, C, ld, b, act);
-    default: return bias_act_as<FusedActivation::kNone>(e, pixels, C, ld, b, act);
-  }
+  with_kind(act, [&](auto k) { bias_act_as<decltype(k)::value>(e, pixels, C, ld, b, act); });
 }
 
 void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, float* e) {
@@ -93,13 +87,7 @@ void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, floa
 
 void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
                 int64_t ld, const float* add) {
-  switch (act.kind) {
-    case FusedActivation::kRelu: return store_nchw_as<FusedActivation::kRelu>(yt, P, M, b, act, y, ld, add);
-    case FusedActivation::kClip: return store_nchw_as<FusedActivation::kClip>(yt, P, M, b, act, y, ld, add);
-    case FusedActivation::kLeakyRelu:
-      return store_nchw_as<FusedActivation::kLeakyRelu>(yt, P, M, b, act, y, ld, add);
-    default: return store_nchw_as<FusedActivation::kNone>(yt, P, M, b, act, y, ld, add);
-  }
+  with_kind(act, [&](auto k) { store_nchw_as<decltype(k)::value>(yt, P, M, b, act, y, ld, add); });
 }
 
 SINGA_AVX512_END

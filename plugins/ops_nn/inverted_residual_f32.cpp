@@ -125,12 +125,7 @@ StencilFn stencil_for(int64_t k, int64_t s) {
 }
 
 StencilFn stencil_for(const Geometry& g, const FusedActivation& act) {
-  switch (act.kind) {
-    case FusedActivation::kRelu: return stencil_for<FusedActivation::kRelu>(g.k[1], g.s[1]);
-    case FusedActivation::kClip: return stencil_for<FusedActivation::kClip>(g.k[1], g.s[1]);
-    case FusedActivation::kLeakyRelu: return stencil_for<FusedActivation::kLeakyRelu>(g.k[1], g.s[1]);
-    default: return stencil_for<FusedActivation::kNone>(g.k[1], g.s[1]);
-  }
+  return with_kind(act, [&](auto k) { return stencil_for<decltype(k)::value>(g.k[1], g.s[1]); });
 }
 
 // The share of the whole block's multiply-adds that the largest of `chunks`

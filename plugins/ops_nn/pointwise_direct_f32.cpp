@@ -125,12 +125,7 @@ void run(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int6
 
 void pointwise_direct_f32(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int64_t ldx,
                           const float* bias, float* y, int64_t ldy, int64_t cols, const ops::FusedActivation& act) {
-  switch (act.kind) {
-    case Kind::kRelu: return run<Kind::kRelu>(w, m0, mn, x, ldx, bias, y, ldy, cols, act);
-    case Kind::kClip: return run<Kind::kClip>(w, m0, mn, x, ldx, bias, y, ldy, cols, act);
-    case Kind::kLeakyRelu: return run<Kind::kLeakyRelu>(w, m0, mn, x, ldx, bias, y, ldy, cols, act);
-    default: return run<Kind::kNone>(w, m0, mn, x, ldx, bias, y, ldy, cols, act);
-  }
+  with_kind(act, [&](auto k) { run<decltype(k)::value>(w, m0, mn, x, ldx, bias, y, ldy, cols, act); });
 }
 
 SINGA_AVX512_END

@@ -83,12 +83,7 @@ void run(const PointwiseWeights& w, int64_t panel, const float* x, int64_t P, co
 
 void pointwise_mean_f32(const PointwiseWeights& w, int64_t panel, const float* x, int64_t P, const float* bias,
                         const ops::FusedActivation& act, float* y) {
-  switch (act.kind) {
-    case Kind::kRelu: return run<Kind::kRelu>(w, panel, x, P, bias, act, y);
-    case Kind::kClip: return run<Kind::kClip>(w, panel, x, P, bias, act, y);
-    case Kind::kLeakyRelu: return run<Kind::kLeakyRelu>(w, panel, x, P, bias, act, y);
-    default: return run<Kind::kNone>(w, panel, x, P, bias, act, y);
-  }
+  with_kind(act, [&](auto k) { run<decltype(k)::value>(w, panel, x, P, bias, act, y); });
 }
 
 SINGA_AVX512_END

@@ -58,13 +58,7 @@ void unblock16_as(const float* b, float* y, int64_t N, int64_t M, int64_t R, int
 template <bool kAdd>
 void unblock16_with(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
                     int64_t y_channel, const float* z, const ops::FusedActivation& act) {
-  using K = ops::FusedActivation;
-  switch (act.kind) {
-    case K::kRelu: return unblock16_as<K::kRelu, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
-    case K::kClip: return unblock16_as<K::kClip, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
-    case K::kLeakyRelu: return unblock16_as<K::kLeakyRelu, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
-    default: return unblock16_as<K::kNone, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act);
-  }
+  with_kind(act, [&](auto k) { unblock16_as<decltype(k)::value, kAdd>(b, y, N, M, R, W, y_image, y_channel, z, act); });
 }
 
 }  // namespace

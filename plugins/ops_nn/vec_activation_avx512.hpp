@@ -12,6 +12,8 @@
 #ifdef SINGA_AVX512_BEGIN
 #include <immintrin.h>
 
+#include <type_traits>
+
 namespace singa {
 namespace nn {
 
@@ -36,6 +38,20 @@ struct VecActivation {
     return v;
   }
 };
+
+// Calls f with the activation's kind as a compile-time constant (a
+// std::integral_constant), the one switch for every kernel whose loops take
+// the kind as a template argument.
+template <class F>
+decltype(auto) with_kind(const ops::FusedActivation& act, F&& f) {
+  using K = ops::FusedActivation;
+  switch (act.kind) {
+    case K::kRelu: return f(std::integral_constant<K::Kind, K::kRelu>());
+    case K::kClip: return f(std::integral_constant<K::Kind, K::kClip>());
+    case K::kLeakyRelu: return f(std::integral_constant<K::Kind, K::kLeakyRelu>());
+    default: return f(std::integral_constant<K::Kind, K::kNone>());
+  }
+}
 
 SINGA_AVX512_END
 
