@@ -251,11 +251,8 @@ class Conv : public NodeKernel {
     std::vector<float> conv(size_t(sdk::numel(ys)));
     convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
     ctx.parallel_for(N * M, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        double s = 0;  // as GlobalAveragePool sums
-        for (int64_t p = 0; p < P; ++p) s += conv[size_t(r * P + p)];
-        yp[r] = P > 0 ? float(s / double(P)) : std::numeric_limits<float>::quiet_NaN();
-      }
+      for (int64_t r = r0; r < r1; ++r)
+        yp[r] = P > 0 ? float(plane_sum(conv.data() + r * P, P) / double(P)) : std::numeric_limits<float>::quiet_NaN();
     });
     return y;
   }

@@ -25,6 +25,12 @@ SINGA_VEC_CLONES double sum_widened(const float* x, int64_t n) {
   return s;
 }
 
+}  // namespace
+
+double plane_sum(const float* x, int64_t n) { return sum_widened(x, n); }
+
+namespace {
+
 enum class Reduce { Mean, Max, Lp };
 
 template <Reduce kKind>

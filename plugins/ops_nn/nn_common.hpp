@@ -20,6 +20,10 @@ using sdk::half;
 
 constexpr uint64_t kRealTypes = sdk::kFloatTypes | bit(SINGA_ONNX_BFLOAT16);
 
+// A float plane's sum in double, as GlobalAveragePool takes it
+// (global_pool.cpp); a Conv with a fused one (conv.cpp) sums the same way.
+double plane_sum(const float* x, int64_t n);
+
 template <class T> struct onnx_of;
 template <> struct onnx_of<float> { static constexpr int32_t value = SINGA_ONNX_FLOAT; };
 template <> struct onnx_of<double> { static constexpr int32_t value = SINGA_ONNX_DOUBLE; };
