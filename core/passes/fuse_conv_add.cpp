@@ -40,9 +40,7 @@ int fuse_conv_adds(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& add = g.nodes[i];
-    if (!plain_op(add, "Add", 2) || add.outputs.size() != 1 || add.outputs[0] < 0 || add.inputs[0] < 0 ||
-        add.inputs[1] < 0 || add.inputs[0] == add.inputs[1])
-      continue;
+    if (!plain_two_value_add(add)) continue;
     if (!float_value(g, add.inputs[0]) || !float_value(g, add.inputs[1]) ||
         !same_4d_shape(g, add.inputs[0], add.inputs[1]) || !same_4d_shape(g, add.inputs[0], add.outputs[0]))
       continue;

@@ -68,9 +68,7 @@ int fuse_residuals(graph::Graph& g) {
   int fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& add = g.nodes[i];
-    if (!plain_op(add, "Add", 2) || add.outputs.size() != 1 || add.outputs[0] < 0 || add.inputs[0] < 0 ||
-        add.inputs[1] < 0 || add.inputs[0] == add.inputs[1])
-      continue;
+    if (!plain_two_value_add(add)) continue;
     const graph::Value& out = g.values[size_t(add.outputs[0])];
     bool same = graph::fully_known(out);
     for (int v : add.inputs) {

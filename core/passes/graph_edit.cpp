@@ -167,6 +167,11 @@ void absorb_reader(graph::Graph& g, size_t i, size_t reader, const std::string& 
   dead[reader] = true;
 }
 
+bool plain_two_value_add(const graph::Node& n) {
+  return plain_op(n, "Add", 2) && n.outputs.size() == 1 && n.outputs[0] >= 0 && n.inputs[0] >= 0 && n.inputs[1] >= 0 &&
+         n.inputs[0] != n.inputs[1];
+}
+
 graph::Node& move_onto_add(graph::Graph& g, size_t from, size_t add, int z) {
   const int y = g.nodes[add].outputs[0];
   graph::Node node = std::move(g.nodes[from]);

@@ -63,6 +63,10 @@ std::string node_name(const graph::Graph& g, const graph::Node& n);
 // output (adopt_output), and the reader is marked dead.
 void absorb_reader(graph::Graph& g, size_t i, size_t reader, const std::string& fused, std::vector<bool>& dead);
 
+// A plain Add of two different values with one output: the residual Add
+// that move_onto_add folds into the node computing one of its inputs.
+bool plain_two_value_add(const graph::Node& n);
+
 // Node `from` (one output, at most three inputs) moves into the place of
 // node `add`, the Add it absorbs, which comes after both the node and Z's
 // producer: Z becomes its fourth input (absent optional inputs before it
