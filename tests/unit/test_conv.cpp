@@ -281,6 +281,29 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
   rt.cpu()->set_num_threads(saved);
 }
 
+// 3x3 convolutions of few input channels by Winograd's F(2x2, 3x3)
+// (plugins/ops_nn/winograd_f2_f32.cpp: 16 tiles of a tile row per vector,
+// blocks of up to three vectors, panels of 8 output channels), against
+// float64: whole and partial tile vectors, odd planes (a half output tile
+// at the bottom and right), padding on any side, a panel tail, batches.
+TEST(ConvWinograd, F2MatchesFloat64) {
+  auto& rt = singa::Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  const std::vector<Case> cases = {
+      {"SqueezeNet's 16 -> 64 on 55x55", 1, 16, 55, 55, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"odd plane, a panel tail, 2 images", 2, 5, 9, 13, 13, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"no padding, 3 images", 3, 3, 8, 11, 16, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"uneven pads, two vectors per tile row", 1, 8, 20, 40, 8, 3, 3, 1, {1, 1}, {0, 2, 1, 0}, {1, 1}},
+      {"wide rows, three vectors per tile row", 1, 7, 3, 70, 24, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"pads of 2 on a 1x1 plane", 2, 16, 1, 1, 9, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+      {"one row, one input channel", 1, 1, 1, 37, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+  };
+  const int32_t saved = rt.cpu()->num_threads();
+  for (const Case& c : cases)
+    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) check_against_float64(c, act, nullptr);
+  rt.cpu()->set_num_threads(saved);
+}
+
 // Convolutions of inputs with 1 to 4 channels (plugins/ops_nn/conv_thin_f32.cpp:
 // 6 pixels x 64 channels or 12 x 32 per register strip, the row's ends and
 // narrow rows pixel by pixel), alone and with a fused MaxPool whose bands
