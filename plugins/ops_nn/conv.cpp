@@ -22,7 +22,7 @@
 #include "pool_f32.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
-#include "winograd_f2_f32.hpp"
+#include "winograd_f32.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -199,8 +199,8 @@ class Conv : public NodeKernel {
   void convolve(const sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b, T* y,
                 const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg) const {
     if constexpr (std::is_same<T, float>::value) {
-      if (winograd_ && winograd_->C == C && winograd_->M == M && winograd_f2_fits(g, group_)) {
-        conv_winograd_f2(ctx, *winograd_, x.data<float>(), b.present() ? b.data<float>() : nullptr, y, N, g,
+      if (winograd_ && winograd_->C == C && winograd_->M == M && winograd_fits(g, group_)) {
+        conv_winograd(ctx, *winograd_, x.data<float>(), b.present() ? b.data<float>() : nullptr, y, N, g,
                          conv_act_);
         return;
       }
@@ -351,16 +351,19 @@ class Conv : public NodeKernel {
 
   // Constant float 3x3 weights of a plain conv (no fused pool, mean, Z or
   // blocked layout; one group, unit strides and dilations) on few input
-  // channels, which conv_winograd_f2 takes instead of oneDNN.
+  // channels, which conv_winograd takes instead of oneDNN.
   void pack_winograd(const sdk::Node& node) {
-    if (!winograd_f2_on() || sum_ || pooled_ || mean_ || layout_.in || layout_.out || group_ != 1) return;
+    if (!winograd_on() || sum_ || pooled_ || mean_ || layout_.in || layout_.out || group_ != 1) return;
     sdk::Tensor w = node.constant(1);
     if (!w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return;
-    if (!winograd_f2_pays(w.dim(1), w.dim(0))) return;
+    if (!winograd_pays(w.dim(1), w.dim(0))) return;
     for (const auto* v : {&attrs_.strides, &attrs_.dilations})
       for (int64_t s : *v)
         if (s != 1) return;
-    winograd_ = std::make_unique<WinogradWeights>(winograd_weights(w.data<float>(), w.dim(0), w.dim(1)));
+    // The tile size follows the output rows' width (about the input's).
+    const singa_value_info xi = node.input_info(0);
+    const int tile = winograd_tile(xi.ndim == 4 && xi.dims[3] > 0 ? xi.dims[3] : 0);
+    winograd_ = std::make_unique<WinogradWeights>(winograd_weights(w.data<float>(), w.dim(0), w.dim(1), tile));
   }
 
   // Whether conv_thin_f32 takes a float input of shape xs (with W of the
@@ -438,7 +441,7 @@ class Conv : public NodeKernel {
   std::vector<float> wide_weights_;
   std::unique_ptr<ThinConvWeights> thin_;  // conv_thin_f32's weights, where it may take the conv
   std::unique_ptr<PointwiseWeights> pointwise_;  // conv_pointwise_f32's packed weights, where it may take the conv
-  std::unique_ptr<WinogradWeights> winograd_;    // conv_winograd_f2's weights, where it takes the conv
+  std::unique_ptr<WinogradWeights> winograd_;    // conv_winograd's weights, where it takes the conv
   std::unique_ptr<DnnlConv> dnnl_;
   std::unique_ptr<Late> late_;
 };

@@ -87,7 +87,7 @@ struct Pool {
 // The case with activation `act` ("" for none) and, if given, a MaxPool, in
 // float at 1 to 3 threads against the same model in float64 (which takes the
 // generic loops).
-void check_against_float64(const Case& c, const char* act, const Pool* pool) {
+void check_against_float64(const Case& c, const char* act, const Pool* pool, double tolerance = 1e-5) {
   auto& rt = singa::Runtime::instance();
   SCOPED_TRACE(std::string(c.name) + " + " + act + (pool ? " + MaxPool" : ""));
   int64_t OH = (c.H + c.pads[0] + c.pads[2] - c.KH) / c.strides[0] + 1;
@@ -144,7 +144,7 @@ void check_against_float64(const Case& c, const char* act, const Pool* pool) {
     double worst = 0;
     for (int64_t i = 0; i < got[0].second.numel(); ++i)
       worst = std::max(worst, std::fabs(got[0].second.data<float>()[i] - want[0].second.data<double>()[i]));
-    EXPECT_LE(worst, 1e-5);
+    EXPECT_LE(worst, tolerance);
   }
 }
 
@@ -281,12 +281,15 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
   rt.cpu()->set_num_threads(saved);
 }
 
-// 3x3 convolutions of few input channels by Winograd's F(2x2, 3x3)
-// (plugins/ops_nn/winograd_f2_f32.cpp: 16 tiles of a tile row per vector,
-// blocks of up to three vectors, panels of 8 output channels), against
-// float64: whole and partial tile vectors, odd planes (a half output tile
-// at the bottom and right), padding on any side, a panel tail, batches.
-TEST(ConvWinograd, F2MatchesFloat64) {
+// 3x3 convolutions of few input channels by Winograd's F(2x2, 3x3) or
+// F(4x4, 3x3) (plugins/ops_nn/winograd_f32.cpp: 16 tiles of a tile row per
+// vector, blocks of up to three vectors, panels of 8 output channels),
+// against float64: whole and partial tile vectors, planes that end inside a
+// tile, padding on any side, a panel tail, batches. Rows of 13 or fewer
+// pixels take F(2x2), wider ones F(4x4) (the meson test conv_winograd_f2
+// reruns them all as F(2x2)). F(4x4)'s transforms lose more: its results
+// here are within 1e-4 of float64, at values up to about 20.
+TEST(ConvWinograd, MatchesFloat64) {
   auto& rt = singa::Runtime::instance();
   if (!rt.loaded()) rt.load();
   const std::vector<Case> cases = {
@@ -300,7 +303,7 @@ TEST(ConvWinograd, F2MatchesFloat64) {
   };
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases)
-    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) check_against_float64(c, act, nullptr);
+    for (const char* act : {"Relu", "Clip", "LeakyRelu", ""}) check_against_float64(c, act, nullptr, 2e-4);
   rt.cpu()->set_num_threads(saved);
 }
 
