@@ -350,7 +350,7 @@ class Conv : public NodeKernel {
   }
 
   // Constant float 3x3 weights of a plain conv (no fused pool, mean, Z or
-  // blocked layout; one group, unit strides and dilations) on few input
+  // blocked layout; one group, unit strides and dilations) on up to 64 input
   // channels, which conv_winograd takes instead of oneDNN.
   void pack_winograd(const sdk::Node& node) {
     if (!winograd_on() || sum_ || pooled_ || mean_ || layout_.in || layout_.out || group_ != 1) return;
@@ -360,9 +360,9 @@ class Conv : public NodeKernel {
     for (const auto* v : {&attrs_.strides, &attrs_.dilations})
       for (int64_t s : *v)
         if (s != 1) return;
-    // The tile size follows the output rows' width (about the input's).
+    // The tile size follows the output plane's (about the input's).
     const singa_value_info xi = node.input_info(0);
-    const int tile = winograd_tile(xi.ndim == 4 && xi.dims[3] > 0 ? xi.dims[3] : 0);
+    const int tile = xi.ndim == 4 ? winograd_tile(xi.dims[2], xi.dims[3]) : 2;
     winograd_ = std::make_unique<WinogradWeights>(winograd_weights(w.data<float>(), w.dim(0), w.dim(1), tile));
   }
 

@@ -1,21 +1,21 @@
 // winograd_f32.hpp - a float32 3x3 convolution (stride 1, one group) by
 // Winograd's F(2x2, 3x3) or F(4x4, 3x3) on NCHW activations, for inputs with
-// few channels.
+// up to 64 channels.
 //
-// SqueezeNet's 3x3 expand convs read 16 or 32 channels (16 -> 64 on 55x55,
-// 32 -> 128 on 27x27). oneDNN runs them through its Winograd code too, but
+// SqueezeNet's 3x3 expand convs read 16 to 64 channels (16 -> 64 on 55x55 up
+// to 64 -> 256 on 13x13). oneDNN runs them through its Winograd code too, but
 // behind a reorder of X into 16-channel blocks and another of Y back, and
 // with its transforms sized for wide layers: at 16 input channels the node
 // took longer than its direct arithmetic at the peak would. Here each input
-// tile is transformed straight from the NCHW rows, 16 tiles of a tile row
-// side by side in the lanes of a vector (loads of the row's columns split by
-// permutes into every 2nd or 4th one), the products per tile position run as
-// a register tile of 8 output channels by up to 3 vectors of tiles, and the
-// output tiles go straight into Y's rows (their columns woven back
-// together), with bias and the fused activation applied on the way. F(2x2)
-// leaves 4 multiply-adds per output pixel and input channel of the direct
-// code's 9, F(4x4) 2.25 (with costlier transforms, and rows of 64 output
-// columns per vector, so it pays on wide planes).
+// tile is transformed straight from the NCHW rows, 16 tiles side by side in
+// the lanes of a vector (loads of a row's columns split by permutes into
+// every 2nd or 4th one; on narrow planes 2 or 4 tile rows share a vector),
+// the products per tile position run as a register tile of 8 output
+// channels by up to 3 vectors of tiles, and the output tiles go straight
+// into Y's rows (their columns woven back together), with bias and the
+// fused activation applied on the way. F(2x2) leaves 4 multiply-adds per
+// output pixel and input channel of the direct code's 9, F(4x4) 2.25, with
+// costlier transforms and weights 4x the filters' size.
 // AVX-512 only: call where winograd_on() holds.
 #ifndef SINGA_OPS_NN_WINOGRAD_F32_HPP
 #define SINGA_OPS_NN_WINOGRAD_F32_HPP
@@ -52,14 +52,15 @@ bool winograd_on();
 // window, unit strides and dilations, any padding.
 bool winograd_fits(const Geometry& g, int64_t group);
 
-// True for the layers where it beats oneDNN's path (measured on SqueezeNet's
-// shapes, docs/performance.md): few input channels.
+// True for the layers where it beats oneDNN's path (measured on all eight of
+// SqueezeNet's 3x3 convs, 16 to 64 input channels on 55x55 to 13x13,
+// docs/performance.md); wider ones were not measured and stay with oneDNN.
 bool winograd_pays(int64_t C, int64_t M);
 
-// The output tile (2 or 4) that costs least for output rows of OW pixels:
-// F(4x4)'s fewer products against the lanes that its 4x narrower tile rows
-// leave empty (SINGA_WINOGRAD_TILE=2 or 4 forces one).
-int winograd_tile(int64_t OW);
+// The output tile (2 or 4) that costs least for an OH x OW output plane:
+// F(4x4)'s fewer products against the lanes that its fewer tiles leave
+// empty (SINGA_WINOGRAD_TILE=2 or 4 forces one).
+int winograd_tile(int64_t OH, int64_t OW);
 
 // x [N, C, H, W], bias [M] or null, y [N, M, OH, OW] of window g.
 void conv_winograd(const sdk::Context& ctx, const WinogradWeights& w, const float* x, const float* bias, float* y,

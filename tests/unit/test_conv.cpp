@@ -285,9 +285,9 @@ TEST(ConvNchw, PointwiseAndDepthwiseMatchFloat64) {
 // F(4x4, 3x3) (plugins/ops_nn/winograd_f32.cpp: 16 tiles of a tile row per
 // vector, blocks of up to three vectors, panels of 8 output channels),
 // against float64: whole and partial tile vectors, planes that end inside a
-// tile, padding on any side, a panel tail, batches. Rows of 13 or fewer
-// pixels take F(2x2), wider ones F(4x4) (the meson test conv_winograd_f2
-// reruns them all as F(2x2)). F(4x4)'s transforms lose more: its results
+// tile, padding on any side, a panel tail, batches. Most take F(4x4)
+// (winograd_tile: the fewest products) and the meson test conv_winograd_f2
+// reruns them all as F(2x2). F(4x4)'s transforms lose more: its results
 // here are within 1e-4 of float64, at values up to about 20.
 TEST(ConvWinograd, MatchesFloat64) {
   auto& rt = singa::Runtime::instance();
@@ -300,6 +300,15 @@ TEST(ConvWinograd, MatchesFloat64) {
       {"wide rows, three vectors per tile row", 1, 7, 3, 70, 24, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"pads of 2 on a 1x1 plane", 2, 16, 1, 1, 9, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {1, 1}},
       {"one row, one input channel", 1, 1, 1, 37, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      // Narrow planes: two or four tile rows share a vector; with few
+      // vectors the threads split the output channels' panels instead.
+      {"27x27, two tile rows per vector", 1, 16, 27, 27, 24, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"13x13, four tile rows per vector, split by panels", 1, 16, 13, 13, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"7x10 unpadded, 2 images by panels, a panel tail", 2, 12, 7, 10, 60, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // Unpadded planes whose tile rows fill their lanes: each group's last
+      // tile reads the two columns after the group's.
+      {"18x18 unpadded, four full tile rows per vector", 1, 4, 18, 18, 16, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"9x34 unpadded, two full tile rows per vector", 1, 6, 9, 34, 8, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
   };
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases)
