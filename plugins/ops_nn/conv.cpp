@@ -356,13 +356,15 @@ class Conv : public NodeKernel {
     if (!winograd_on() || sum_ || pooled_ || mean_ || layout_.in || layout_.out || group_ != 1) return;
     sdk::Tensor w = node.constant(1);
     if (!w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return;
-    if (!winograd_pays(w.dim(1), w.dim(0))) return;
     for (const auto* v : {&attrs_.strides, &attrs_.dilations})
       for (int64_t s : *v)
         if (s != 1) return;
-    // The tile size follows the output plane's (about the input's).
+    // The tile and whether it pays follow the input's shape (the output
+    // plane is about the input's).
     const singa_value_info xi = node.input_info(0);
-    const int tile = xi.ndim == 4 ? winograd_tile(xi.dims[2], xi.dims[3]) : 2;
+    if (xi.ndim != 4) return;
+    const int tile = winograd_tile(xi.dims[2], xi.dims[3]);
+    if (!winograd_pays(w.dim(1), w.dim(0), tile, xi.dims[0], xi.dims[2], xi.dims[3])) return;
     winograd_ = std::make_unique<WinogradWeights>(winograd_weights(w.data<float>(), w.dim(0), w.dim(1), tile));
   }
 

@@ -23,7 +23,10 @@ bool winograd_fits(const Geometry& g, int64_t group) {
   return true;
 }
 
-bool winograd_pays(int64_t C, int64_t M) { return C <= 64 && M >= kWinogradPanel; }
+bool winograd_pays(int64_t C, int64_t M, int tile, int64_t N, int64_t H, int64_t W) {
+  if (C > 64 || M < kWinogradPanel || N <= 0 || H <= 0 || W <= 0) return false;
+  return (tile + 2) * (tile + 2) * C * M <= 2 * N * H * W * (C + M);
+}
 
 int winograd_tile(int64_t OH, int64_t OW) {
   static const int forced = [] {
@@ -374,13 +377,14 @@ void transform_output(const float* ms, const Plane& p, const TileVec* tv, int ro
   }
 }
 
-// Panels [k0, k1) of the NV tile vectors tv.
+// Every panel of the NV tile vectors tv.
 template <int R, int NV, Kind K>
-void block(const WinogradWeights& w, const float* x, const Plane& p, const TileVec* tv, const Shift& shift,
-           int64_t k0, int64_t k1, float* v, float* ms, const float* bias, float* y, const VecActivation<K>& f) {
+void block(const WinogradWeights& w, const float* x, const Plane& p, const TileVec* tv, const Shift& shift, float* v,
+           float* ms, const float* bias, float* y, const VecActivation<K>& f) {
   constexpr int XI = Wino<R>::A * Wino<R>::A;
   for (int j = 0; j < NV; ++j) transform_input<R>(x, p, tv[j], shift, v + j * 16, NV * 16);
-  for (int64_t k = k0; k < k1; ++k) {
+  const int64_t panels = (p.M + kRows - 1) / kRows;
+  for (int64_t k = 0; k < panels; ++k) {
     panel_products<XI, NV>(w.u.data() + k * XI * p.C * kRows, v, p.C, ms);
     transform_output<R, NV, K>(ms, p, tv, int(std::min<int64_t>(kRows, p.M - k * kRows)), k * kRows, bias, y, f);
   }
@@ -397,22 +401,17 @@ void run(const sdk::Context& ctx, const WinogradWeights& w, const float* x, cons
   while (p.G < NC && p.TW <= 8 / p.G) p.G *= 2;
   const Shift shift(p.G);
   const int64_t L = 16 / p.G, groups = (p.TH + p.G - 1) / p.G, per_row = (p.TW + L - 1) / L;
-  const int64_t total = N * groups * per_row, panels = (p.M + kRows - 1) / kRows;
-  // One contiguous range of tile vectors per thread, in blocks of three (the
-  // pool's chunks would leave blocks of one or two at each chunk's end); too
-  // few vectors for that (narrow planes at batch 1), and each thread takes a
-  // range of panels of every vector instead.
-  const int64_t threads = ctx.num_threads();
-  const bool by_panels = threads > 1 && total < 2 * threads && panels >= 2 * threads;
-  const int64_t parts = std::min<int64_t>(threads, by_panels ? panels : total);
+  const int64_t total = N * groups * per_row;
+  // One contiguous range of tile vectors per thread, in blocks of three: the
+  // pool's chunks would leave blocks of one or two at each chunk's end.
+  const int64_t parts = std::min<int64_t>(ctx.num_threads(), total);
   ctx.parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     thread_local std::vector<float> buf;
     float* v = fast::line_aligned(buf, size_t(XI * (p.C + kRows) * kMaxVecs * 16));
     float* ms = v + XI * p.C * kMaxVecs * 16;
     for (int64_t part = p0; part < p1; ++part) {
-      const int64_t q0 = by_panels ? 0 : total * part / parts, q1 = by_panels ? total : total * (part + 1) / parts;
-      const int64_t k0 = by_panels ? panels * part / parts : 0, k1 = by_panels ? panels * (part + 1) / parts : panels;
-      for (int64_t q = q0; q < q1; q += kMaxVecs) {
+      const int64_t q1 = total * (part + 1) / parts;
+      for (int64_t q = total * part / parts; q < q1; q += kMaxVecs) {
         TileVec tv[kMaxVecs];
         const int nv = int(std::min<int64_t>(kMaxVecs, q1 - q));
         for (int j = 0; j < nv; ++j) {
@@ -420,11 +419,11 @@ void run(const sdk::Context& ctx, const WinogradWeights& w, const float* x, cons
           tv[j] = TileVec{i / (groups * per_row), rest / per_row * p.G, rest % per_row * L};
         }
         if (nv == 3)
-          block<R, 3, K>(w, x, p, tv, shift, k0, k1, v, ms, bias, y, f);
+          block<R, 3, K>(w, x, p, tv, shift, v, ms, bias, y, f);
         else if (nv == 2)
-          block<R, 2, K>(w, x, p, tv, shift, k0, k1, v, ms, bias, y, f);
+          block<R, 2, K>(w, x, p, tv, shift, v, ms, bias, y, f);
         else
-          block<R, 1, K>(w, x, p, tv, shift, k0, k1, v, ms, bias, y, f);
+          block<R, 1, K>(w, x, p, tv, shift, v, ms, bias, y, f);
       }
     }
   });

@@ -52,10 +52,14 @@ bool winograd_on();
 // window, unit strides and dilations, any padding.
 bool winograd_fits(const Geometry& g, int64_t group);
 
-// True for the layers where it beats oneDNN's path (measured on all eight of
-// SqueezeNet's 3x3 convs, 16 to 64 input channels on 55x55 to 13x13,
-// docs/performance.md); wider ones were not measured and stay with oneDNN.
-bool winograd_pays(int64_t C, int64_t M);
+// True for the layers where it beats oneDNN's path, for `tile` and N input
+// planes of H x W pixels: up to 64 input channels (measured on SqueezeNet's
+// 3x3 convs, 16 to 64 input channels on 55x55 to 13x13; wider ones were not
+// measured), and transformed weights that weigh at most twice the
+// activations. Heavier ones (SqueezeNet's 13x13 layers at batch 1: 2.4 MiB
+// of weights in F(4x4) against 0.2 MiB of X and Y) made the node bound by
+// the weights' traffic, twice as slow as oneDNN when the VM's memory is busy.
+bool winograd_pays(int64_t C, int64_t M, int tile, int64_t N, int64_t H, int64_t W);
 
 // The output tile (2 or 4) that costs least for an OH x OW output plane:
 // F(4x4)'s fewer products against the lanes that its fewer tiles leave

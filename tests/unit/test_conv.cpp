@@ -298,13 +298,12 @@ TEST(ConvWinograd, MatchesFloat64) {
       {"no padding, 3 images", 3, 3, 8, 11, 16, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       {"uneven pads, two vectors per tile row", 1, 8, 20, 40, 8, 3, 3, 1, {1, 1}, {0, 2, 1, 0}, {1, 1}},
       {"wide rows, three vectors per tile row", 1, 7, 3, 70, 24, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
-      {"pads of 2 on a 1x1 plane", 2, 16, 1, 1, 9, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+      {"pads of 2 on a 3x5 plane, 4 images", 4, 1, 3, 5, 8, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {1, 1}},
       {"one row, one input channel", 1, 1, 1, 37, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
-      // Narrow planes: two or four tile rows share a vector; with few
-      // vectors the threads split the output channels' panels instead.
+      // Narrow planes: two or four tile rows share a vector.
       {"27x27, two tile rows per vector", 1, 16, 27, 27, 24, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
-      {"13x13, four tile rows per vector, split by panels", 1, 16, 13, 13, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
-      {"7x10 unpadded, 2 images by panels, a panel tail", 2, 12, 7, 10, 60, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {"13x13, four tile rows in one vector", 1, 8, 13, 13, 16, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"7x10 unpadded, 2 images, a panel tail", 2, 6, 7, 10, 20, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
       // Unpadded planes whose tile rows fill their lanes: each group's last
       // tile reads the two columns after the group's.
       {"18x18 unpadded, four full tile rows per vector", 1, 4, 18, 18, 16, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
