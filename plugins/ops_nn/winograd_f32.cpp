@@ -101,6 +101,16 @@ constexpr int kMaxVecs = 3;  // tile vectors per block: 8 x 3 accumulators
 struct Plane {
   int64_t C, M, H, W, OH, OW, top, left, TH, TW;
   int G;
+  // Chunk k of a vector's columns (see Chunks): its group and its first
+  // column past the group's first tile's, for NC = 2 or 4 chunks (no
+  // division by G in the loops).
+  int group[2][4], offset[2][4];
+  void set_groups(int g) {
+    G = g;
+    for (int nc = 2, i = 0; nc <= 4; nc *= 2, ++i)
+      for (int k = 0; k < nc; ++k)  // F(2x2) (nc 2) shares vectors among 2 tile rows at most
+        group[i][k] = k * G / nc, offset[i][k] = nc >= G ? k % (nc / G) * 16 : 0;
+  }
 };
 
 // A vector of 16 tiles in G groups of 16 / G lanes: group g holds tiles
@@ -210,17 +220,17 @@ struct Wino<4> {
   static void row(const Chunks<NC>& c, int64_t W, int G, const Shift& shift, __m512 (&d)[A]) {
     const __m512 v0 = span(c.row[0], c.col[0], W), v1 = span(c.row[1], c.col[1], W);
     const __m512 v2 = span(c.row[2], c.col[2], W), v3 = span(c.row[3], c.col[3], W);
-    // The two columns after each group's 64 / G.
-    alignas(64) float after[16] = {};
+    // The two columns after each group's 64 / G, into lanes 2 g and 2 g + 1
+    // (a masked load each: a vector load of scalars stored just before
+    // stalls on the store forwarding, a sixth of this function's time).
+    __m512 e = _mm512_setzero_ps();
     for (int g = 0; g < G; ++g) {
       const int k = g * NC / G;
-      if (!c.row[k]) continue;
-      for (int q = 0; q < 2; ++q) {
-        const int64_t col = c.col[k] + 64 / G + q;
-        if (col >= 0 && col < W) after[2 * g + q] = c.row[k][col];
-      }
+      const int64_t col = c.col[k] + 64 / G;
+      if (!c.row[k] || col + 1 < 0 || col >= W) continue;
+      const unsigned in = (col >= 0 ? 1u : 0u) | (col + 1 < W ? 2u : 0u);
+      e = _mm512_mask_loadu_ps(e, __mmask16(in << (2 * g)), c.row[k] + col - 2 * g);
     }
-    const __m512 e = _mm512_load_ps(after);
     const __m512i even = lanes(0, 2), odd = lanes(1, 2);
     const __m512 e01 = _mm512_permutex2var_ps(v0, even, v1), o01 = _mm512_permutex2var_ps(v0, odd, v1);
     const __m512 e23 = _mm512_permutex2var_ps(v2, even, v3), o23 = _mm512_permutex2var_ps(v2, odd, v3);
@@ -278,10 +288,10 @@ void transform_input(const float* x, const Plane& p, const TileVec& t, const Shi
       Chunks<NC> ch;
       bool any = false;
       for (int k = 0; k < NC; ++k) {
-        const int64_t ty = t.ty0 + k * p.G / NC, iy = R * ty + p.top + a;
+        const int64_t ty = t.ty0 + p.group[NC / 4][k], iy = R * ty + p.top + a;
         const bool in = ty < p.TH && iy >= 0 && iy < p.H;
         ch.row[k] = in ? xn + c * plane + iy * p.W : nullptr;
-        ch.col[k] = R * t.tx0 + p.left + k % (NC / p.G) * 16;
+        ch.col[k] = R * t.tx0 + p.left + p.offset[NC / 4][k];
         any = any || in;
       }
       if (!any) {
@@ -369,8 +379,8 @@ void transform_output(const float* ms, const Plane& p, const TileVec* tv, int ro
         for (int jj = 0; jj < R; ++jj) row[jj] = f(_mm512_add_ps(o[jj][i], bv));
         T::weave(row, chunk);
         for (int k = 0; k < NC; ++k) {
-          const int64_t ty = t.ty0 + k * p.G / NC, oy = R * ty + i;
-          if (ty < p.TH && oy < p.OH) store_span(out + oy * p.OW, R * t.tx0 + k % (NC / p.G) * 16, p.OW, chunk[k]);
+          const int64_t ty = t.ty0 + p.group[NC / 4][k], oy = R * ty + i;
+          if (ty < p.TH && oy < p.OH) store_span(out + oy * p.OW, R * t.tx0 + p.offset[NC / 4][k], p.OW, chunk[k]);
         }
       }
     }
@@ -395,10 +405,12 @@ void run(const sdk::Context& ctx, const WinogradWeights& w, const float* x, cons
          const Geometry& g, const ops::FusedActivation& act) {
   constexpr int XI = Wino<R>::A * Wino<R>::A, NC = Wino<R>::NC;
   const VecActivation<K> f(act);
-  Plane p{w.C, w.M, g.in[1], g.in[2], g.out[1], g.out[2], -g.pb[1], -g.pb[2], 0, 0, 1};
+  Plane p{w.C, w.M, g.in[1], g.in[2], g.out[1], g.out[2], -g.pb[1], -g.pb[2], 0, 0, 1, {}, {}};
   p.TH = (p.OH + R - 1) / R;
   p.TW = (p.OW + R - 1) / R;
-  while (p.G < NC && p.TW <= 8 / p.G) p.G *= 2;
+  int G = 1;
+  while (G < NC && p.TW <= 8 / G) G *= 2;
+  p.set_groups(G);
   const Shift shift(p.G);
   const int64_t L = 16 / p.G, groups = (p.TH + p.G - 1) / p.G, per_row = (p.TW + L - 1) / L;
   const int64_t total = N * groups * per_row;
