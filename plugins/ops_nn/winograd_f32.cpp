@@ -12,7 +12,7 @@ namespace singa {
 namespace nn {
 
 bool winograd_on() {
-  static const bool on = fast::avx512() && !ops::env_switched_off("SINGA_WINOGRAD_F2");
+  static const bool on = fast::avx512() && !ops::env_switched_off("SINGA_WINOGRAD_NCHW");
   return on;
 }
 

@@ -44,7 +44,7 @@ struct WinogradWeights {
 
 WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile);
 
-// True where the kernel runs: AVX-512 is there and SINGA_WINOGRAD_F2=0 (to
+// True where the kernel runs: AVX-512 is there and SINGA_WINOGRAD_NCHW=0 (to
 // compare with oneDNN's path) is not set. Weights are transformed only then.
 bool winograd_on();
 
