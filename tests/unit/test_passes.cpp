@@ -727,6 +727,17 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   cases.push_back(b);
   b.S = 2, b.H = b.W = 14, b.skip = 0, b.pads = {0, 0, 1, 1};
   cases.push_back(b);
+  // The expand stage's register tile (pointwise_channels_last_f32.cpp):
+  // panels of 64 channels and a tail of 16, pixel tiles of 6 and a tail.
+  b = Block();
+  b.C = 24, b.Me = 144, b.M = 24, b.H = 11, b.W = 13, b.expand_act = "Relu";
+  cases.push_back(b);
+  b = Block();
+  b.N = 2, b.C = 40, b.Me = 80, b.M = 16, b.H = b.W = 7, b.expand_act = "LeakyRelu";
+  cases.push_back(b);
+  b = Block();
+  b.Me = 64, b.H = 2, b.W = 5;  // 10 pixels: a tile of 6 and a tail of 4
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
