@@ -7,6 +7,7 @@
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
+#include "pointwise_tile_avx512.hpp"
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -22,8 +23,6 @@ constexpr int kTilePixels = 6;
 
 // NP pixels by NV vectors of channels from the panel's first; x and e
 // offset to the tile's first pixel, wt and b to the panel's first channel.
-// Unrolled by pragma so that the accumulators stay in registers (see
-// pointwise_direct_f32.cpp).
 template <int NV, int NP, Kind A>
 void tile(const float* x, int64_t plane, int64_t C, const float* wt, int64_t ld, const __m512 (&bias)[kMaxVecs],
           float* e, const VecActivation<A>& f) {
@@ -32,19 +31,7 @@ void tile(const float* x, int64_t plane, int64_t C, const float* wt, int64_t ld,
   for (int j = 0; j < NV; ++j)
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) acc[j][p] = bias[j];
-  for (int64_t c = 0; c < C; ++c) {
-    const float* wc = wt + c * ld;
-    const float* xc = x + c * plane;
-    __m512 wv[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) wv[j] = _mm512_loadu_ps(wc + 16 * j);
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; ++p) {
-      const __m512 xv = _mm512_set1_ps(xc[p]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], xv, acc[j][p]);
-    }
-  }
+  accumulate_tile<NV, NP>(wt, ld, x, plane, C, acc);
 #pragma GCC unroll 8
   for (int p = 0; p < NP; ++p)
 #pragma GCC unroll 4

@@ -7,6 +7,7 @@
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
+#include "pointwise_tile_avx512.hpp"
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -31,19 +32,7 @@ void tile(const float* wp, int64_t K, const float* x, int64_t P, const __m512 (&
   for (int j = 0; j < kVecs; ++j)
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) acc[j][p] = bias[j];
-  for (int64_t k = 0; k < K; ++k) {
-    const float* wk = wp + k * kMeanPanel;
-    const float* xk = x + k * P;
-    __m512 wv[kVecs];
-#pragma GCC unroll 4
-    for (int j = 0; j < kVecs; ++j) wv[j] = _mm512_loadu_ps(wk + 16 * j);
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; ++p) {
-      const __m512 xv = _mm512_set1_ps(xk[p]);
-#pragma GCC unroll 4
-      for (int j = 0; j < kVecs; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], xv, acc[j][p]);
-    }
-  }
+  accumulate_tile<kVecs, NP>(wp, kMeanPanel, x, P, K, acc);
 #pragma GCC unroll 4
   for (int j = 0; j < kVecs; ++j) {
     __m512 s = sum[j];
