@@ -21,6 +21,7 @@
 #define SINGA_OPS_NN_INVERTED_RESIDUAL_F32_HPP
 
 #include "fused_activation.hpp"
+#include "pointwise_direct_f32.hpp"  // PointwiseWeights
 #include "spatial.hpp"
 
 #include <vector>
@@ -39,10 +40,11 @@ struct InvertedResidual {
 };
 
 // The weights in the layouts of the band kernel: w1t [C][Me], wdt [K*K][Me]
-// (tap-major) and w2t [Me][M]. Made once per node where the weights are
+// (tap-major), w2t [Me][M] and w2p (pointwise_channels_last_f32.hpp's panels). Made once per node where the weights are
 // constants; empty where the band kernel does not run.
 struct InvertedResidualWeights {
   std::vector<float> w1t, wdt, w2t;
+  PointwiseWeights w2p;  // w2 for channels_last_product, where M is whole vectors
 };
 
 // True when the band kernel runs (AVX-512, whole vectors of expanded channels);

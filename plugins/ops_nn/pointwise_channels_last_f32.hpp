@@ -13,6 +13,7 @@
 #define SINGA_OPS_NN_POINTWISE_CHANNELS_LAST_F32_HPP
 
 #include "fused_activation.hpp"
+#include "pointwise_direct_f32.hpp"  // PointwiseWeights
 
 #include <cstdint>
 
@@ -24,6 +25,21 @@ namespace nn {
 // a slice of M channels of rows ld wide.
 void pointwise_to_channels_last(const float* x, int64_t plane, int64_t P, int64_t C, const float* wt, int64_t M,
                                 int64_t ld, const float* b, const ops::FusedActivation& act, float* e);
+
+// Output channels per panel of channels_last_product's packed weights.
+constexpr int64_t kChannelsLastPanel = 64;
+
+// W [M, K] packed for channels_last_product: panels of 64 output channels,
+// each [K][64] (the last one zero-padded).
+inline PointwiseWeights channels_last_weights(const float* w, int64_t M, int64_t K) {
+  return pointwise_panels(w, M, K, kChannelsLastPanel);
+}
+
+// y[p * ldy + m] = sum_k d[p * ldd + k] W[m, k] for pixels [0, P) and the
+// w.M channels (a multiple of 16), from channels-last rows d of w.C values:
+// the project stage of inverted_residual_f32's bands, its weights packed
+// once (oneDNN's sgemm packed both operands on every band call).
+void channels_last_product(const float* d, int64_t P, int64_t ldd, const PointwiseWeights& w, float* y, int64_t ldy);
 
 }  // namespace nn
 }  // namespace singa

@@ -728,7 +728,8 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   b.S = 2, b.H = b.W = 14, b.skip = 0, b.pads = {0, 0, 1, 1};
   cases.push_back(b);
   // The expand stage's register tile (pointwise_channels_last_f32.cpp):
-  // panels of 64 channels and a tail of 16, pixel tiles of 6 and a tail.
+  // panels of 64 channels and a tail of 16, pixel tiles of 6 and a tail
+  // (the project stage takes it too where M is whole vectors).
   b = Block();
   b.C = 24, b.Me = 144, b.M = 24, b.H = 11, b.W = 13, b.expand_act = "Relu";
   cases.push_back(b);
@@ -737,6 +738,10 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   cases.push_back(b);
   b = Block();
   b.Me = 64, b.H = 2, b.W = 5;  // 10 pixels: a tile of 6 and a tail of 4
+  cases.push_back(b);
+  // The project stage's packed tile: a whole panel of 64 outputs and a tail of 16.
+  b = Block();
+  b.C = 16, b.Me = 96, b.M = 80, b.H = 9, b.W = 10, b.project_act = "Relu";
   cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
