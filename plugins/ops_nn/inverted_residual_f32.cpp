@@ -106,19 +106,26 @@ bool band_tiles() {
   return on;
 }
 
-// The expand stage into channels-last rows: e[p * ld + m] = act(sum_c
-// x[c * plane + p] wt[c * ld + m] + b[m]) for pixels [0, P), channels
-// [0, M). On up to 32 input channels the register tile of
-// pointwise_channels_last_f32.hpp (MobileNetV2's blocks 2-7, 3-7% faster
-// each); on more, oneDNN's sgemm and a bias pass, which read each weight
-// once per call where the tile reads a panel's again for every 6 pixels
-// (blocks 12-17, 96 and 160 input channels, were 2-8% slower through the
-// tile). SINGA_BAND_TILES=0 takes sgemm everywhere, to compare.
-void expand(const float* x, int64_t plane, int64_t P, int64_t C, const float* wt, int64_t M, int64_t ld,
-            const float* b, const FusedActivation& act, float* e) {
-  if (band_tiles() && C <= 32) return pointwise_to_channels_last(x, plane, P, C, wt, M, ld, b, act, e);
-  ops::check_sgemm(dnnl_sgemm('T', 'N', P, M, C, 1.f, x, plane, wt, ld, 0.f, e, ld));
-  bias_act_channels_last(e, P, M, ld, b, act);
+// The expand stage into channels-last rows: e[p * Me + m] = act(sum_c
+// x[c * plane + p] w1[c0 + m, c] + b1[c0 + m]) for pixels [0, P) and the
+// expanded channels [c0, c1), e pointing at channel c0. A whole row of
+// channels runs through the register tile over w1 packed in panels of 64
+// (pointwise_channels_last_f32.hpp: MobileNetV2's blocks 8-17, 64-160
+// input channels, 2-13% faster each at 1 thread than through sgemm; blocks
+// 2-7 level with the tile over the transposed weights); a slice of them
+// (run_channel_slices) on up to 32 input channels through the tile over the
+// transposed weights; on more, oneDNN's sgemm and a bias pass (the tile over
+// the transposed weights, whose rows lie Me apart, was 2-8% slower there).
+// SINGA_BAND_TILES=0 takes sgemm everywhere, to compare.
+void expand(const float* x, int64_t plane, int64_t P, int64_t C, const InvertedResidualWeights& pw, int64_t c0,
+            int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
+  if (band_tiles() && c0 == 0 && c1 == Me && pw.w1p.M == Me)
+    return planes_product(x, plane, P, pw.w1p, b1, act, e, Me);
+  const float* b = b1 ? b1 + c0 : nullptr;
+  if (band_tiles() && C <= 32)
+    return pointwise_to_channels_last(x, plane, P, C, pw.w1t.data() + c0, c1 - c0, Me, b, act, e);
+  ops::check_sgemm(dnnl_sgemm('T', 'N', P, c1 - c0, C, 1.f, x, plane, pw.w1t.data() + c0, Me, 0.f, e, Me));
+  bias_act_channels_last(e, P, c1 - c0, Me, b, act);
 }
 
 // The project stage: yt[p * M + m] = sum_k d[p * Me + k] w2[m, k] for
@@ -215,7 +222,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
           float* at = e + (e_hi - e_lo) * in_row;
           const int64_t pixels = (need_hi - e_hi) * W;
           if (s.expand) {
-            expand(xn + e_hi * W, HW, pixels, C, pw.w1t.data(), Me, Me, b1, s.expand_act, at);
+            expand(xn + e_hi * W, HW, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
           } else {
             to_channels_last(xn + e_hi * W, HW, pixels, Me, at);
           }
@@ -253,7 +260,7 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       float* e = shared + n * image_floats;
       float* d = e + HW * Me;
       const float* xn = x + n * C * HW;
-      expand(xn, HW, HW, C, pw.w1t.data() + c0, c1 - c0, Me, b1 ? b1 + c0 : nullptr, s.expand_act, e + c0);
+      expand(xn, HW, HW, C, pw, c0, c1, Me, b1, s.expand_act, e + c0);
       run_stencil(e, 0, pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
     }
   });
@@ -322,6 +329,7 @@ InvertedResidualWeights inverted_residual_weights(const float* w1, const float* 
   p.wdt = transposed(wd, s.Me, s.dw.k[1] * s.dw.k[2]);
   p.w2t = transposed(w2, s.M, s.Me);
   if (s.M % 16 == 0) p.w2p = channels_last_weights(w2, s.M, s.Me);
+  if (s.expand) p.w1p = channels_last_weights(w1, s.Me, s.C);  // Me is whole vectors here
   return p;
 }
 

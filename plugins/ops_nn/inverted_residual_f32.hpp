@@ -40,10 +40,11 @@ struct InvertedResidual {
 };
 
 // The weights in the layouts of the band kernel: w1t [C][Me], wdt [K*K][Me]
-// (tap-major), w2t [Me][M] and w2p (pointwise_channels_last_f32.hpp's panels). Made once per node where the weights are
+// (tap-major), w2t [Me][M], and w1p and w2p (pointwise_channels_last_f32.hpp's panels). Made once per node where the weights are
 // constants; empty where the band kernel does not run.
 struct InvertedResidualWeights {
   std::vector<float> w1t, wdt, w2t;
+  PointwiseWeights w1p;  // w1 for planes_product (with an expand stage)
   PointwiseWeights w2p;  // w2 for channels_last_product, where M is whole vectors
 };
 

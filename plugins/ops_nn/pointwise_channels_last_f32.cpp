@@ -97,6 +97,12 @@ void channels_last_product(const float* d, int64_t P, int64_t ldd, const Pointwi
           P, w.M, ops::FusedActivation());
 }
 
+void planes_product(const float* x, int64_t plane, int64_t P, const PointwiseWeights& w, const float* b,
+                    const ops::FusedActivation& act, float* y, int64_t ldy) {
+  product(Product{x, plane, 1, w.C, w.packed.data(), kChannelsLastPanel, w.C * kChannelsLastPanel, 0, y, ldy, b}, P,
+          w.M, act);
+}
+
 SINGA_AVX512_END
 
 }  // namespace nn

@@ -41,6 +41,11 @@ inline PointwiseWeights channels_last_weights(const float* w, int64_t M, int64_t
 // once (oneDNN's sgemm packed both operands on every band call).
 void channels_last_product(const float* d, int64_t P, int64_t ldd, const PointwiseWeights& w, float* y, int64_t ldy);
 
+// pointwise_to_channels_last over weights packed by channels_last_weights
+// (all w.M channels, rows ldy wide).
+void planes_product(const float* x, int64_t plane, int64_t P, const PointwiseWeights& w, const float* b,
+                    const ops::FusedActivation& act, float* y, int64_t ldy);
+
 }  // namespace nn
 }  // namespace singa
 #endif
