@@ -108,33 +108,23 @@ bool band_tiles() {
 
 // The expand stage into channels-last rows: e[p * Me + m] = act(sum_c
 // x[c * plane + p] w1[c0 + m, c] + b1[c0 + m]) for pixels [0, P) and the
-// expanded channels [c0, c1), e pointing at channel c0. A whole row of
-// channels runs through the register tile over w1 packed in panels of 64
-// (pointwise_channels_last_f32.hpp: MobileNetV2's blocks 8-17, 64-160
-// input channels, 2-13% faster each at 1 thread than through sgemm; blocks
-// 2-7 level with the tile over the transposed weights); a slice of them
-// (run_channel_slices) on up to 32 input channels through the tile over the
-// transposed weights; on more, oneDNN's sgemm and a bias pass (the tile over
-// the transposed weights, whose rows lie Me apart, was 2-8% slower there).
-// SINGA_BAND_TILES=0 takes sgemm everywhere, to compare.
+// expanded channels [c0, c1), e pointing at channel c0; the project stage:
+// yt[p * M + m] = sum_k d[p * Me + k] w2[m, k]. Through the register tile
+// of pointwise_channels_last_f32.hpp (MobileNetV2: blocks 2-7's expand 3-7%
+// faster each at 1 thread than through sgemm, blocks 8-17's 2-13%; the
+// project stage 3-7% on the blocks with 64 and 96 outputs); where a stage's
+// channels are not whole vectors (the project of 24 outputs), and with
+// SINGA_BAND_TILES=0 (to compare), through oneDNN's sgemm.
 void expand(const float* x, int64_t plane, int64_t P, int64_t C, const InvertedResidualWeights& pw, int64_t c0,
             int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
-  if (band_tiles() && c0 == 0 && c1 == Me && pw.w1p.M == Me)
-    return planes_product(x, plane, P, pw.w1p, b1, act, e, Me);
-  const float* b = b1 ? b1 + c0 : nullptr;
-  if (band_tiles() && C <= 32)
-    return pointwise_to_channels_last(x, plane, P, C, pw.w1t.data() + c0, c1 - c0, Me, b, act, e);
+  if (band_tiles() && pw.w1p.M == Me) return channels_last_product(x, plane, 1, P, pw.w1p, c0, c1, b1, act, e, Me);
   ops::check_sgemm(dnnl_sgemm('T', 'N', P, c1 - c0, C, 1.f, x, plane, pw.w1t.data() + c0, Me, 0.f, e, Me));
-  bias_act_channels_last(e, P, c1 - c0, Me, b, act);
+  bias_act_channels_last(e, P, c1 - c0, Me, b1 ? b1 + c0 : nullptr, act);
 }
 
-// The project stage: yt[p * M + m] = sum_k d[p * Me + k] w2[m, k] for
-// pixels [0, P), through the packed register tile where M is whole vectors
-// (MobileNetV2 ~2% faster at 2 threads in alternating runs, the blocks with
-// 64 and 96 outputs 3-7% at 1 thread), else (and with SINGA_BAND_TILES=0)
-// oneDNN's sgemm.
 void project(const float* d, int64_t P, const InvertedResidualWeights& pw, int64_t Me, int64_t M, float* yt) {
-  if (band_tiles() && pw.w2p.M == M) return channels_last_product(d, P, Me, pw.w2p, yt, M);
+  if (band_tiles() && pw.w2p.M == M)
+    return channels_last_product(d, 1, Me, P, pw.w2p, 0, M, nullptr, FusedActivation(), yt, M);
   ops::check_sgemm(dnnl_sgemm('N', 'N', P, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
 }
 
