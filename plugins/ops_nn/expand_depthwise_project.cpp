@@ -90,11 +90,8 @@ class ExpandDepthwiseProject : public NodeKernel {
     sdk::Tensor y = ctx.output(0, Shape{s.N, s.M, s.dw.out[1], s.dw.out[2]}, x.dl_dtype());
     if (y.numel() == 0 || x.numel() == 0) return;
     auto ptr = [](const sdk::Tensor& t) { return t.present() ? t.data<float>() : nullptr; };
-    const int64_t KK = s.dw.k[1] * s.dw.k[2];
-    const bool prepared = prepared_.w1t.size() == size_t(s.expand ? s.C * s.Me : 0) &&
-                          prepared_.wdt.size() == size_t(KK * s.Me) && prepared_.w2t.size() == size_t(s.Me * s.M);
     inverted_residual_f32(ctx, x.data<float>(), ptr(w1), ptr(b1), wd.data<float>(), ptr(bd), w2.data<float>(),
-                          ptr(b2), y.data<float>(), s, prepared ? &prepared_ : nullptr);
+                          ptr(b2), y.data<float>(), s, prepared_.fit(s) ? &prepared_ : nullptr);
   }
 
  private:

@@ -44,6 +44,17 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
 
 }  // namespace
 
+namespace {
+
+// Whether the expand and project stages take their register tiles
+// (SINGA_BAND_TILES=0: oneDNN's sgemm for both, to compare).
+bool band_tiles() {
+  static const bool on = !ops::env_switched_off("SINGA_BAND_TILES");
+  return on;
+}
+
+}  // namespace
+
 #ifdef SINGA_AVX512_BEGIN
 SINGA_AVX512_BEGIN
 namespace {
@@ -99,13 +110,6 @@ void stencil_blocks(const float* e, int64_t e_lo, const float* wt, const float* 
   }
 }
 
-// Whether the expand and project stages take their register tiles
-// (SINGA_BAND_TILES=0: oneDNN's sgemm for both, to compare).
-bool band_tiles() {
-  static const bool on = !ops::env_switched_off("SINGA_BAND_TILES");
-  return on;
-}
-
 // The expand stage into channels-last rows: e[p * Me + m] = act(sum_c
 // x[c * plane + p] w1[c0 + m, c] + b1[c0 + m]) for pixels [0, P) and the
 // expanded channels [c0, c1), e pointing at channel c0; the project stage:
@@ -117,13 +121,13 @@ bool band_tiles() {
 // SINGA_BAND_TILES=0 (to compare), through oneDNN's sgemm.
 void expand(const float* x, int64_t plane, int64_t P, int64_t C, const InvertedResidualWeights& pw, int64_t c0,
             int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
-  if (band_tiles() && pw.w1p.M == Me) return channels_last_product(x, plane, 1, P, pw.w1p, c0, c1, b1, act, e, Me);
+  if (pw.w1p.M == Me) return channels_last_product(x, plane, 1, P, pw.w1p, c0, c1, b1, act, e, Me);
   ops::check_sgemm(dnnl_sgemm('T', 'N', P, c1 - c0, C, 1.f, x, plane, pw.w1t.data() + c0, Me, 0.f, e, Me));
   bias_act_channels_last(e, P, c1 - c0, Me, b1 ? b1 + c0 : nullptr, act);
 }
 
 void project(const float* d, int64_t P, const InvertedResidualWeights& pw, int64_t Me, int64_t M, float* yt) {
-  if (band_tiles() && pw.w2p.M == M)
+  if (pw.w2p.M == M)
     return channels_last_product(d, 1, Me, P, pw.w2p, 0, M, nullptr, FusedActivation(), yt, M);
   ops::check_sgemm(dnnl_sgemm('N', 'N', P, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
 }
@@ -311,15 +315,28 @@ std::vector<float> transposed(const float* a, int64_t rows, int64_t cols) {
 
 }  // namespace
 
+bool InvertedResidualWeights::fit(const InvertedResidual& s) const {
+  auto packed = [](const PointwiseWeights& w, int64_t M, int64_t C) { return w.M == M && w.C == C; };
+  const bool w1 = !s.expand || packed(w1p, s.Me, s.C) || w1t.size() == size_t(s.C * s.Me);
+  const bool w2 = packed(w2p, s.M, s.Me) || w2t.size() == size_t(s.Me * s.M);
+  return w1 && w2 && wdt.size() == size_t(s.dw.k[1] * s.dw.k[2] * s.Me);
+}
+
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s) {
   InvertedResidualWeights p;
   if (!inverted_residual_bands(s)) return p;
-  if (s.expand) p.w1t = transposed(w1, s.Me, s.C);
+  // One layout per product: the tiles' packed panels where they run (Me is
+  // whole vectors here; M may not be), else sgemm's transposed weights.
+  if (s.expand && band_tiles())
+    p.w1p = channels_last_weights(w1, s.Me, s.C);
+  else if (s.expand)
+    p.w1t = transposed(w1, s.Me, s.C);
   p.wdt = transposed(wd, s.Me, s.dw.k[1] * s.dw.k[2]);
-  p.w2t = transposed(w2, s.M, s.Me);
-  if (s.M % 16 == 0) p.w2p = channels_last_weights(w2, s.M, s.Me);
-  if (s.expand) p.w1p = channels_last_weights(w1, s.Me, s.C);  // Me is whole vectors here
+  if (band_tiles() && s.M % 16 == 0)
+    p.w2p = channels_last_weights(w2, s.M, s.Me);
+  else
+    p.w2t = transposed(w2, s.M, s.Me);
   return p;
 }
 

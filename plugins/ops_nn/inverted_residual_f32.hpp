@@ -39,13 +39,16 @@ struct InvertedResidual {
   ops::FusedActivation expand_act, dw_act, project_act;
 };
 
-// The weights in the layouts of the band kernel: w1t [C][Me], wdt [K*K][Me]
-// (tap-major), w2t [Me][M], and w1p and w2p (pointwise_channels_last_f32.hpp's panels). Made once per node where the weights are
+// The weights in the layouts of the band kernel: wdt [K*K][Me] (tap-major),
+// and for each product either its panels for the register tile
+// (pointwise_channels_last_f32.hpp; w1p, and w2p where M is whole vectors)
+// or its transpose for oneDNN's sgemm (w1t [C][Me], w2t [Me][M]). Made once per node where the weights are
 // constants; empty where the band kernel does not run.
 struct InvertedResidualWeights {
   std::vector<float> w1t, wdt, w2t;
-  PointwiseWeights w1p;  // w1 for planes_product (with an expand stage)
-  PointwiseWeights w2p;  // w2 for channels_last_product, where M is whole vectors
+  PointwiseWeights w1p, w2p;  // in place of w1t / w2t where the register tiles run
+  // True when these are the weights of a block of shape s.
+  bool fit(const InvertedResidual& s) const;
 };
 
 // True when the band kernel runs (AVX-512, whole vectors of expanded channels);
