@@ -22,8 +22,6 @@ namespace passes {
 
 namespace {
 
-bool is_conv_add(const graph::Node& n) { return n.proto.domain() == kFusedDomain && n.proto.op_type() == "ConvAdd"; }
-
 // A Conv or ConvAdd the CPU kernel may run on blocked activations.
 bool blockable(const graph::Graph& g, const graph::Node& n) {
   const bool conv_add = is_conv_add(n);

@@ -28,6 +28,8 @@ bool plain_conv(const graph::Graph& g, const graph::Node& n) {
   return ints_all(find_attr(n, "dilations"), 1, 2);
 }
 
+bool is_conv_add(const graph::Node& n) { return n.proto.domain() == kFusedDomain && n.proto.op_type() == "ConvAdd"; }
+
 bool pointwise_conv(const graph::Graph& g, const graph::Node& n) {
   if (!plain_conv(g, n)) return false;
   const Tensor* w = conv_weights(g, n);

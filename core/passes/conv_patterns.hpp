@@ -27,6 +27,9 @@ bool float_value(const graph::Graph& g, int v);
 // the fusable Convs.
 bool plain_conv(const graph::Graph& g, const graph::Node& n);
 
+// An ai.singa ConvAdd (fuse_conv_add.cpp): a Conv plus a summand Z.
+bool is_conv_add(const graph::Node& n);
+
 // A plain_conv with a 1x1 kernel, no padding and one group.
 bool pointwise_conv(const graph::Graph& g, const graph::Node& n);
 

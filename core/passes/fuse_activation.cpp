@@ -7,7 +7,7 @@
 //   activation_min, activation_max   Clip's bounds
 // This pass therefore runs only for graphs prepared on the CPU. It also takes
 // ai.singa::ConvAdd (fuse_conv_add.cpp), whose activation follows the sum.
-#include "conv_patterns.hpp"  // kFusedDomain
+#include "conv_patterns.hpp"  // is_conv_add
 #include "graph_edit.hpp"
 #include "passes.hpp"
 
@@ -40,7 +40,7 @@ int fuse_activations(graph::Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     graph::Node& n = g.nodes[i];
     const std::string& op = n.proto.op_type();
-    const bool conv_add = n.proto.domain() == kFusedDomain && op == "ConvAdd";  // fuse_conv_add.cpp
+    const bool conv_add = is_conv_add(n);
     if (!(conv_add || (plain_onnx_node(n) && (op == "Conv" || op == "Gemm"))) || n.outputs.size() != 1 ||
         n.outputs[0] < 0)
       continue;

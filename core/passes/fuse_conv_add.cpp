@@ -55,8 +55,7 @@ int fuse_conv_adds(graph::Graph& g) {
     const int y = add.inputs[size_t(side)], z = add.inputs[size_t(1 - side)];
     const size_t ci = size_t(g.values[size_t(y)].producer);
     // The fused node takes the Add's place, after both its inputs' producers.
-    const graph::Node& conv = g.nodes[ci];
-    const std::string name = conv.proto.name().empty() ? g.values[size_t(y)].name : conv.proto.name();
+    const std::string name = node_name(g, g.nodes[ci]);
     graph::Node& node = move_onto_add(g, ci, i, z);
     node.proto.set_op_type("ConvAdd");
     node.proto.set_domain(kFusedDomain);

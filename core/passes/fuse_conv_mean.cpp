@@ -25,10 +25,7 @@ int fuse_conv_means(graph::Graph& g) {
     if (!out.rank_known || out.dims.size() != 4) continue;
     graph::Node* pool = sole_reader(g, conv.outputs[0], "GlobalAveragePool", 1);
     if (!pool || pool->outputs.size() != 1 || pool->outputs[0] < 0) continue;
-    auto* a = conv.proto.add_attribute();
-    a->set_name("global_average_pool");
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(1);
+    add_int_attr(conv.proto, "global_average_pool", 1);
     absorb_reader(g, i, index_of(g, *pool), "Conv+GlobalAveragePool", dead);
     ++fused;
   }
