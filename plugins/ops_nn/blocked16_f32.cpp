@@ -1,5 +1,6 @@
 #include "blocked16_f32.hpp"
 
+#include "unblock16_f32.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
 #include <cstring>
@@ -33,6 +34,14 @@ SINGA_VEC_CLONES void store_blocked16_rows(const float* b, float* y, int64_t N, 
         act.apply_rows(y + at, 1, chunk, chunk, nullptr);
       }
     }
+}
+
+void store_band16(const float* b, float* y, bool blocked, int64_t N, int64_t M, int64_t R, int64_t W, int64_t H,
+                  int64_t r0, const ops::FusedActivation& act) {
+  if (blocked)
+    store_blocked16_rows(b, y, N, M, R, W, M, H, 0, r0, nullptr, act);
+  else
+    unblock16_f32(b, y + r0 * W, N, M, R, W, M * H * W, H * W, nullptr, act);
 }
 
 void nchw_to_blocked16(const float* x, float* y, int64_t N, int64_t C, int64_t HW) {

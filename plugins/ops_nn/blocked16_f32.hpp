@@ -29,6 +29,14 @@ void load_blocked16_rows(const float* x, float* b, int64_t N, int64_t C, int64_t
 void store_blocked16_rows(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t YM,
                           int64_t YH, int64_t m0, int64_t r0, const float* z, const ops::FusedActivation& act);
 
+// Rows [r0, r0 + R) of all M channels of an [N, M, H, W] tensor y from the
+// dense blocked band b ([N][M / 16][R][W][16]), as act(value): kept in
+// blocks where `blocked` (store_blocked16_rows), else into NCHW
+// (unblock16_f32; AVX-512 only). The band kernels' store of a conv or pool
+// band, whichever layout their node writes.
+void store_band16(const float* b, float* y, bool blocked, int64_t N, int64_t M, int64_t R, int64_t W, int64_t H,
+                  int64_t r0, const ops::FusedActivation& act);
+
 // Whole tensors, for the paths that need NCHW (a Conv that oneDNN does not
 // run after all): [N, C, HW] <-> [N][C / 16][HW][16]. Serial.
 void nchw_to_blocked16(const float* x, float* y, int64_t N, int64_t C, int64_t HW);

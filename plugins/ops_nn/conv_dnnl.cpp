@@ -511,10 +511,7 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
         const int64_t PH = s.pool.out[1], PW = s.pool.out[2];
         max_pool_blocked16_f32(static_cast<const float*>(dst.get_data_handle()), s.N, s.M, p.pd.dst_desc().dims()[2],
                                p.r0, s.pool, p.q0, p.q1, pooled);
-        if (s.blocked_out)
-          store_blocked16_rows(pooled, y, s.N, s.M, p.q1 - p.q0, PW, s.M, PH, 0, p.q0, nullptr, FusedActivation());
-        else
-          unblock16_f32(pooled, y + p.q0 * PW, s.N, s.M, p.q1 - p.q0, PW, s.M * PH * PW, PH * PW);
+        store_band16(pooled, y, s.blocked_out, s.N, s.M, p.q1 - p.q0, PW, PH, p.q0, FusedActivation());
       } else if (s.blocked_out) {
         const memory::dims d = p.pd.dst_desc().dims();
         if (p.reorder_dst) p.dst_out.execute(st, dst, udst);

@@ -2,7 +2,6 @@
 
 #include "blocked16_f32.hpp"
 #include "pool_blocked16_f32.hpp"
-#include "unblock16_f32.hpp"
 
 #include <avx512_region.hpp>
 #include <line_aligned.hpp>
@@ -211,10 +210,7 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
         for (int64_t r0 = y_begin; r0 < y_end; r0 += step) {
           const int64_t r1 = std::min(y_end, r0 + step);
           conv(Job{xn, bias, &g, &w, b, (r1 - r0) * OW * kL}, r0, r1);
-          if (blocked_out)
-            store_blocked16_rows(b, yn, 1, M, r1 - r0, OW, M, OH, 0, r0, nullptr, act);
-          else
-            unblock16_f32(b, yn + r0 * OW, 1, M, r1 - r0, OW, M * OH * OW, OH * OW, nullptr, act);
+          store_band16(b, yn, blocked_out, 1, M, r1 - r0, OW, OH, r0, act);
         }
         continue;
       }
@@ -239,10 +235,7 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
           have_hi = need_hi;
         }
         max_pool_blocked16_f32(b, 1, M, cap, have_lo, *pool, q0, q1, pooled);
-        if (blocked_out)
-          store_blocked16_rows(pooled, yn, 1, M, q1 - q0, YW, M, YH, 0, q0, nullptr, act);
-        else
-          unblock16_f32(pooled, yn + q0 * YW, 1, M, q1 - q0, YW, M * YH * YW, YH * YW, nullptr, act);
+        store_band16(pooled, yn, blocked_out, 1, M, q1 - q0, YW, YH, q0, act);
       }
     }
   });
