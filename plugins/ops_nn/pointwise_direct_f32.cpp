@@ -35,6 +35,7 @@ PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C) {
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
+#include "pointwise_tile_avx512.hpp"
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -64,20 +65,7 @@ void tile(const float* wp, int64_t K, const float* x, int64_t ldx, const float* 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = b;
   }
-  for (int64_t k = 0; k < K; ++k) {
-    const float* xk = x + k * ldx;
-    __m512 xv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      xv[v] = kTail && v == NV - 1 ? _mm512_maskz_loadu_ps(last, xk + 16 * v) : _mm512_loadu_ps(xk + 16 * v);
-    const float* wk = wp + k * kRows;
-#pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) {
-      const __m512 wv = _mm512_set1_ps(wk[i]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(wv, xv[v], acc[i][v]);
-    }
-  }
+  accumulate_rows<kRows, NV, kTail>(wp, x, ldx, K, acc, last);
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
     if (i >= rows) break;

@@ -1,8 +1,11 @@
-// pointwise_tile_avx512.hpp - the inner loop that the pointwise register
-// tiles along the output channels share (pointwise_mean_f32.cpp,
-// pointwise_channels_last_f32.cpp): NV vectors of 16 output channels by NP
-// pixels, each input channel costing NV vector loads of weights and NP
-// broadcasts of X. Only for callers that checked fast::avx512().
+// pointwise_tile_avx512.hpp - the inner loops of the AVX-512 register tiles
+// of products: along the output channels (accumulate_tile:
+// pointwise_mean_f32.cpp, pointwise_channels_last_f32.cpp), NV vectors of 16
+// output channels by NP pixels, each input channel costing NV vector loads
+// of weights and NP broadcasts of X; and along the pixels (accumulate_rows:
+// pointwise_direct_f32.cpp, winograd_f32.cpp's products), NR output rows by
+// NV vectors of pixels, each input channel costing NV vector loads of X and
+// NR broadcasts of weights. Only for callers that checked fast::avx512().
 #ifndef SINGA_OPS_NN_POINTWISE_TILE_AVX512_HPP
 #define SINGA_OPS_NN_POINTWISE_TILE_AVX512_HPP
 
@@ -37,6 +40,29 @@ inline void accumulate_tile(const float* w, int64_t ldw, const float* x, int64_t
       const __m512 xv = _mm512_set1_ps(xk[p * ldp]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], xv, acc[j][p]);
+    }
+  }
+}
+
+// acc[i][v] += w[k * NR + i] * x[k * ldx + 16 v + lane] for k in [0, K):
+// weights packed NR to an input channel, X's vectors side by side, the last
+// one loaded under the mask `last` when kTail (masked loads are slower on
+// AMD's family 1Ah: full tiles use plain ones).
+template <int NR, int NV, bool kTail = false>
+inline void accumulate_rows(const float* w, const float* x, int64_t ldx, int64_t K, __m512 (&acc)[NR][NV],
+                            __mmask16 last = 0xFFFF) {
+  for (int64_t k = 0; k < K; ++k) {
+    const float* xk = x + k * ldx;
+    __m512 xv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      xv[v] = kTail && v == NV - 1 ? _mm512_maskz_loadu_ps(last, xk + 16 * v) : _mm512_loadu_ps(xk + 16 * v);
+    const float* wk = w + k * NR;
+#pragma GCC unroll 8
+    for (int i = 0; i < NR; ++i) {
+      const __m512 wv = _mm512_set1_ps(wk[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(wv, xv[v], acc[i][v]);
     }
   }
 }

@@ -81,6 +81,7 @@ WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile)
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
+#include "pointwise_tile_avx512.hpp"
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -315,8 +316,7 @@ void transform_input(const float* x, const Plane& p, const TileVec& t, const Shi
 
 // The XI products of one panel: ms[((xi * 8 + r) * NV + j) * 16] = sum_c
 // U[xi][c][r] V[xi][c][j] for the panel's 8 channels r and the block's NV
-// tile vectors j. Unrolled by pragma so that the accumulators stay in
-// registers (see pointwise_direct_f32.cpp).
+// tile vectors j.
 template <int XI, int NV>
 void panel_products(const float* u, const float* v, int64_t C, float* ms) {
   for (int xi = 0; xi < XI; ++xi) {
@@ -327,17 +327,7 @@ void panel_products(const float* u, const float* v, int64_t C, float* ms) {
     for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 3
       for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < C; ++c) {
-      __m512 vv[NV];
-#pragma GCC unroll 3
-      for (int j = 0; j < NV; ++j) vv[j] = _mm512_load_ps(vx + (c * NV + j) * 16);
-#pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 b = _mm512_set1_ps(ux[c * kRows + r]);
-#pragma GCC unroll 3
-        for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_fmadd_ps(b, vv[j], acc[r][j]);
-      }
-    }
+    accumulate_rows<kRows, NV>(ux, vx, NV * 16, C, acc);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 3
