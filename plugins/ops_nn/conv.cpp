@@ -200,8 +200,7 @@ class Conv : public NodeKernel {
                 const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg) const {
     if constexpr (std::is_same<T, float>::value) {
       if (winograd_ && winograd_->C == C && winograd_->M == M && winograd_fits(g, group_)) {
-        conv_winograd(ctx, *winograd_, x.data<float>(), b.present() ? b.data<float>() : nullptr, y, N, g,
-                         conv_act_);
+        conv_winograd(ctx, *winograd_, x.data<float>(), b.present() ? b.data<float>() : nullptr, y, N, g, conv_act_);
         return;
       }
       if (nchw_fast(g, C, M)) {
@@ -268,7 +267,7 @@ class Conv : public NodeKernel {
   // neither oneDNN nor conv_thin_f32 runs pooled: the float convolution into
   // a buffer of its own, then MaxPool's 2-D path.
   sdk::Tensor compute_pooled(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
-                      const Geometry& g, const Shape& ys, const Geometry& pg, int64_t Cg) const {
+                             const Geometry& g, const Shape& ys, const Geometry& pg, int64_t Cg) const {
     check(x.dtype() == SINGA_ONNX_FLOAT, "a fused MaxPool needs float");
     const int64_t N = ys[0], M = ys[1], C = x.dim(1);
     sdk::Tensor y = ctx.output(0, Shape{N, M, pg.out[1], pg.out[2]}, x.dl_dtype());

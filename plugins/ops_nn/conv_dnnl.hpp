@@ -37,7 +37,6 @@ struct BlockedLayout {
 
 class DnnlConv {
  public:
-
   // Null when oneDNN cannot take the node (not 2-D, not float, shape unknown, ...).
   // `pool`: a MaxPool window over the conv output (a Conv with a fused
   // MaxPool), or null. A pooled plan pools each part's rows while they are in

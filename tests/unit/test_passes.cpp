@@ -367,9 +367,11 @@ TEST(Passes, BadMatMulEpiloguesFailClearly) {
     singa::onnx::PrepareOptions o;
     o.check_model = false;
     o.optimize = false;
-    const std::string want = bad_act ? "activation 'Swish' is not Gelu" : "residual Z must be float [2,5,7], got [2,5,6]";
+    const std::string want =
+        bad_act ? "activation 'Swish' is not Gelu" : "residual Z must be float [2,5,7], got [2,5,6]";
     try {
-      singa::onnx::prepare_bytes(m.bytes(), o)->run(std::vector<Tensor>{random_floats({2, 5, 16}, 1), random_floats({2, 5, 6}, 2)});
+      singa::onnx::prepare_bytes(m.bytes(), o)
+          ->run(std::vector<Tensor>{random_floats({2, 5, 16}, 1), random_floats({2, 5, 6}, 2)});
       ADD_FAILURE() << "no error for " << want;
     } catch (const std::exception& e) {
       const std::string msg = e.what();
