@@ -1,6 +1,7 @@
 // exp_avx512.hpp - e^x on 16 float lanes with AVX-512 instructions, for the
-// kernels whose time is an exp per element (attention's softmax), and the
-// lane sum and maximum that a softmax row needs.
+// kernels whose time is an exp per element (attention's softmax, an LSTM
+// step's gates), the sigmoid and tanh built on it, and the lane sum and
+// maximum that a softmax row needs.
 //
 // vec_math.hpp's exp_one is the same polynomial written for the compiler to
 // vectorise, but its AVX-512 clone builds 2^n from integer bits and clamps
@@ -45,6 +46,30 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   return _mm512_maskz_scalef_ps(kAllLanes, p, n);
+}
+
+// 1 / (1 + e^-x) and tanh, as vec_math.hpp's sigmoid_inplace and
+// tanh_inplace compute them lane by lane (the same formulas, so a kernel that
+// moves from those arrays to registers keeps its results): tanh(x) = sign(x)
+// (1 - 2 / (e^{2|x|} + 1)), with x - x^3/3 + 2x^5/15 below |x| = 1/16 where
+// the formula would cancel. e^x overflowing to +inf gives 0 and 1, as it
+// should; a NaN comes out NaN.
+inline __m512 sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+inline __m512 tanh16(__m512 v) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  const __m512 a = _mm512_abs_ps(v);
+  const __m512 big =
+      _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.f), _mm512_add_ps(exp16(_mm512_add_ps(a, a)), one)));
+  const __m512 v2 = _mm512_mul_ps(v, v);
+  const __m512 poly = _mm512_fmadd_ps(v2, _mm512_set1_ps(0.133333333f), _mm512_set1_ps(-0.333333333f));
+  const __m512 small = _mm512_mul_ps(v, _mm512_fmadd_ps(v2, poly, one));
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 signed_big = _mm512_mask_sub_ps(big, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), zero, big);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(0.0625f), _CMP_LT_OQ), signed_big, small);
 }
 
 // The sum and the maximum of the 16 lanes, in halving steps (GCC 12's

@@ -46,7 +46,12 @@ ThreadPool::~ThreadPool() { stop(); }
 void ThreadPool::start(int threads) {
   quit_ = false;
   ranges_ = std::vector<Range>(size_t(std::max(1, threads)));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  // The generation a new worker has seen is read here, before it starts: read
+  // in the thread it could already be the next job's, whose chunks the worker
+  // would then never take (kernels whose parts wait on each other, such as
+  // an LSTM's steps, rely on every participant taking its share).
+  const uint64_t seen = generation_;
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, seen] { worker_loop(i, seen); });
 }
 
 void ThreadPool::stop() {
@@ -98,8 +103,7 @@ void ThreadPool::run_chunks(int self) {
     while (take(ranges_[size_t((self + k) % parts)].bounds, false, c)) run(c);
 }
 
-void ThreadPool::worker_loop(int self) {
-  uint64_t seen = published_.load();
+void ThreadPool::worker_loop(int self, uint64_t seen) {
   for (;;) {
     spin_until(spin_ns_, [&] { return published_.load(std::memory_order_acquire) != seen; });
     {

@@ -24,6 +24,12 @@ namespace cpu {
 // threads at once; a caller that finds the pool busy runs its loop inline
 // rather than waiting, so concurrent runs never deadlock or mix work.
 //
+// Every participant comes for every job published while it is idle (a new
+// worker counts from the generation current when it was started), and runs
+// fn once per chunk: a loop whose parts wait on each other (an LSTM's steps,
+// plugins/ops_rnn/step_barrier.hpp) may rely on each part getting a thread
+// of its own when there are no more parts than threads.
+//
 // Idle workers spin for a short while (SINGA_SPIN_US, default 200 µs) before
 // they sleep, and so does the caller waiting for them: the next job of an
 // inference comes within microseconds, while waking a sleeping thread takes
@@ -41,7 +47,7 @@ class ThreadPool {
  private:
   void start(int threads);
   void stop();
-  void worker_loop(int self);
+  void worker_loop(int self, uint64_t seen);
   void run_chunks(int self);
 
   std::vector<std::thread> workers_;

@@ -7,7 +7,7 @@
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
-#include "pointwise_tile_avx512.hpp"
+#include <product_tiles_avx512.hpp>
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -42,7 +42,7 @@ void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVec
   for (int j = 0; j < NV; ++j)
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) acc[j][p] = bias[j];
-  accumulate_tile<NV, NP>(q.w + v0 * q.ldv, kChannelsLastPanel, q.x + p0 * q.ldp, q.ldx, q.K, acc, q.ldp, q.ldv);
+  fast::accumulate_tile<NV, NP>(q.w + v0 * q.ldv, kChannelsLastPanel, q.x + p0 * q.ldp, q.ldx, q.K, acc, q.ldp, q.ldv);
   float* y = q.y + p0 * q.ldy + v0 * 16;
 #pragma GCC unroll 8
   for (int p = 0; p < NP; ++p)

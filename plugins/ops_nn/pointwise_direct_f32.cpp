@@ -35,7 +35,7 @@ PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C) {
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
-#include "pointwise_tile_avx512.hpp"
+#include <product_tiles_avx512.hpp>
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -65,7 +65,7 @@ void tile(const float* wp, int64_t K, const float* x, int64_t ldx, const float* 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = b;
   }
-  accumulate_rows<kRows, NV, kTail>(wp, x, ldx, K, acc, last);
+  fast::accumulate_rows<kRows, NV, kTail>(wp, x, ldx, K, acc, last);
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
     if (i >= rows) break;

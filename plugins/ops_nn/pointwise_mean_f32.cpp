@@ -7,7 +7,7 @@
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
-#include "pointwise_tile_avx512.hpp"
+#include <product_tiles_avx512.hpp>
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -32,7 +32,7 @@ void tile(const float* wp, int64_t K, const float* x, int64_t P, const __m512 (&
   for (int j = 0; j < kVecs; ++j)
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) acc[j][p] = bias[j];
-  accumulate_tile<kVecs, NP>(wp, kMeanPanel, x, P, K, acc);
+  fast::accumulate_tile<kVecs, NP>(wp, kMeanPanel, x, P, K, acc);
 #pragma GCC unroll 4
   for (int j = 0; j < kVecs; ++j) {
     __m512 s = sum[j];

@@ -81,7 +81,7 @@ WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile)
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
 
-#include "pointwise_tile_avx512.hpp"
+#include <product_tiles_avx512.hpp>
 #include "vec_activation_avx512.hpp"
 
 namespace singa {
@@ -327,7 +327,7 @@ void panel_products(const float* u, const float* v, int64_t C, float* ms) {
     for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 3
       for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_setzero_ps();
-    accumulate_rows<kRows, NV>(ux, vx, NV * 16, C, acc);
+    fast::accumulate_rows<kRows, NV>(ux, vx, NV * 16, C, acc);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 3

@@ -33,7 +33,7 @@ class Gru {
     // its product with Rh live here.
     std::vector<T> rh(lbr ? 0 : size_t(p.batch * H)), rh_r(lbr ? 0 : size_t(p.batch * H));
     for (int64_t d = 0; d < p.dirs; ++d) {
-      const std::vector<T> proj = input_projection(p, d);
+      const T* proj = input_projection(p, d);
       std::vector<T> h = load_state(p, p.init_h, d);
       const Activation& f = attrs_.acts[size_t(2 * d)];
       const Activation& g = attrs_.acts[size_t(2 * d + 1)];
@@ -49,7 +49,7 @@ class Gru {
             if (!lbr) std::fill(rh.begin() + b * H, rh.begin() + (b + 1) * H, T(0));
             continue;
           }
-          const T* x = proj.data() + p.x_row(step_time(rev, s, len), b) * G;
+          const T* x = proj + p.x_row(step_time(rev, s, len), b) * G;
           T* hrb = hr.data() + b * G;
           const T* hp = h.data() + b * H;
           for (int64_t j = 0; j < H; ++j) {
@@ -70,7 +70,7 @@ class Gru {
           const int64_t len = p.lens[size_t(b)];
           if (s >= len) continue;
           const int64_t t = step_time(rev, s, len);
-          const T* x = proj.data() + p.x_row(t, b) * G + 2 * H;
+          const T* x = proj + p.x_row(t, b) * G + 2 * H;
           const T* rec = lbr ? hr.data() + b * G + 2 * H : rh_r.data() + b * H;
           const T* zb = z.data() + b * H;
           T* hb = h.data() + b * H;

@@ -7,6 +7,7 @@
 #include "lstm_step_f32.hpp"
 #include "recurrent.hpp"
 #include "registry.hpp"
+#include "step_barrier.hpp"
 #include "sgemm.hpp"
 #include "vec_math.hpp"
 
@@ -23,11 +24,19 @@ class Lstm {
   explicit Lstm(const sdk::Node& node)
       : attrs_(node, {"Sigmoid", "Tanh", "Tanh"}), input_forget_(node.attr_int("input_forget", 0) != 0) {
     // A constant R is repacked once here; one given at run time is repacked
-    // per call (one pass over R, against the 2 x seq passes of the steps).
-    sdk::Tensor r = node.constant(2);
-    if (fast::avx512() && r.present() && r.dtype() == SINGA_ONNX_FLOAT && r.ndim() == 3 && r.dim(1) == 4 * r.dim(2))
+    // per call (one pass over R, against the 2 x seq passes of the steps). A
+    // constant W too, for the projection each part of a step computes for
+    // its own units (lstm_projection); one given at run time goes through
+    // oneDNN's sgemm.
+    sdk::Tensor r = node.constant(2), w = node.constant(1);
+    if (fast::avx512() && r.present() && r.dtype() == SINGA_ONNX_FLOAT && r.ndim() == 3 && r.dim(1) == 4 * r.dim(2)) {
+      const int64_t H = r.dim(2);
       for (int64_t d = 0; d < r.dim(0); ++d)
-        pack_lstm_r(r.data<float>() + d * r.dim(1) * r.dim(2), r.dim(2), packed_r_.emplace_back());
+        pack_lstm_panels(r.data<float>() + d * 4 * H * H, H, H, packed_r_.emplace_back());
+      if (w.present() && w.dtype() == SINGA_ONNX_FLOAT && w.ndim() == 3 && w.dim(0) == r.dim(0) && w.dim(1) == 4 * H)
+        for (int64_t d = 0; d < w.dim(0); ++d)
+          pack_lstm_panels(w.data<float>() + d * 4 * H * w.dim(2), H, w.dim(2), packed_w_.emplace_back());
+    }
   }
 
   void compute(sdk::Context& ctx) const {
@@ -65,10 +74,13 @@ class Lstm {
       const bool rev = attrs_.is_reverse(d);
       const bool fast = !P && !input_forget_ && f.kind == ActKind::Sigmoid && g.kind == ActKind::Tanh &&
                         hact.kind == ActKind::Tanh;
-      // The float default cell's own step product (lstm_step_f32.hpp) takes
-      // R's bias from the projection, added there once instead of every step.
+      // The float default cell's own step (lstm_step_f32.hpp) adds both
+      // biases itself: the projection is then one product with nothing to
+      // fill in first.
       const bool ours = std::is_same<T, float>::value && fast && fast::avx512();
-      const std::vector<T> proj = input_projection(p, d, ours);
+      const float* packed_w = nullptr;
+      if constexpr (std::is_same<T, float>::value) packed_w = ours ? packed_weights(packed_w_, p, d, p.input) : nullptr;
+      const T* proj = packed_w ? nullptr : input_projection(p, d, !ours);
       const T* Pi = P ? P + d * 3 * H : nullptr;
       const T* Po = P ? Pi + H : nullptr;
       const T* Pf = P ? Pi + 2 * H : nullptr;
@@ -82,7 +94,7 @@ class Lstm {
             ours ? std::max<int64_t>(1, std::min<int64_t>({threads, panels, panels * H * 64 * 4 / (128 << 10)}))
                  : std::min<int64_t>(threads, H / 64);
         if (ours || (fast && parts >= 2)) {
-          parallel_steps(ctx, p, d, rev, parts, proj.data(), h, c, out.Y, packed);
+          parallel_steps(ctx, p, d, rev, parts, proj, packed_w, h, c, out.Y, packed);
           store_state(p, h, d, out.states[0]);
           store_state(p, c, d, out.states[1]);
           continue;
@@ -94,7 +106,7 @@ class Lstm {
           const int64_t len = p.lens[size_t(b)];
           if (s >= len) continue;
           const int64_t t = step_time(rev, s, len);
-          const T* x = proj.data() + p.x_row(t, b) * G;
+          const T* x = proj + p.x_row(t, b) * G;
           const T* r = hr.data() + b * G;
           T* hb = h.data() + b * H;
           T* cb = c.data() + b * H;
@@ -127,26 +139,52 @@ class Lstm {
   // units: part q computes the four gates' pre-activations of its units
   // (their rows of R, against the whole previous h), then their cell. One
   // step's product is too small for the column split of ops::sgemm (an LSTM
-  // ran single-threaded at any --threads); here each step is one parallel_for
-  // whose end is the barrier the next step's product needs. With `packed`
-  // (lstm_step_f32.hpp, R's bias already in proj) the product is ours, else
-  // oneDNN's, one call per gate.
+  // ran single-threaded at any --threads); here one parallel_for runs every
+  // step, its parts meeting at a StepBarrier after each (step_barrier.hpp).
+  // With `packed` (R's panels, lstm_step_f32.hpp) the product and the cell
+  // are ours and add both biases (proj has none), else oneDNN's product, one
+  // call per gate, and default_cell. With `packed_w` (W's panels) proj is
+  // null: each part first projects X on its own units' columns, which only
+  // it reads.
   void parallel_steps(const sdk::Context& ctx, const Problem<float>& p, int64_t d, bool rev, int64_t parts,
-                      const float* proj, std::vector<float>& h, std::vector<float>& c, float* Y,
+                      const float* proj, const float* packed_w, std::vector<float>& h, std::vector<float>& c, float* Y,
                       const float* packed) const {
     const int64_t H = p.hidden, G = 4 * H, N = p.batch, steps = longest(p.lens), panels = lstm_panels(H);
+    float* own_proj = packed_w ? projection_buffer<float>(size_t(p.seq * N * G)) : nullptr;
+    if (own_proj) proj = own_proj;
     const float* R = p.R + d * G * H;
     const float* rb = p.B ? p.B + d * 2 * G + G : nullptr;
-    std::vector<float> h_next(h.size()), z(size_t(N * G));
-    for (int64_t s = 0; s < steps; ++s) {
-      ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
-        dnnl_single_thread();
+    // Step s reads states[s % 2] and writes the other: after the barrier of
+    // step s nobody reads what step s + 1 overwrites.
+    std::vector<float> h_next(h.size()), z(packed ? 0 : size_t(N * G)), bias;
+    float* states[2] = {h.data(), h_next.data()};
+    if (packed && p.B) {  // Wb + Rb
+      const float* wb = p.B + d * 2 * G;
+      bias.resize(size_t(G));
+      for (int64_t i = 0; i < G; ++i) bias[size_t(i)] = wb[i] + wb[G + i];
+    }
+    StepBarrier barrier(parts);
+    ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
+      dnnl_single_thread();
+      if (own_proj)
+        for (int64_t q = q0; q < q1; ++q)
+          lstm_projection(packed_w, H, p.input, p.X, p.seq * N, own_proj, panels * q / parts, panels * (q + 1) / parts);
+      // Each row's projection at this step; null once its sequence has ended.
+      std::vector<const float*> x(static_cast<size_t>(N));
+      for (int64_t s = 0; s < steps; ++s) {
+        const float* hs = states[s % 2];
+        float* hn = states[(s + 1) % 2];
+        for (int64_t b = 0; b < N; ++b) {
+          const int64_t len = p.lens[size_t(b)];
+          x[size_t(b)] = s < len ? proj + p.x_row(step_time(rev, s, len), b) * G : nullptr;
+        }
         for (int64_t q = q0; q < q1; ++q) {
           // Whole panels of 16 units; the last may be short.
           const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
           const int64_t j0 = u0 * kUnitsPerPanel, j1 = std::min(H, u1 * kUnitsPerPanel), n = j1 - j0;
           if (packed) {
-            lstm_step_product(packed, H, h.data(), N, z.data(), u0, u1, s % 2 == 1);
+            lstm_step(packed, H, hs, N, x.data(), bias.empty() ? nullptr : bias.data(), attrs_.has_clip, attrs_.clip,
+                      c.data(), hn, u0, u1, s % 2 == 1);
           } else {
             for (int64_t b = 0; b < N; ++b)
               for (int64_t gate = 0; gate < 4; ++gate) {
@@ -155,33 +193,41 @@ class Lstm {
                 else std::fill(zr, zr + n, 0.f);
               }
             for (int64_t gate = 0; gate < 4; ++gate) {
-              check_sgemm(dnnl_sgemm('N', 'T', N, n, H, 1.f, h.data(), H, R + (gate * H + j0) * H, H, 1.f,
+              check_sgemm(dnnl_sgemm('N', 'T', N, n, H, 1.f, hs, H, R + (gate * H + j0) * H, H, 1.f,
                                      z.data() + gate * H + j0, G));
             }
           }
           for (int64_t b = 0; b < N; ++b) {
-            const int64_t len = p.lens[size_t(b)];
-            float* hn = h_next.data() + b * H;
-            if (s >= len) {  // this sequence has ended: its state stays
-              std::copy(h.data() + b * H + j0, h.data() + b * H + j1, hn + j0);
+            float* hb = hn + b * H;
+            if (!x[size_t(b)]) {  // this sequence has ended: its state stays
+              if (!packed) std::copy(hs + b * H + j0, hs + b * H + j1, hb + j0);
               continue;
             }
-            const int64_t t = step_time(rev, s, len);
-            default_cell(proj + p.x_row(t, b) * G, z.data() + b * G, c.data() + b * H, hn, H, j0, j1);
-            if (Y) std::copy(hn + j0, hn + j1, Y + p.y_off(t, d, b) + j0);
+            if (!packed) default_cell(x[size_t(b)], z.data() + b * G, c.data() + b * H, hb, H, j0, j1);
+            const int64_t len = p.lens[size_t(b)];
+            if (Y) std::copy(hb + j0, hb + j1, Y + p.y_off(step_time(rev, s, len), d, b) + j0);
           }
         }
-      });
-      h.swap(h_next);
-    }
+        barrier.arrive_and_wait(s, q1 - q0);
+      }
+    });
+    if (steps % 2 == 1) h.swap(h_next);
+  }
+
+  // Direction d's panels packed at construction, when the constant had this
+  // call's shape (K columns); else null.
+  static const float* packed_weights(const std::vector<std::vector<float>>& per_dir, const Problem<float>& p, int64_t d,
+                                     int64_t K) {
+    if (size_t(d) < per_dir.size() && size_t(p.dirs) == per_dir.size())
+      return packed_lstm_panels(per_dir[size_t(d)], p.hidden, K);
+    return nullptr;
   }
 
   // Direction d's R in lstm_step_f32's panels: the one packed at construction
   // when R was constant and has this call's shape, else packed into `scratch`.
   const float* packed_for(const Problem<float>& p, int64_t d, std::vector<float>& scratch) const {
-    if (size_t(d) < packed_r_.size() && size_t(p.dirs) == packed_r_.size())
-      if (const float* packed = packed_lstm_r(packed_r_[size_t(d)], p.hidden)) return packed;
-    return pack_lstm_r(p.R + d * 4 * p.hidden * p.hidden, p.hidden, scratch);
+    if (const float* packed = packed_weights(packed_r_, p, d, p.hidden)) return packed;
+    return pack_lstm_panels(p.R + d * 4 * p.hidden * p.hidden, p.hidden, p.hidden, scratch);
   }
 
   // The cell with the default activations and no peepholes for hidden units
@@ -211,6 +257,7 @@ class Lstm {
   CommonAttrs attrs_;
   bool input_forget_;
   std::vector<std::vector<float>> packed_r_;  // per direction, when R is a float constant
+  std::vector<std::vector<float>> packed_w_;  // per direction, when W is too
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "lstm_step_f32.hpp"
 
 #include <avx512_region.hpp>
+#include <exp_avx512.hpp>
 #include <line_aligned.hpp>
+#include <product_tiles_avx512.hpp>
 
 #include <algorithm>
 
@@ -11,26 +13,26 @@ namespace rnn {
 
 namespace {
 
-size_t packed_floats(int64_t H) { return size_t(lstm_panels(H) * H * 4 * kUnitsPerPanel); }
+size_t packed_floats(int64_t H, int64_t K) { return size_t(lstm_panels(H) * K * 4 * kUnitsPerPanel); }
 
 }  // namespace
 
-float* pack_lstm_r(const float* R, int64_t H, std::vector<float>& buf) {
+float* pack_lstm_panels(const float* M, int64_t H, int64_t K, std::vector<float>& buf) {
   const int64_t L = kUnitsPerPanel;
   buf.clear();
-  float* out = fast::line_aligned(buf, packed_floats(H));  // zero-filled
+  float* out = fast::line_aligned(buf, packed_floats(H, K));  // zero-filled
   for (int64_t u = 0; u < lstm_panels(H); ++u)
     for (int64_t g = 0; g < 4; ++g)
       for (int64_t l = 0; l < L && u * L + l < H; ++l) {
-        const float* row = R + (g * H + u * L + l) * H;
-        float* dst = out + u * H * 4 * L + g * L + l;
-        for (int64_t k = 0; k < H; ++k) dst[k * 4 * L] = row[k];
+        const float* row = M + (g * H + u * L + l) * K;
+        float* dst = out + u * K * 4 * L + g * L + l;
+        for (int64_t k = 0; k < K; ++k) dst[k * 4 * L] = row[k];
       }
   return out;
 }
 
-const float* packed_lstm_r(const std::vector<float>& buf, int64_t H) {
-  return buf.size() == packed_floats(H) + fast::kLineSlack ? fast::line_start(buf.data()) : nullptr;
+const float* packed_lstm_panels(const std::vector<float>& buf, int64_t H, int64_t K) {
+  return buf.size() == packed_floats(H, K) + fast::kLineSlack ? fast::line_start(buf.data()) : nullptr;
 }
 
 }  // namespace rnn
@@ -48,12 +50,12 @@ SINGA_AVX512_BEGIN
 
 namespace {
 
-// NR rows of h against one panel. Even and odd k go to separate accumulators:
-// with one row, four chains of dependent FMAs would wait on the FMA latency.
+// NR rows of h against one panel: sum[r][g] gets gate g's 16 units for row
+// r. Even and odd k go to separate accumulators: with one row, four chains of
+// dependent FMAs would wait on the FMA latency.
 template <int NR>
-void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t j, int64_t valid) {
+void panel_product(const float* panel, int64_t H, const float* h, __m512 (&sum)[NR][4]) {
   constexpr int64_t L = kUnitsPerPanel;
-  constexpr int64_t PF = 16;
   __m512 acc[NR][2][4];
   for (int r = 0; r < NR; ++r)
     for (int e = 0; e < 2; ++e)
@@ -61,8 +63,6 @@ void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t
   int64_t k = 0;
   for (; k + 2 <= H; k += 2) {
     const float* w = panel + k * 4 * L;
-    for (int line = 0; line < 8; ++line)
-      _mm_prefetch(reinterpret_cast<const char*>(w + PF * 4 * L + line * 16), _MM_HINT_T0);
     for (int e = 0; e < 2; ++e)
       for (int g = 0; g < 4; ++g) {
         const __m512 wv = _mm512_loadu_ps(w + e * 4 * L + g * L);
@@ -77,20 +77,76 @@ void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int g = 0; g < 4; ++g) {
-      const __m512 s = _mm512_add_ps(acc[r][0][g], acc[r][1][g]);
-      float* dst = z + r * 4 * H + g * H + j;
-      if (valid == L) {
-        _mm512_storeu_ps(dst, s);
-      } else {
-        alignas(64) float tmp[L];
-        _mm512_store_ps(tmp, s);
-        std::copy(tmp, tmp + valid, dst);
-      }
-    }
+    for (int g = 0; g < 4; ++g) sum[r][g] = _mm512_add_ps(acc[r][0][g], acc[r][1][g]);
+}
+
+__mmask16 units_mask(int64_t valid) {
+  return valid >= kUnitsPerPanel ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
+}
+
+// The product of NR rows into z (units j .. j + valid of each gate).
+template <int NR>
+void panel_rows(const float* panel, int64_t H, const float* h, float* z, int64_t j, int64_t valid) {
+  __m512 sum[NR][4];
+  panel_product<NR>(panel, H, h, sum);
+  const __mmask16 m = units_mask(valid);
+  for (int r = 0; r < NR; ++r)
+    for (int g = 0; g < 4; ++g) _mm512_mask_storeu_ps(z + r * 4 * H + g * H + j, m, sum[r][g]);
+}
+
+// One row's cell for 16 units (m: those that exist) from z, its product
+// h * R^T (gates 4 x H apart, as x).
+inline void cell16(const float* z, const float* x, const float* bias, bool has_clip, __m512 lo, __m512 hi, float* c,
+                   float* h_next, int64_t H, __mmask16 m) {
+  __m512 a[4];
+  for (int g = 0; g < 4; ++g) {
+    a[g] = _mm512_add_ps(_mm512_maskz_loadu_ps(m, x + g * H), _mm512_maskz_loadu_ps(m, z + g * H));
+    if (bias) a[g] = _mm512_add_ps(a[g], _mm512_maskz_loadu_ps(m, bias + g * H));
+    // max/min return their second operand when either is NaN: a NaN stays one.
+    if (has_clip) a[g] = _mm512_maskz_max_ps(vec::kAllLanes, lo, _mm512_maskz_min_ps(vec::kAllLanes, hi, a[g]));
+  }
+  const __m512 gi = vec::sigmoid16(a[0]), go = vec::sigmoid16(a[1]), gf = vec::sigmoid16(a[2]);
+  const __m512 cn = _mm512_fmadd_ps(gf, _mm512_maskz_loadu_ps(m, c), _mm512_mul_ps(gi, vec::tanh16(a[3])));
+  _mm512_mask_storeu_ps(c, m, cn);
+  _mm512_mask_storeu_ps(h_next, m, _mm512_mul_ps(go, vec::tanh16(cn)));
+}
+
+// NP rows of X against one panel of W (K = I inputs): the rows' 16 units of
+// each gate into proj.
+template <int NP>
+void projection_tile(const float* panel, int64_t I, const float* x, float* proj, int64_t G, int64_t H, int64_t j,
+                     __mmask16 m) {
+  constexpr int64_t L = kUnitsPerPanel;
+  __m512 acc[4][NP];
+  for (int g = 0; g < 4; ++g)
+    for (int p = 0; p < NP; ++p) acc[g][p] = _mm512_setzero_ps();
+  fast::accumulate_tile<4, NP>(panel, 4 * L, x, 1, I, acc, I, L);
+  for (int p = 0; p < NP; ++p)
+    for (int g = 0; g < 4; ++g) _mm512_mask_storeu_ps(proj + p * G + g * H + j, m, acc[g][p]);
 }
 
 }  // namespace
+
+void lstm_projection(const float* packed_w, int64_t H, int64_t I, const float* x, int64_t rows, float* proj, int64_t u0,
+                     int64_t u1) {
+  constexpr int64_t L = kUnitsPerPanel, kRows = 6;  // 24 accumulators, 4 weight vectors, a broadcast
+  const int64_t G = 4 * H;
+  for (int64_t u = u0; u < u1; ++u) {
+    const float* panel = packed_w + u * I * 4 * L;
+    const int64_t j = u * L;
+    const __mmask16 m = units_mask(H - j);
+    int64_t r = 0;
+    for (; r + kRows <= rows; r += kRows) projection_tile<kRows>(panel, I, x + r * I, proj + r * G, G, H, j, m);
+    switch (rows - r) {
+      case 5: projection_tile<5>(panel, I, x + r * I, proj + r * G, G, H, j, m); break;
+      case 4: projection_tile<4>(panel, I, x + r * I, proj + r * G, G, H, j, m); break;
+      case 3: projection_tile<3>(panel, I, x + r * I, proj + r * G, G, H, j, m); break;
+      case 2: projection_tile<2>(panel, I, x + r * I, proj + r * G, G, H, j, m); break;
+      case 1: projection_tile<1>(panel, I, x + r * I, proj + r * G, G, H, j, m); break;
+      default: break;
+    }
+  }
+}
 
 void lstm_step_product(const float* packed, int64_t H, const float* h, int64_t N, float* z, int64_t u0, int64_t u1,
                        bool backwards) {
@@ -108,6 +164,31 @@ void lstm_step_product(const float* packed, int64_t H, const float* h, int64_t N
   }
 }
 
+void lstm_step(const float* packed, int64_t H, const float* h, int64_t N, const float* const* x, const float* bias,
+               bool has_clip, float clip, float* c, float* h_next, int64_t u0, int64_t u1, bool backwards) {
+  constexpr int64_t L = kUnitsPerPanel;
+  // The products of all the panels first, then the cells: each cell is a
+  // chain of dependent exps and divisions, and after each panel's product
+  // (the fused form, tried first) the chains ran one at a time, 9-13% of
+  // the step; here the loop's iterations are independent.
+  thread_local std::vector<float> zbuf;
+  if (zbuf.size() < size_t(N * 4 * H)) zbuf.resize(size_t(N * 4 * H));
+  float* z = zbuf.data();
+  lstm_step_product(packed, H, h, N, z, u0, u1, backwards);
+  const int64_t j0 = u0 * L, j1 = std::min(H, u1 * L);
+  const __m512 hi = _mm512_set1_ps(clip), lo = _mm512_set1_ps(-clip);
+  for (int64_t b = 0; b < N; ++b) {
+    const float* zb = z + b * 4 * H;
+    if (!x[b]) {  // ended: the state stays
+      std::copy(h + b * H + j0, h + b * H + j1, h_next + b * H + j0);
+      continue;
+    }
+    for (int64_t j = j0; j < j1; j += L)
+      cell16(zb + j, x[b] + j, bias ? bias + j : nullptr, has_clip, lo, hi, c + b * H + j, h_next + b * H + j, H,
+             units_mask(j1 - j));
+  }
+}
+
 SINGA_AVX512_END
 
 }  // namespace rnn
@@ -122,6 +203,11 @@ namespace singa {
 namespace ops {
 namespace rnn {
 void lstm_step_product(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, bool) { std::abort(); }
+void lstm_projection(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t) { std::abort(); }
+void lstm_step(const float*, int64_t, const float*, int64_t, const float* const*, const float*, bool, float, float*,
+               float*, int64_t, int64_t, bool) {
+  std::abort();
+}
 }  // namespace rnn
 }  // namespace ops
 }  // namespace singa

@@ -24,15 +24,25 @@ constexpr int64_t kUnitsPerPanel = 16;
 
 inline int64_t lstm_panels(int64_t hidden) { return (hidden + kUnitsPerPanel - 1) / kUnitsPerPanel; }
 
-// R [4H, H] (gates i, o, f, c) as panels: panel u holds, for k in [0, H), the
-// weights R[g*H + 16u + l][k] for g in 0..3, l in 0..15 at [(u*H + k)*64 +
+// A [4H, K] matrix of the four gates' rows (gates i, o, f, c; R with K = H,
+// W with K = the input size) as panels: panel u holds, for k in [0, K), the
+// weights M[g*H + 16u + l][k] for g in 0..3, l in 0..15 at [(u*K + k)*64 +
 // g*16 + l]; units past H are zero. Into `buf` (resized), from a 64-byte
 // boundary on (the steps load whole lines of it: at 16 bytes off every load
 // spans two); returns that start.
-float* pack_lstm_r(const float* R, int64_t H, std::vector<float>& buf);
-// The start pack_lstm_r returned for a `buf` it filled for hidden size H, or
-// null when buf holds no panels of that size.
-const float* packed_lstm_r(const std::vector<float>& buf, int64_t H);
+float* pack_lstm_panels(const float* M, int64_t H, int64_t K, std::vector<float>& buf);
+// The start pack_lstm_panels returned for a `buf` it filled for these H and
+// K, or null when buf holds no such panels.
+const float* packed_lstm_panels(const std::vector<float>& buf, int64_t H, int64_t K);
+
+// proj[r*G + g*H + j] = sum_i x[r*I + i] * W[g*H + j][i] for the rows r in
+// [0, rows) of X and the units j of panels [u0, u1) (W packed by
+// pack_lstm_panels, K = I): the input projection of the units one part of a
+// step owns, computed by that part, as 6-row by 64-column register tiles.
+// Only where fast::avx512(). (oneDNN's sgemm over all columns, with W
+// packed per call, took a quarter of a 2-layer LSTM's time at 2 threads.)
+void lstm_projection(const float* packed_w, int64_t H, int64_t I, const float* x, int64_t rows, float* proj, int64_t u0,
+                     int64_t u1);
 
 // z[b*G + g*H + j] = sum_k h[b*H + k] * R[g*H + j][k] for b in [0, N), the
 // units j of panels [u0, u1), every gate g (G = 4H), taking the panels from
@@ -42,6 +52,20 @@ const float* packed_lstm_r(const std::vector<float>& buf, int64_t H);
 // the last one read most recently, still in L2 when R is about L2's size.
 void lstm_step_product(const float* packed, int64_t H, const float* h, int64_t N, float* z, int64_t u0, int64_t u1,
                        bool backwards);
+
+// A whole step of the default cell (sigmoid, tanh, tanh; no peepholes, no
+// input_forget) for the units of panels [u0, u1), the cell computed on the
+// product's registers as each panel ends instead of through z: for each row b
+// with x[b] set (the step's input projection row, gates i, o, f, c H apart),
+// the pre-activations x[b] + h[b] * R^T + bias (the gates' Wb + Rb; none when
+// null), clipped to
+// [-clip, clip] when has_clip, give c[b] = f c[b] + i tanh(zc) and
+// h_next[b] = o tanh(c[b]); a row whose x[b] is null (its sequence has ended)
+// keeps c and copies h to h_next. Only where fast::avx512(). (An LSTM of 256
+// units: the separate cell passes took ~1 us a step per thread, a tenth of
+// the step.)
+void lstm_step(const float* packed, int64_t H, const float* h, int64_t N, const float* const* x, const float* bias,
+               bool has_clip, float clip, float* c, float* h_next, int64_t u0, int64_t u1, bool backwards);
 
 }  // namespace rnn
 }  // namespace ops

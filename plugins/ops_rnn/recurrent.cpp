@@ -123,7 +123,7 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] *= beta;
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];  // BLAS: C unread at 0
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_dim(M), blas_dim(N), blas_dim(K), 1.f, A, blas_dim(lda), B,
@@ -135,7 +135,7 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, cons
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] *= beta;
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];  // BLAS: C unread at 0
     return;
   }
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_dim(M), blas_dim(N), blas_dim(K), 1.0, A, blas_dim(lda), B,
@@ -156,33 +156,35 @@ void fill_rows(T* C, int64_t rows, int64_t cols, const T* bias) {
   }
 }
 
-// C[M,N] = A[M,K] * B[N,K]^T + C: float through oneDNN (plugins/common/sgemm.hpp),
+// C[M,N] = A[M,K] * B[N,K]^T + beta C: float through oneDNN (plugins/common/sgemm.hpp),
 // whose one-row products are several times faster than OpenBLAS's.
 void product_nt(const Problem<float>& p, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                int64_t ldb, float* C, int64_t ldc) {
-  if (M == 0 || N == 0 || K == 0) return;
-  ops::sgemm(*p.ctx, false, true, M, N, K, 1.f, A, lda, B, ldb, 1.f, C, ldc);
+                int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0 && beta == 0.f) return fill_rows<float>(C, M, N, nullptr);
+  ops::sgemm(*p.ctx, false, true, M, N, K, 1.f, A, lda, B, ldb, beta, C, ldc);
 }
 void product_nt(const Problem<double>& p, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-                const double* B, int64_t ldb, double* C, int64_t ldc) {
-  gemm_nt(M, N, K, A, lda, B, ldb, 1.0, C, ldc);
+                const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  gemm_nt(M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace
 
 template <typename T>
-std::vector<T> input_projection(const Problem<T>& p, int64_t d, bool with_recurrent_bias) {
+T* projection_buffer(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+template <typename T>
+const T* input_projection(const Problem<T>& p, int64_t d, bool with_bias) {
   const int64_t rows = p.seq * p.batch, cols = p.gates * p.hidden;
-  std::vector<T> proj(size_t(rows * cols));
-  const T* bias = p.B ? p.B + d * 2 * cols : nullptr;  // Wb[d], then Rb[d]
-  std::vector<T> both;
-  if (bias && with_recurrent_bias) {
-    both.assign(bias, bias + cols);
-    for (int64_t i = 0; i < cols; ++i) both[size_t(i)] += bias[cols + i];
-    bias = both.data();
-  }
-  fill_rows(proj.data(), rows, cols, bias);
-  product_nt(p, rows, cols, p.input, p.X, p.input, p.W + d * cols * p.input, p.input, proj.data(), cols);
+  T* proj = projection_buffer<T>(size_t(rows * cols));
+  const T* bias = p.B && with_bias ? p.B + d * 2 * cols : nullptr;  // Wb[d]
+  if (bias) fill_rows(proj, rows, cols, bias);
+  product_nt(p, rows, cols, p.input, p.X, p.input, p.W + d * cols * p.input, p.input, T(bias ? 1 : 0), proj, cols);
   return proj;
 }
 
@@ -198,11 +200,13 @@ void recurrent_product(const Problem<T>& p, int64_t d, const T* H, T* hr, int64_
     else
       std::fill(row, row + used, T(0));
   }
-  product_nt(p, p.batch, used, p.hidden, H, p.hidden, p.R + d * cols * p.hidden, p.hidden, hr, cols);
+  product_nt(p, p.batch, used, p.hidden, H, p.hidden, p.R + d * cols * p.hidden, p.hidden, T(1), hr, cols);
 }
 
-template std::vector<float> input_projection<float>(const Problem<float>&, int64_t, bool);
-template std::vector<double> input_projection<double>(const Problem<double>&, int64_t, bool);
+template float* projection_buffer<float>(size_t);
+template double* projection_buffer<double>(size_t);
+template const float* input_projection<float>(const Problem<float>&, int64_t, bool);
+template const double* input_projection<double>(const Problem<double>&, int64_t, bool);
 template void recurrent_product<float>(const Problem<float>&, int64_t, const float*, float*, int64_t);
 template void recurrent_product<double>(const Problem<double>&, int64_t, const double*, double*, int64_t);
 

@@ -24,7 +24,7 @@ class Rnn {
     const int64_t H = p.hidden, steps = longest(p.lens);
     std::vector<T> hr(size_t(p.batch * H));
     for (int64_t d = 0; d < p.dirs; ++d) {
-      const std::vector<T> proj = input_projection(p, d);
+      const T* proj = input_projection(p, d);
       std::vector<T> h = load_state(p, p.init_h, d);
       const Activation& f = attrs_.acts[size_t(d)];
       const bool rev = attrs_.is_reverse(d);
@@ -34,7 +34,7 @@ class Rnn {
           const int64_t len = p.lens[size_t(b)];
           if (s >= len) continue;
           const int64_t t = step_time(rev, s, len);
-          const T* x = proj.data() + p.x_row(t, b) * H;
+          const T* x = proj + p.x_row(t, b) * H;
           const T* r = hr.data() + b * H;
           T* hb = h.data() + b * H;
           for (int64_t j = 0; j < H; ++j) hb[j] = f(clip_to(x[j] + r[j], attrs_.has_clip, attrs_.clip));

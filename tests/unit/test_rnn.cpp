@@ -1,10 +1,12 @@
 // The float LSTM kernel's fast paths (plugins/ops_rnn/lstm.cpp: R repacked
 // into panels for the step product, lstm_step_f32.cpp, and the step split over
-// the pool) against the float64 kernel, which takes the plain loop with
-// OpenBLAS products: biases, initial states, ragged sequence_lens, both
-// directions, batches that are not a multiple of the kernel's three-row
-// blocks, hidden sizes that end in a partial 16-unit panel, and an R given at
-// run time (packed per call) as well as a constant one (packed at prepare).
+// the pool, its parts meeting at a StepBarrier) against the float64 kernel,
+// which takes the plain loop with OpenBLAS products: biases, initial states,
+// ragged sequence_lens, both directions, batches that are not a multiple of
+// the kernel's three-row blocks, hidden sizes that end in a partial 16-unit
+// panel, clipped pre-activations, and an R given at run time (packed per
+// call, X projected by oneDNN) as well as constant R and W (packed at
+// prepare, X projected by each part through lstm_projection).
 #include "model_builder.hpp"
 
 #include <singa/onnx.hpp>
@@ -39,6 +41,7 @@ struct Case {
   const char* direction;
   int64_t N, H;
   bool r_at_run_time;
+  float clip = 0;  // the clip attribute, when above 0
 };
 
 }  // namespace
@@ -51,10 +54,13 @@ TEST(LstmSteps, FloatFastPathsMatchFloat64AtEveryThreadCount) {
                         {"bidirectional", 3, 160, false},  //
                         {"forward", 5, 150, true},         // a partial last panel; rows 3 + 2
                         {"reverse", 4, 150, false},        // rows 3 + 1
-                        {"bidirectional", 2, 37, true}};   // one part, 3 panels
+                        {"bidirectional", 2, 37, true},    // one part, 3 panels
+                        {"forward", 1, 64, false},         // one row, as in the benchmark's classifier
+                        {"reverse", 1, 150, false, 0.4f},  // clipped pre-activations
+                        {"forward", 4, 48, false, 0.7f}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.direction) + " N=" + std::to_string(c.N) + " H=" + std::to_string(c.H) +
-                 (c.r_at_run_time ? " R at run time" : ""));
+                 (c.r_at_run_time ? " R at run time" : "") + (c.clip > 0 ? " clip " + std::to_string(c.clip) : ""));
     const int64_t D = std::string(c.direction) == "bidirectional" ? 2 : 1, N = c.N, H = c.H;
     Tensor lens({N}, SINGA_ONNX_INT32);
     for (int64_t b = 0; b < N; ++b) lens.data<int32_t>()[b] = int32_t(b == 0 ? T : (b * 5) % (T + 1));  // 0 among them
@@ -83,6 +89,12 @@ TEST(LstmSteps, FloatFastPathsMatchFloat64AtEveryThreadCount) {
       dir->set_name("direction");
       dir->set_type(::onnx::AttributeProto::STRING);
       dir->set_s(c.direction);
+      if (c.clip > 0) {
+        auto* clip = m.last()->add_attribute();
+        clip->set_name("clip");
+        clip->set_type(::onnx::AttributeProto::FLOAT);
+        clip->set_f(c.clip);
+      }
       m.output("y", dt, {T, D, N, H}).output("yh", dt, {D, N, H}).output("yc", dt, {D, N, H});
       auto rep = singa::onnx::prepare_bytes(m.bytes(), {});
       std::map<std::string, Tensor> feeds = {{"x", as("x")}};

@@ -1,13 +1,14 @@
-// pointwise_tile_avx512.hpp - the inner loops of the AVX-512 register tiles
-// of products: along the output channels (accumulate_tile:
-// pointwise_mean_f32.cpp, pointwise_channels_last_f32.cpp), NV vectors of 16
-// output channels by NP pixels, each input channel costing NV vector loads
-// of weights and NP broadcasts of X; and along the pixels (accumulate_rows:
-// pointwise_direct_f32.cpp, winograd_f32.cpp's products), NR output rows by
-// NV vectors of pixels, each input channel costing NV vector loads of X and
-// NR broadcasts of weights. Only for callers that checked fast::avx512().
-#ifndef SINGA_OPS_NN_POINTWISE_TILE_AVX512_HPP
-#define SINGA_OPS_NN_POINTWISE_TILE_AVX512_HPP
+// product_tiles_avx512.hpp - the inner loops of the AVX-512 register tiles
+// of products: along the output channels (accumulate_tile: ops_nn's
+// pointwise_mean_f32.cpp and pointwise_channels_last_f32.cpp, ops_rnn's LSTM
+// input projection), NV vectors of 16 output channels by NP pixels or rows,
+// each input channel costing NV vector loads of weights and NP broadcasts of
+// X; and along the pixels (accumulate_rows: pointwise_direct_f32.cpp,
+// winograd_f32.cpp's products), NR output rows by NV vectors of pixels, each
+// input channel costing NV vector loads of X and NR broadcasts of weights.
+// Only for callers that checked fast::avx512().
+#ifndef SINGA_PLUGINS_COMMON_PRODUCT_TILES_AVX512_HPP
+#define SINGA_PLUGINS_COMMON_PRODUCT_TILES_AVX512_HPP
 
 #include <avx512_region.hpp>
 
@@ -17,7 +18,7 @@
 #include <cstdint>
 
 namespace singa {
-namespace nn {
+namespace fast {
 
 SINGA_AVX512_BEGIN
 
@@ -27,8 +28,8 @@ SINGA_AVX512_BEGIN
 // so that the accumulators stay in registers (without it GCC 12 kept them
 // in memory: see pointwise_direct_f32.cpp).
 template <int NV, int NP>
-inline void accumulate_tile(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t K,
-                            __m512 (&acc)[NV][NP], int64_t ldp = 1, int64_t ldv = 16) {
+inline void accumulate_tile(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t K, __m512 (&acc)[NV][NP],
+                            int64_t ldp = 1, int64_t ldv = 16) {
   for (int64_t k = 0; k < K; ++k) {
     const float* wk = w + k * ldw;
     const float* xk = x + k * ldx;
@@ -69,7 +70,7 @@ inline void accumulate_rows(const float* w, const float* x, int64_t ldx, int64_t
 
 SINGA_AVX512_END
 
-}  // namespace nn
+}  // namespace fast
 }  // namespace singa
 #endif
 #endif
