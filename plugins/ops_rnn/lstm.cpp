@@ -163,12 +163,25 @@ class Lstm {
       bias.resize(size_t(G));
       for (int64_t i = 0; i < G; ++i) bias[size_t(i)] = wb[i] + wb[G + i];
     }
+    // One row: the projection of the steps of block b + 1 (4 steps) is
+    // computed in the product loops of block b's steps (ProjectionShare);
+    // block 0's before the first step.
+    const bool interleave = own_proj && N == 1;
+    const int64_t I = p.input;
+    auto block_time = [&](int64_t s) { return step_time(rev, s, p.lens[0]); };  // N = 1: X's row is the time
     StepBarrier barrier(parts);
     ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
       dnnl_single_thread();
-      if (own_proj)
-        for (int64_t q = q0; q < q1; ++q)
-          lstm_projection(packed_w, H, p.input, p.X, p.seq * N, own_proj, panels * q / parts, panels * (q + 1) / parts);
+      std::vector<float> share_acc(interleave ? size_t(panels * 16 * kUnitsPerPanel) : 0);
+      for (int64_t q = q0; q < q1 && own_proj; ++q) {
+        const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
+        if (!interleave) {
+          lstm_projection(packed_w, H, I, p.X, p.seq * N, own_proj, u0, u1);
+        } else if (steps > 0) {
+          const int64_t count = std::min<int64_t>(4, steps), t0 = std::min(block_time(0), block_time(count - 1));
+          lstm_projection(packed_w, H, I, p.X + t0 * I, count, own_proj + t0 * G, u0, u1);
+        }
+      }
       // Each row's projection at this step; null once its sequence has ended.
       std::vector<const float*> x(static_cast<size_t>(N));
       for (int64_t s = 0; s < steps; ++s) {
@@ -182,9 +195,22 @@ class Lstm {
           // Whole panels of 16 units; the last may be short.
           const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
           const int64_t j0 = u0 * kUnitsPerPanel, j1 = std::min(H, u1 * kUnitsPerPanel), n = j1 - j0;
-          if (packed) {
-            lstm_step(packed, H, hs, N, x.data(), bias.empty() ? nullptr : bias.data(), attrs_.has_clip, attrs_.clip,
-                      c.data(), hn, u0, u1, s % 2 == 1);
+          const float* bs = bias.empty() ? nullptr : bias.data();
+          if (interleave && 4 * (s / 4 + 1) < steps) {
+            const int64_t next = 4 * (s / 4 + 1), count = std::min<int64_t>(4, steps - next), quarter = s % 4;
+            ProjectionShare share;
+            share.packed_w = packed_w, share.I = I, share.k0 = I * quarter / 4, share.k1 = I * (quarter + 1) / 4;
+            for (int64_t r = 0; r < 4; ++r) {
+              const int64_t t = block_time(next + std::min(r, count - 1));
+              share.x[r] = p.X + t * I;
+              share.proj[r] = r < count ? own_proj + t * G : nullptr;
+            }
+            share.acc = share_acc.data() + u0 * 16 * kUnitsPerPanel;
+            share.first = quarter == 0, share.store = quarter == 3;
+            lstm_step_projecting(packed, H, hs, x[0], bs, attrs_.has_clip, attrs_.clip, c.data(), hn, u0, u1,
+                                 s % 2 == 1, share);
+          } else if (packed) {
+            lstm_step(packed, H, hs, N, x.data(), bs, attrs_.has_clip, attrs_.clip, c.data(), hn, u0, u1, s % 2 == 1);
           } else {
             for (int64_t b = 0; b < N; ++b)
               for (int64_t gate = 0; gate < 4; ++gate) {

@@ -125,6 +125,80 @@ void projection_tile(const float* panel, int64_t I, const float* x, float* proj,
     for (int g = 0; g < 4; ++g) _mm512_mask_storeu_ps(proj + p * G + g * H + j, m, acc[g][p]);
 }
 
+// One row's product against one panel (panel_product<1>, four k a turn) with
+// the share's projection steps [k0, k1) of the same panel of W for its 4 rows
+// of X spread evenly through the loop (Bresenham: err counts the turns' share
+// of Q; Q steps in all). The 4 x 4 accumulators come from and go back to
+// `acc` between steps; with share.store they go to the rows' projections.
+void panel_product_projecting(const float* panel, int64_t H, const float* h, __m512 (&sum)[1][4],
+                              const float* wpanel, const ProjectionShare& s, float* acc, int64_t j, __mmask16 m) {
+  constexpr int64_t L = kUnitsPerPanel;
+  __m512 a[2][4], pa[4][4];
+  for (int e = 0; e < 2; ++e)
+    for (int g = 0; g < 4; ++g) a[e][g] = _mm512_setzero_ps();
+  for (int r = 0; r < 4; ++r)
+    for (int g = 0; g < 4; ++g) pa[r][g] = s.first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (r * 4 + g) * L);
+  const float *x0 = s.x[0], *x1 = s.x[1], *x2 = s.x[2], *x3 = s.x[3];
+  auto project = [&](int64_t k) {
+    const float* w = wpanel + k * 4 * L;
+    __m512 wv[4];
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) wv[g] = _mm512_loadu_ps(w + g * L);
+    const __m512 xv[4] = {_mm512_set1_ps(x0[k]), _mm512_set1_ps(x1[k]), _mm512_set1_ps(x2[k]), _mm512_set1_ps(x3[k])};
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) pa[r][g] = _mm512_fmadd_ps(xv[r], wv[g], pa[r][g]);
+  };
+  const int64_t turns = H / 4, Q = s.k1 - s.k0;
+  int64_t kp = s.k0, err = 0, k = 0;
+  for (int64_t t = 0; t < turns; ++t, k += 4) {
+    const float* w = panel + k * 4 * L;
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e)
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g)
+        a[e & 1][g] = _mm512_fmadd_ps(_mm512_set1_ps(h[k + e]), _mm512_loadu_ps(w + e * 4 * L + g * L), a[e & 1][g]);
+    for (err += Q; err >= turns; err -= turns) project(kp++);
+  }
+  for (; k < H; ++k)
+    for (int g = 0; g < 4; ++g)
+      a[0][g] = _mm512_fmadd_ps(_mm512_set1_ps(h[k]), _mm512_loadu_ps(panel + k * 4 * L + g * L), a[0][g]);
+  for (; kp < s.k1; ++kp) project(kp);  // H < 4: no turns
+  for (int g = 0; g < 4; ++g) sum[0][g] = _mm512_add_ps(a[0][g], a[1][g]);
+  for (int r = 0; r < 4; ++r)
+    for (int g = 0; g < 4; ++g) {
+      if (!s.store)
+        _mm512_storeu_ps(acc + (r * 4 + g) * L, pa[r][g]);
+      else if (s.proj[r])
+        _mm512_mask_storeu_ps(s.proj[r] + g * H + j, m, pa[r][g]);
+    }
+}
+
+// The cells of rows [0, N) for units [j0, j1) from z, their products.
+void step_cells(const float* z, int64_t H, const float* h, int64_t N, const float* const* x, const float* bias,
+                bool has_clip, float clip, float* c, float* h_next, int64_t j0, int64_t j1) {
+  constexpr int64_t L = kUnitsPerPanel;
+  const __m512 hi = _mm512_set1_ps(clip), lo = _mm512_set1_ps(-clip);
+  for (int64_t b = 0; b < N; ++b) {
+    const float* zb = z + b * 4 * H;
+    if (!x[b]) {  // ended: the state stays
+      std::copy(h + b * H + j0, h + b * H + j1, h_next + b * H + j0);
+      continue;
+    }
+    for (int64_t j = j0; j < j1; j += L)
+      cell16(zb + j, x[b] + j, bias ? bias + j : nullptr, has_clip, lo, hi, c + b * H + j, h_next + b * H + j, H,
+             units_mask(j1 - j));
+  }
+}
+
+// A thread's buffer for one step's products of N rows.
+float* step_products(int64_t N, int64_t H) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < size_t(N * 4 * H)) buf.resize(size_t(N * 4 * H));
+  return buf.data();
+}
+
 }  // namespace
 
 void lstm_projection(const float* packed_w, int64_t H, int64_t I, const float* x, int64_t rows, float* proj, int64_t u0,
@@ -166,27 +240,31 @@ void lstm_step_product(const float* packed, int64_t H, const float* h, int64_t N
 
 void lstm_step(const float* packed, int64_t H, const float* h, int64_t N, const float* const* x, const float* bias,
                bool has_clip, float clip, float* c, float* h_next, int64_t u0, int64_t u1, bool backwards) {
-  constexpr int64_t L = kUnitsPerPanel;
   // The products of all the panels first, then the cells: each cell is a
   // chain of dependent exps and divisions, and after each panel's product
   // (the fused form, tried first) the chains ran one at a time, 9-13% of
   // the step; here the loop's iterations are independent.
-  thread_local std::vector<float> zbuf;
-  if (zbuf.size() < size_t(N * 4 * H)) zbuf.resize(size_t(N * 4 * H));
-  float* z = zbuf.data();
+  float* z = step_products(N, H);
   lstm_step_product(packed, H, h, N, z, u0, u1, backwards);
-  const int64_t j0 = u0 * L, j1 = std::min(H, u1 * L);
-  const __m512 hi = _mm512_set1_ps(clip), lo = _mm512_set1_ps(-clip);
-  for (int64_t b = 0; b < N; ++b) {
-    const float* zb = z + b * 4 * H;
-    if (!x[b]) {  // ended: the state stays
-      std::copy(h + b * H + j0, h + b * H + j1, h_next + b * H + j0);
-      continue;
-    }
-    for (int64_t j = j0; j < j1; j += L)
-      cell16(zb + j, x[b] + j, bias ? bias + j : nullptr, has_clip, lo, hi, c + b * H + j, h_next + b * H + j, H,
-             units_mask(j1 - j));
+  step_cells(z, H, h, N, x, bias, has_clip, clip, c, h_next, u0 * kUnitsPerPanel,
+             std::min(H, u1 * kUnitsPerPanel));
+}
+
+void lstm_step_projecting(const float* packed, int64_t H, const float* h, const float* x, const float* bias,
+                          bool has_clip, float clip, float* c, float* h_next, int64_t u0, int64_t u1, bool backwards,
+                          const ProjectionShare& share) {
+  constexpr int64_t L = kUnitsPerPanel;
+  float* z = step_products(1, H);
+  for (int64_t i = u0; i < u1; ++i) {
+    const int64_t u = backwards ? u0 + u1 - 1 - i : i;
+    const int64_t j = u * L;
+    const __mmask16 m = units_mask(H - j);
+    __m512 sum[1][4];
+    panel_product_projecting(packed + u * H * 4 * L, H, h, sum, share.packed_w + u * share.I * 4 * L, share,
+                             share.acc + (u - u0) * 16 * L, j, m);
+    for (int g = 0; g < 4; ++g) _mm512_mask_storeu_ps(z + g * H + j, m, sum[0][g]);
   }
+  step_cells(z, H, h, 1, &x, bias, has_clip, clip, c, h_next, u0 * L, std::min(H, u1 * L));
 }
 
 SINGA_AVX512_END
@@ -204,6 +282,10 @@ namespace ops {
 namespace rnn {
 void lstm_step_product(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, bool) { std::abort(); }
 void lstm_projection(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t) { std::abort(); }
+void lstm_step_projecting(const float*, int64_t, const float*, const float*, const float*, bool, float, float*, float*,
+                          int64_t, int64_t, bool, const ProjectionShare&) {
+  std::abort();
+}
 void lstm_step(const float*, int64_t, const float*, int64_t, const float* const*, const float*, bool, float, float*,
                float*, int64_t, int64_t, bool) {
   std::abort();

@@ -54,18 +54,43 @@ void lstm_step_product(const float* packed, int64_t H, const float* h, int64_t N
                        bool backwards);
 
 // A whole step of the default cell (sigmoid, tanh, tanh; no peepholes, no
-// input_forget) for the units of panels [u0, u1), the cell computed on the
-// product's registers as each panel ends instead of through z: for each row b
-// with x[b] set (the step's input projection row, gates i, o, f, c H apart),
-// the pre-activations x[b] + h[b] * R^T + bias (the gates' Wb + Rb; none when
-// null), clipped to
-// [-clip, clip] when has_clip, give c[b] = f c[b] + i tanh(zc) and
-// h_next[b] = o tanh(c[b]); a row whose x[b] is null (its sequence has ended)
-// keeps c and copies h to h_next. Only where fast::avx512(). (An LSTM of 256
-// units: the separate cell passes took ~1 us a step per thread, a tenth of
-// the step.)
+// input_forget) for the units of panels [u0, u1): for each row b with x[b]
+// set (the step's input projection row, gates i, o, f, c H apart), the
+// pre-activations x[b] + h[b] * R^T + bias (the gates' Wb + Rb; none when
+// null), clipped to [-clip, clip] when has_clip, give c[b] = f c[b] + i
+// tanh(zc) and h_next[b] = o tanh(c[b]); a row whose x[b] is null (its
+// sequence has ended) keeps c and copies h to h_next. Only where fast::avx512(). The products of
+// all the panels come first, then the cells, in one pass over 16-unit
+// vectors (an LSTM of 256 units: the separate cell passes of vec_math.hpp
+// took ~1 us a step per thread, a tenth of the step).
 void lstm_step(const float* packed, int64_t H, const float* h, int64_t N, const float* const* x, const float* bias,
                bool has_clip, float clip, float* c, float* h_next, int64_t u0, int64_t u1, bool backwards);
+
+// A share of the next block's input projection that one step of one row
+// (N = 1) computes while its product streams R: the step's product is bound
+// by reading R from cache and leaves the FMA units half idle, so the
+// projection done in the same loop costs about half of what it does on its
+// own (lstm_classifier at 2 threads on a Zen 4: its projections took 0.21-0.24
+// ms as register tiles of their own, ~0.11 ms here; 0.93 -> 0.89 ms in all).
+// Block b + 1 (4 steps'
+// rows of X) is projected during the 4 steps of block b, a quarter of its
+// inputs [k0, k1) per step, each panel's 4 x 64 accumulators kept in `acc`
+// between steps: the step with `first` starts them at zero, the one with
+// `store` writes the rows.
+struct ProjectionShare {
+  const float* packed_w = nullptr;  // W's panels (pack_lstm_panels, K = I)
+  int64_t I = 0, k0 = 0, k1 = 0;
+  const float* x[4] = {};  // the block's rows of X (a short block repeats its last)
+  float* proj[4] = {};     // where each row's projection goes (G floats); null past a short block
+  float* acc = nullptr;    // 256 floats per panel of the step, from panel u0 on
+  bool first = false, store = false;
+};
+
+// lstm_step for one row (N = 1) with `share` of the next block's projection
+// computed in the product's loop. Only where fast::avx512().
+void lstm_step_projecting(const float* packed, int64_t H, const float* h, const float* x, const float* bias,
+                          bool has_clip, float clip, float* c, float* h_next, int64_t u0, int64_t u1, bool backwards,
+                          const ProjectionShare& share);
 
 }  // namespace rnn
 }  // namespace ops
