@@ -258,17 +258,30 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       run_stencil(e, 0, pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
     }
   });
+  // The project stage by output channels where its weights outweigh the
+  // filtered image (MobileNetV2's 7x7 blocks: 614 KiB of weights against 188
+  // KiB), so that each task reads a share of them; else by pixels.
+  const bool by_channels = pw.w2p.M == M && M / kL >= slices && M > OHW;
   ctx.parallel_for(s.N * slices, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     thread_local std::vector<float> y_buf;
-    float* yt = fast::line_aligned(y_buf, size_t((OHW + slices - 1) / slices * M));
+    float* yt = fast::line_aligned(
+        y_buf, size_t(by_channels ? OHW * ((M / kL + slices - 1) / slices * kL) : (OHW + slices - 1) / slices * M));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / slices, j = t % slices;
-      const int64_t p0 = OHW * j / slices, p1 = OHW * (j + 1) / slices;
       const float* d = shared + n * image_floats + HW * Me;
       const float* xn = x + n * C * HW;
+      float* yn = y + n * M * OHW;
+      if (by_channels) {
+        const int64_t m0 = M / kL * j / slices * kL, m1 = M / kL * (j + 1) / slices * kL;
+        channels_last_product(d, 1, Me, OHW, pw.w2p, m0, m1, nullptr, FusedActivation(), yt, m1 - m0);
+        store_nchw(yt, OHW, m1 - m0, b2 ? b2 + m0 : nullptr, s.project_act, yn + m0 * OHW, OHW,
+                   s.residual ? xn + m0 * OHW : nullptr);
+        continue;
+      }
+      const int64_t p0 = OHW * j / slices, p1 = OHW * (j + 1) / slices;
       project(d + p0 * Me, p1 - p0, pw, Me, M, yt);
-      store_nchw(yt, p1 - p0, M, b2, s.project_act, y + n * M * OHW + p0, OHW, s.residual ? xn + p0 : nullptr);
+      store_nchw(yt, p1 - p0, M, b2, s.project_act, yn + p0, OHW, s.residual ? xn + p0 : nullptr);
     }
   });
 }

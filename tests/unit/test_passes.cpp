@@ -745,6 +745,15 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   b = Block();
   b.C = 16, b.Me = 96, b.M = 80, b.H = 9, b.W = 10, b.project_act = "Relu";
   cases.push_back(b);
+  // The project stage of channel slices split by output channels (more of
+  // them than pixels), the skip connection added per slice; 4 panels over
+  // 2 or 3 threads.
+  b = Block();
+  b.C = b.M = 64, b.Me = 128, b.H = b.W = 5, b.skip = 1, b.project_act = "Relu";
+  cases.push_back(b);
+  b = Block();
+  b.C = 16, b.Me = 96, b.M = 48, b.H = 4, b.W = 6, b.S = 2, b.pads = {1, 1, 1, 1};
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
