@@ -161,7 +161,10 @@ void fill_rows(T* C, int64_t rows, int64_t cols, const T* bias) {
 void product_nt(const Problem<float>& p, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                 int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  if (K == 0 && beta == 0.f) return fill_rows<float>(C, M, N, nullptr);
+  if (K == 0 && beta == 0.f) {  // C = 0 (not read: it may hold anything)
+    for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.f);
+    return;
+  }
   ops::sgemm(*p.ctx, false, true, M, N, K, 1.f, A, lda, B, ldb, beta, C, ldc);
 }
 void product_nt(const Problem<double>& p, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
