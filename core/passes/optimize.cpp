@@ -41,6 +41,7 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   if (o.fuse_inverted_residuals && o.device == "cpu") s.inverted_residuals += fuse_inverted_residuals(g);
   if (o.fuse_conv_pools && o.device == "cpu") s.conv_pools += fuse_conv_pools(g);
   if (o.fuse_conv_means && o.device == "cpu") s.conv_means += fuse_conv_means(g);
+  if (o.fuse_conv_mean_gemms && o.device == "cpu") s.conv_mean_gemms += fuse_conv_mean_gemms(g);
   if (o.fuse_conv_adds && o.device == "cpu") {
     s.conv_adds += fuse_conv_adds(g);
     // The activation after the Add (ResNet's Relu) goes into the ConvAdd.

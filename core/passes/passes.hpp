@@ -29,6 +29,7 @@ struct PassStats {
   int inverted_residuals = 0;  // [1x1 Conv ->] depthwise Conv -> 1x1 Conv -> one ExpandDepthwiseProject node
   int conv_pools = 0;          // MaxPool folded into the Conv before it
   int conv_means = 0;          // GlobalAveragePool folded into the pointwise Conv before it
+  int conv_mean_gemms = 0;     // such a Conv, a Flatten and a Gemm -> one ConvMeanGemm node (a classifier head)
   int matmul_scales = 0;       // Div/Mul by a constant scalar -> the MatMul's alpha
   int transposed_b = 0;        // Transpose of B's last two axes -> the MatMul's transB
   int conv_adds = 0;           // Conv + Add of a same-shape tensor -> one ConvAdd node
@@ -37,7 +38,7 @@ struct PassStats {
   int blocked_values = 0;      // Conv outputs kept in 16-channel blocks for the Convs that read them
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
-           inverted_residuals + conv_pools + conv_means + matmul_scales + transposed_b + conv_adds + attentions +
+           inverted_residuals + conv_pools + conv_means + conv_mean_gemms + matmul_scales + transposed_b + conv_adds + attentions +
            matmul_epilogues + blocked_values;
   }
 };
@@ -56,6 +57,7 @@ struct PassOptions {
   bool fuse_inverted_residuals = true;  // CPU only, after the activations
   bool fuse_conv_pools = true;          // CPU only, after the activations
   bool fuse_conv_means = true;          // CPU only, after the activations
+  bool fuse_conv_mean_gemms = true;     // CPU only, after the conv means
   bool fuse_matmul_scales = true;       // CPU only, after MatMul+Add
   bool fuse_transposed_b = true;        // CPU only
   bool fuse_conv_adds = true;           // CPU only, after the inverted residuals
@@ -85,6 +87,7 @@ int fuse_gelu(graph::Graph& g);
 int fuse_inverted_residuals(graph::Graph& g);
 int fuse_conv_pools(graph::Graph& g);
 int fuse_conv_means(graph::Graph& g);
+int fuse_conv_mean_gemms(graph::Graph& g);
 int fuse_matmul_scales(graph::Graph& g);
 int fuse_transpose_matmuls(graph::Graph& g);
 int fuse_conv_adds(graph::Graph& g);

@@ -1,7 +1,9 @@
 // Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias), plus
 // the activation a graph pass may have fused into it (plugins/common/fused_activation.hpp),
 // and ai.singa::ConvAdd (core/passes/fuse_conv_add.cpp), a float Conv with a
-// fourth input Z of the output's shape: Y = activation(Conv(X, W, B) + Z).
+// fourth input Z of the output's shape: Y = activation(Conv(X, W, B) + Z),
+// and ai.singa::ConvMeanGemm (core/passes/fuse_conv_mean_gemm.cpp), a Conv
+// with a fused GlobalAveragePool whose means go through a Gemm.
 // float32 2-D convolutions of inputs with at most 4 channels (a network's
 // stem) run through conv_thin_f32.hpp; the others whose input shape is known
 // at create time through oneDNN (conv_dnnl.hpp); the rest, and any run whose
@@ -9,6 +11,7 @@
 // direct loop.
 #include "blas_threads.hpp"
 #include "blocked16_f32.hpp"
+#include "classifier_head_f32.hpp"
 #include "fused_activation.hpp"
 #include "conv_dnnl.hpp"
 #include "conv_gemm_f32.hpp"
@@ -62,6 +65,11 @@ class Conv : public NodeKernel {
     // writes each output channel's mean over the plane.
     mean_ = node.attr_int("global_average_pool", 0) != 0;
     if (mean_ && (sum_ || pooled_)) fail("a Conv with global_average_pool takes neither Z nor a fused MaxPool");
+    // A classifier head (core/passes/fuse_conv_mean_gemm.cpp): the means go
+    // through a Gemm with inputs 3 (Wfc) and 4 (its bias row, optional).
+    classifier_ = node.op_type() == "ConvMeanGemm";
+    classifier_trans_b_ = node.attr_int("transB", 0) != 0;
+    if (classifier_ && !mean_) fail("a ConvMeanGemm needs global_average_pool = 1");
     // Activations in 16-channel blocks (core/passes/blocked_layout.cpp).
     layout_.in = node.attr_int("blocked_input", 0) != 0;
     layout_.out = node.attr_int("blocked_output", 0) != 0;
@@ -237,30 +245,67 @@ class Conv : public NodeKernel {
                            const Geometry& g, const Shape& ys, int64_t Cg) const {
     check(x.dtype() == SINGA_ONNX_FLOAT, std::string("a fused GlobalAveragePool needs float, got ") +
                                              sdk::dtype_name(x.dtype()));
+    const int64_t N = ys[0], M = ys[1], C = x.dim(1), P = g.out_size();
+    const ClassifierHead head = classifier_ ? classifier_head(ctx, M) : ClassifierHead();
     Shape ms(ys.begin(), ys.begin() + 2);
     ms.resize(ys.size(), 1);
-    sdk::Tensor y = ctx.output(0, ms, x.dl_dtype());
-    const int64_t N = ys[0], M = ys[1], C = x.dim(1), P = g.out_size();
+    sdk::Tensor y = ctx.output(0, classifier_ ? Shape{N, head.outputs} : ms, x.dl_dtype());
     if (y.numel() == 0) return y;
-    float* yp = y.data<float>();
+    std::vector<float> means_buf(classifier_ ? size_t(N * M) : 0);
+    float* yp = classifier_ ? means_buf.data() : y.data<float>();
     const float* bias = b.present() ? b.data<float>() : nullptr;
     if (mean_weights_ && mean_weights_->M == M && mean_weights_->C == C && P > 0 && pointwise_fits(g, group_) &&
         !strided(g)) {
       const int64_t panels = (M + kMeanPanel - 1) / kMeanPanel;
+      // The last image's panels bring the head's weights in, a share each.
+      const char* wfc = reinterpret_cast<const char*>(head.w);
+      const int64_t wfc_bytes = head.outputs * M * int64_t(sizeof(float));
       ctx.parallel_for(N * panels, 1, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t)
-          pointwise_mean_f32(*mean_weights_, t % panels, x.data<float>() + t / panels * C * P, P, bias, act_,
-                             yp + t / panels * M);
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t n = t / panels, j = t % panels;
+          PrefetchRange pf;
+          if (head.w && n == N - 1) pf = {wfc + wfc_bytes * j / panels, wfc + wfc_bytes * (j + 1) / panels};
+          pointwise_mean_f32(*mean_weights_, j, x.data<float>() + n * C * P, P, bias, act_, yp + n * M, pf);
+        }
       });
-      return y;
+    } else {
+      std::vector<float> conv(size_t(sdk::numel(ys)));
+      convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
+      ctx.parallel_for(N * M, 64, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          yp[r] = P > 0 ? float(plane_sum(conv.data() + r * P, P) / double(P)) : std::numeric_limits<float>::quiet_NaN();
+      });
     }
-    std::vector<float> conv(size_t(sdk::numel(ys)));
-    convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
-    ctx.parallel_for(N * M, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        yp[r] = P > 0 ? float(plane_sum(conv.data() + r * P, P) / double(P)) : std::numeric_limits<float>::quiet_NaN();
-    });
+    if (classifier_)
+      classifier_head_f32(ctx, yp, N, M, head.w, classifier_trans_b_, head.outputs, head.bias, y.data<float>());
     return y;
+  }
+
+  // A ConvMeanGemm's Gemm inputs, checked against the conv's M outputs.
+  struct ClassifierHead {
+    const float* w = nullptr;
+    const float* bias = nullptr;
+    int64_t outputs = 0;
+  };
+
+  ClassifierHead classifier_head(const sdk::Context& ctx, int64_t M) const {
+    sdk::Tensor w = required(ctx, 3, "Wfc"), c = ctx.input(4);
+    const Shape ws = w.shape();
+    check(w.dtype() == SINGA_ONNX_FLOAT && ws.size() == 2 && ws[classifier_trans_b_ ? 1 : 0] == M,
+          "Wfc must be float [" + std::string(classifier_trans_b_ ? "N, " + std::to_string(M) : std::to_string(M) + ", N") +
+              "] (transB = " + std::to_string(int(classifier_trans_b_)) + "), got " + sdk::dtype_name(w.dtype()) + " " +
+              shape_str(ws));
+    ClassifierHead h;
+    h.w = w.data<float>();
+    h.outputs = ws[classifier_trans_b_ ? 0 : 1];
+    if (c.present()) {
+      check(c.dtype() == SINGA_ONNX_FLOAT && c.numel() == h.outputs && c.ndim() >= 1 && c.ndim() <= 2 &&
+                c.dim(c.ndim() - 1) == h.outputs,
+            "Cfc must be a float row of " + std::to_string(h.outputs) + " values, got " + sdk::dtype_name(c.dtype()) +
+                " " + shape_str(c.shape()));
+      h.bias = c.data<float>();
+    }
+    return h;
   }
 
   // A Conv with a fused MaxPool (window pg over the conv output ys) that
@@ -437,6 +482,8 @@ class Conv : public NodeKernel {
   bool pooled_ = false;
   WindowAttrs pool_;
   bool mean_ = false;          // a fused GlobalAveragePool
+  bool classifier_ = false;    // ... and a Gemm after it (ConvMeanGemm)
+  bool classifier_trans_b_ = false;
   std::unique_ptr<PointwiseWeights> mean_weights_;  // pointwise_mean_f32's weights, where it may take the conv
   BlockedLayout layout_;
   std::vector<float> wide_weights_;
@@ -454,6 +501,7 @@ void register_conv(sdk::Registrar& reg) {
   reg.kernel<Conv>("", "Conv", 1, 10, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>("", "Conv", 11, 17, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>(kFusedDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  reg.kernel<Conv>(kFusedDomain, "ConvMeanGemm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 
 }  // namespace nn

@@ -32,10 +32,19 @@ inline PointwiseWeights pointwise_mean_weights(const float* w, int64_t M, int64_
   return pointwise_panels(w, M, C, kMeanPanel);
 }
 
+// Memory that a panel's tiles bring towards the cache as they go, spread
+// over their multiply-adds: the next node's weights, which would otherwise
+// come from DRAM once this node, bound by its arithmetic, is done (a
+// classifier head's Gemm: core/passes/fuse_conv_mean_gemm.cpp).
+struct PrefetchRange {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+};
+
 // Panel `panel` of one image: x is [C, P] (P > 0 pixels), bias all M values
 // (null: none); writes y[m] for the panel's output channels m < M.
 void pointwise_mean_f32(const PointwiseWeights& w, int64_t panel, const float* x, int64_t P, const float* bias,
-                        const ops::FusedActivation& act, float* y);
+                        const ops::FusedActivation& act, float* y, PrefetchRange prefetch = {});
 
 }  // namespace nn
 }  // namespace singa

@@ -625,6 +625,13 @@ void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
   a->set_i(v);
 }
 
+void add_float(::onnx::NodeProto* n, const char* name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
 struct Block {
   int64_t N = 1, C = 8, Me = 32, M = 16, H = 9, W = 7, K = 3, S = 1;
   std::vector<int64_t> pads{1, 1, 1, 1};
@@ -1004,6 +1011,116 @@ TEST(Passes, GlobalAveragePoolStaysOrFailsWhereTheConvCannotTakeIt) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find("head"), std::string::npos) << msg;
       EXPECT_NE(msg.find("global_average_pool"), std::string::npos) << msg;
+    }
+  }
+}
+
+namespace {
+
+// conv_mean(c) -> Flatten -> Gemm(wfc, cfc) -> y [N, outputs]: a classifier head.
+struct HeadCase {
+  MeanCase conv;
+  int64_t outputs = 37;
+  bool trans_b = true;
+  int gemm_bias = 1;  // 0: none, 1: [outputs], 2: [1, outputs]
+};
+
+ModelBuilder conv_mean_gemm(const HeadCase& h) {
+  ModelBuilder m = conv_mean(h.conv);
+  auto* g = m.model.mutable_graph();
+  g->mutable_node(g->node_size() - 1)->set_output(0, "means");
+  g->mutable_output()->Clear();
+  const int64_t M = h.conv.M;
+  m.initializer("wfc", random_floats(h.trans_b ? singa::Shape{h.outputs, M} : singa::Shape{M, h.outputs}, 74));
+  std::vector<std::string> ins{"flat", "wfc"};
+  if (h.gemm_bias) {
+    m.initializer("cfc", random_floats(h.gemm_bias == 1 ? singa::Shape{h.outputs} : singa::Shape{1, h.outputs}, 75));
+    ins.push_back("cfc");
+  }
+  m.node("Flatten", {"means"}, {"flat"}, "flatten");
+  m.node("Gemm", ins, {"y"}, "fc");
+  if (h.trans_b) add_int(m.last(), "transB", 1);
+  m.output("y", SINGA_ONNX_FLOAT, {h.conv.N, h.outputs});
+  return m;
+}
+
+}  // namespace
+
+// A Conv with its GlobalAveragePool, a Flatten and a Gemm with constant
+// weights (a classifier head) run as one ConvMeanGemm node: Wfc as [outputs,
+// M] and [M, outputs], a bias row of either shape or none, batches, the
+// fallback of a conv without pointwise weights (no bias, 1x1 plane), and a
+// Gemm wide enough to split its columns over 2-3 threads.
+TEST(Passes, ClassifierHeadRunsAsOneNode) {
+  ensure_loaded();
+  std::vector<HeadCase> cases;
+  HeadCase h;
+  cases.push_back(h);  // MobileNetV2's head, in small: 70 channels on 49 pixels, 37 classes
+  h.conv.N = 2, h.conv.act = "Clip", h.trans_b = false, h.gemm_bias = 2;
+  cases.push_back(h);
+  h = HeadCase();
+  h.conv.act = "", h.conv.bias = false, h.conv.H = h.conv.W = 1, h.conv.M = 5, h.conv.N = 3, h.gemm_bias = 0;
+  cases.push_back(h);
+  h = HeadCase();
+  h.conv.act = "LeakyRelu", h.conv.M = 130, h.conv.H = h.conv.W = 5, h.conv.N = 2, h.outputs = 1000;
+  cases.push_back(h);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const HeadCase& c = cases[i];
+    ModelBuilder m = conv_mean_gemm(c);
+    for (int threads : {1, 2, 3}) {
+      singa::onnx::PrepareOptions o;
+      o.threads = threads;
+      auto ops = check_same(m, {random_floats({c.conv.N, c.conv.C, c.conv.H, c.conv.W}, 95 + unsigned(i))}, 1e-5, o);
+      EXPECT_EQ(ops, (std::vector<std::string>{"ConvMeanGemm"}));
+    }
+    EXPECT_EQ(stats_of(m).conv_mean_gemms, 1);
+  }
+}
+
+// The head stays three nodes where the Gemm does more than the fused kernel
+// (alpha, weights that are an input), where the Flatten's result is read too
+// or flattens at another axis; a ConvMeanGemm written by hand with weights of
+// the wrong shape, or without the GlobalAveragePool, fails naming them.
+TEST(Passes, ClassifierHeadStaysOrFailsWhereTheKernelCannotTakeIt) {
+  ensure_loaded();
+  const Tensor x = random_floats({1, 24, 7, 7}, 99);
+  ModelBuilder scaled = conv_mean_gemm(HeadCase());
+  add_float(scaled.last(), "alpha", 0.5f);
+  ModelBuilder read = conv_mean_gemm(HeadCase());
+  read.output("flat", SINGA_ONNX_FLOAT, {1, 70});
+  ModelBuilder axis0 = conv_mean_gemm(HeadCase());
+  add_int(axis0.model.mutable_graph()->mutable_node(3), "axis", 0);
+  ModelBuilder fed = conv_mean_gemm(HeadCase());
+  fed.input("wfc_in", SINGA_ONNX_FLOAT, {37, 70});
+  fed.last()->set_input(1, "wfc_in");
+  for (ModelBuilder* m : {&scaled, &read, &axis0}) {
+    EXPECT_EQ(stats_of(*m).conv_mean_gemms, 0);
+    check_same(*m, {x}, 1e-5);
+  }
+  EXPECT_EQ(stats_of(fed).conv_mean_gemms, 0);
+
+  for (const std::string bad : {"shape", "no mean"}) {
+    SCOPED_TRACE(bad);
+    ModelBuilder m(13);
+    auto* op = m.model.add_opset_import();
+    op->set_domain("ai.singa");
+    op->set_version(1);
+    m.input("x", SINGA_ONNX_FLOAT, {1, 24, 7, 7}).initializer("w", random_floats({70, 24, 1, 1}, 72));
+    m.initializer("wfc", random_floats(bad == "shape" ? singa::Shape{37, 69} : singa::Shape{37, 70}, 74));
+    m.node("ConvMeanGemm", {"x", "w", "", "wfc"}, {"y"}, "head");
+    m.last()->set_domain("ai.singa");
+    if (bad != "no mean") add_int(m.last(), "global_average_pool", 1);
+    add_int(m.last(), "transB", 1);
+    m.output("y", SINGA_ONNX_FLOAT, {1, 37});
+    try {
+      auto rep = singa::onnx::prepare_bytes(m.bytes());
+      rep->run({x});
+      ADD_FAILURE() << "no error";
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("head"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(bad == "shape" ? "Wfc" : "global_average_pool"), std::string::npos) << msg;
     }
   }
 }
