@@ -21,11 +21,6 @@ namespace passes {
 
 namespace {
 
-float float_attr(const graph::Node& n, const std::string& name, float dflt) {
-  const auto* a = find_attr(n, name);
-  return a ? a->f() : dflt;
-}
-
 // The Gemm computes [N, M] x Wfc + Cfc with nothing the fused kernel leaves
 // out: constant float weights over M inputs, a constant bias row (or none),
 // alpha and beta 1, A not transposed, no fused activation.

@@ -122,6 +122,11 @@ int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt) {
   return a ? a->i() : dflt;
 }
 
+float float_attr(const graph::Node& n, const std::string& name, float dflt) {
+  const auto* a = find_attr(n, name);
+  return a ? a->f() : dflt;
+}
+
 void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v) {
   auto* a = p.add_attribute();
   a->set_name(name);

@@ -43,6 +43,8 @@ const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string&
 
 // An INT attribute's value, `dflt` when absent.
 int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt);
+// A FLOAT attribute's value, `dflt` when absent.
+float float_attr(const graph::Node& n, const std::string& name, float dflt);
 
 // Attributes a pass adds to a node's proto.
 void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v);
