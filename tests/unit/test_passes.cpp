@@ -1078,6 +1078,13 @@ TEST(Passes, ClassifierHeadRunsAsOneNode) {
   }
 }
 
+// optimized_model() writes the ConvMeanGemm node with its domain: the model
+// loads, checks and runs again with the same results.
+TEST(Passes, OptimizedModelWithAClassifierHeadLoadsAgain) {
+  ensure_loaded();
+  check_optimized_model_loads_again(conv_mean_gemm(HeadCase()), "ConvMeanGemm", random_floats({1, 24, 7, 7}, 98));
+}
+
 // The head stays three nodes where the Gemm does more than the fused kernel
 // (alpha, weights that are an input), where the Flatten's result is read too
 // or flattens at another axis; a ConvMeanGemm written by hand with weights of
