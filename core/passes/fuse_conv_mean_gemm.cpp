@@ -31,8 +31,9 @@ bool classifier_gemm(const graph::Graph& g, const graph::Node& gemm, int a, int6
   if (int_attr(gemm, "transA", 0) != 0 || float_attr(gemm, "alpha", 1.f) != 1.f || find_attr(gemm, "activation"))
     return false;
   const Tensor* w = float_constant(g, gemm, 1);
-  if (!w || w->shape().size() != 2 || w->shape()[int_attr(gemm, "transB", 0) != 0 ? 1 : 0] != M) return false;
-  const int64_t outputs = w->shape()[int_attr(gemm, "transB", 0) != 0 ? 0 : 1];
+  const bool trans_b = int_attr(gemm, "transB", 0) != 0;
+  if (!w || w->shape().size() != 2 || w->shape()[trans_b ? 1 : 0] != M) return false;
+  const int64_t outputs = w->shape()[trans_b ? 0 : 1];
   if (gemm.inputs.size() < 3 || gemm.inputs[2] < 0) return true;
   if (float_attr(gemm, "beta", 1.f) != 1.f) return false;
   const Tensor* c = float_constant(g, gemm, 2);

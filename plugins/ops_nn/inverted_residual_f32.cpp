@@ -1,20 +1,21 @@
 #include "inverted_residual_f32.hpp"
 
-#include <algorithm>
+#include "conv_nchw_f32.hpp"
+#include "channels_last_f32.hpp"
+#include "pointwise_channels_last_f32.hpp"
+#include "vec_activation_avx512.hpp"
+
 #include <avx512_region.hpp>
-#include <cstring>
 #include <dnnl_sgemm.hpp>
 #include <env_switch.hpp>
 #include <line_aligned.hpp>
 #include <sgemm.hpp>  // fast::avx512
+
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include "channels_last_f32.hpp"
-#include "conv_nchw_f32.hpp"
-#include "pointwise_channels_last_f32.hpp"
-#include "vec_activation_avx512.hpp"
 
 namespace singa {
 namespace nn {
