@@ -125,9 +125,11 @@ void stencil_blocks(const float* e, int64_t e_lo, const float* wt, const float* 
 // yt[p * M + m] = sum_k d[p * Me + k] w2[m, k]. Through the register tile
 // of pointwise_channels_last_f32.hpp (MobileNetV2: blocks 2-7's expand 3-7%
 // faster each at 1 thread than through sgemm, blocks 8-17's 2-13%; the
-// project stage 3-7% on the blocks with 64 and 96 outputs); where a stage's
-// channels are not whole vectors (the project of 24 outputs), and with
-// SINGA_BAND_TILES=0 (to compare), through oneDNN's sgemm.
+// project stage 3-7% on the blocks with 64 and 96 outputs; on blocks 2 and
+// 3's 24 outputs, a vector and a half, the whole blocks ran 8-9% faster at
+// 1 and 2 threads than with sgemm); where a stage's outputs do not fit the
+// tile (channels_last_fits), and with SINGA_BAND_TILES=0 (to compare),
+// through oneDNN's sgemm.
 void expand(const float* x, int64_t plane, int64_t P, int64_t C, const InvertedResidualWeights& pw, int64_t c0,
             int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
   if (pw.w1p.M == Me) return channels_last_product(x, plane, 1, P, pw.w1p, c0, c1, b1, act, e, Me);
@@ -276,7 +278,7 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
   // The project stage by output channels where its weights outweigh the
   // filtered image (MobileNetV2's 7x7 blocks: 614 KiB of weights against 188
   // KiB), so that each task reads a share of them; else by pixels.
-  const bool by_channels = pw.w2p.M == M && M / kL >= slices && M > OHW;
+  const bool by_channels = pw.w2p.M == M && M % kL == 0 && M / kL >= slices && M > OHW;
   ctx.parallel_for(s.N * slices, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     thread_local std::vector<float> y_buf;
@@ -355,13 +357,13 @@ InvertedResidualWeights inverted_residual_weights(const float* w1, const float* 
   InvertedResidualWeights p;
   if (!inverted_residual_bands(s)) return p;
   // One layout per product: the tiles' packed panels where they run (Me is
-  // whole vectors here; M may not be), else sgemm's transposed weights.
+  // whole vectors here; M may not fit), else sgemm's transposed weights.
   if (s.expand && band_tiles())
     p.w1p = channels_last_weights(w1, s.Me, s.C);
   else if (s.expand)
     p.w1t = transposed(w1, s.Me, s.C);
   p.wdt = transposed(wd, s.Me, s.dw.k[1] * s.dw.k[2]);
-  if (band_tiles() && s.M % 16 == 0)
+  if (band_tiles() && channels_last_fits(s.M))
     p.w2p = channels_last_weights(w2, s.M, s.Me);
   else
     p.w2t = transposed(w2, s.M, s.Me);

@@ -41,7 +41,7 @@ struct InvertedResidual {
 
 // The weights in the layouts of the band kernel: wdt [K*K][Me] (tap-major),
 // and for each product either its panels for the register tile
-// (pointwise_channels_last_f32.hpp; w1p, and w2p where M is whole vectors)
+// (pointwise_channels_last_f32.hpp; w1p, and w2p where channels_last_fits(M))
 // or its transpose for oneDNN's sgemm (w1t [C][Me], w2t [Me][M]). Made once per node where the weights are
 // constants; empty where the band kernel does not run.
 struct InvertedResidualWeights {

@@ -3,6 +3,7 @@
 #include <avx512_region.hpp>
 
 #include <algorithm>
+#include <cassert>
 
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
@@ -14,6 +15,12 @@ namespace singa {
 namespace nn {
 
 SINGA_AVX512_BEGIN
+// The half vector's 256-bit FMAs (every AVX-512 CPU has FMA3).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("fma"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC target("fma")
+#endif
 
 namespace {
 
@@ -34,48 +41,86 @@ struct Product {
   const float* b;
 };
 
-// NP pixels from p0 by NV vectors of channels from vector v0.
-template <int NV, int NP, Kind A>
+// NP pixels from p0 by NV vectors of channels from vector v0, and where
+// kHalf the first 8 channels of the vector after them (256-bit FMAs).
+template <int NV, bool kHalf, int NP, Kind A>
 void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVecs], const VecActivation<A>& f) {
   __m512 acc[NV][NP];
+  __m256 half[NP];
 #pragma GCC unroll 4
   for (int j = 0; j < NV; ++j)
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) acc[j][p] = bias[j];
-  fast::accumulate_tile<NV, NP>(q.w + v0 * q.ldv, kChannelsLastPanel, q.x + p0 * q.ldp, q.ldx, q.K, acc, q.ldp, q.ldv);
+  const float* w = q.w + v0 * q.ldv;
+  const float* x = q.x + p0 * q.ldp;
+  if constexpr (!kHalf) {
+    fast::accumulate_tile<NV, NP>(w, kChannelsLastPanel, x, q.ldx, q.K, acc, q.ldp, q.ldv);
+  } else {
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) half[p] = _mm256_setzero_ps();  // no bias: see channels_last_product
+    const float* wh = w + NV * q.ldv;
+    for (int64_t k = 0; k < q.K; ++k) {
+      const float* wk = w + k * kChannelsLastPanel;
+      const float* xk = x + k * q.ldx;
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) wv[j] = _mm512_loadu_ps(wk + j * q.ldv);
+      const __m256 hv = _mm256_loadu_ps(wh + k * kChannelsLastPanel);
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) {
+        const __m512 xv = _mm512_set1_ps(xk[p * q.ldp]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[j][p] = _mm512_fmadd_ps(wv[j], xv, acc[j][p]);
+        half[p] = _mm256_fmadd_ps(hv, _mm256_set1_ps(xk[p * q.ldp]), half[p]);
+      }
+    }
+  }
   float* y = q.y + p0 * q.ldy + v0 * 16;
 #pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p)
+  for (int p = 0; p < NP; ++p) {
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) _mm512_storeu_ps(y + p * q.ldy + 16 * j, f(acc[j][p]));
+    if constexpr (kHalf) _mm256_storeu_ps(y + p * q.ldy + 16 * NV, half[p]);  // nor activation
+  }
 }
 
-template <int NV, Kind A>
+template <int NV, bool kHalf, Kind A>
 void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
   __m512 bias[kMaxVecs];
   for (int j = 0; j < kMaxVecs; ++j)
     bias[j] = q.b && j < NV ? _mm512_loadu_ps(q.b + (v0 + j) * 16) : _mm512_setzero_ps();
   int64_t p = 0;
-  for (; p + kTilePixels <= P; p += kTilePixels) tile<NV, kTilePixels, A>(q, p, v0, bias, f);
+  for (; p + kTilePixels <= P; p += kTilePixels) tile<NV, kHalf, kTilePixels, A>(q, p, v0, bias, f);
   switch (P - p) {
-    case 5: tile<NV, 5, A>(q, p, v0, bias, f); break;
-    case 4: tile<NV, 4, A>(q, p, v0, bias, f); break;
-    case 3: tile<NV, 3, A>(q, p, v0, bias, f); break;
-    case 2: tile<NV, 2, A>(q, p, v0, bias, f); break;
-    case 1: tile<NV, 1, A>(q, p, v0, bias, f); break;
+    case 5: tile<NV, kHalf, 5, A>(q, p, v0, bias, f); break;
+    case 4: tile<NV, kHalf, 4, A>(q, p, v0, bias, f); break;
+    case 3: tile<NV, kHalf, 3, A>(q, p, v0, bias, f); break;
+    case 2: tile<NV, kHalf, 2, A>(q, p, v0, bias, f); break;
+    case 1: tile<NV, kHalf, 1, A>(q, p, v0, bias, f); break;
     default: break;
   }
 }
 
+// `vectors` whole vectors of channels, then a half one where `half` (after
+// a last group of fewer than four: channels_last_fits).
 template <Kind A>
-void run(const Product& q, int64_t P, int64_t vectors, const ops::FusedActivation& act) {
+void run(const Product& q, int64_t P, int64_t vectors, bool half, const ops::FusedActivation& act) {
   const VecActivation<A> f(act);
   for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVecs) {
-    switch (std::min<int64_t>(kMaxVecs, vectors - v0)) {
-      case 4: panel<4, A>(q, P, v0, f); break;
-      case 3: panel<3, A>(q, P, v0, f); break;
-      case 2: panel<2, A>(q, P, v0, f); break;
-      default: panel<1, A>(q, P, v0, f); break;
+    const int64_t n = std::min<int64_t>(kMaxVecs, vectors - v0);
+    if (half && n < kMaxVecs) {
+      switch (n) {
+        case 3: panel<3, true, A>(q, P, v0, f); break;
+        case 2: panel<2, true, A>(q, P, v0, f); break;
+        default: panel<1, true, A>(q, P, v0, f); break;
+      }
+      continue;
+    }
+    switch (n) {
+      case 4: panel<4, false, A>(q, P, v0, f); break;
+      case 3: panel<3, false, A>(q, P, v0, f); break;
+      case 2: panel<2, false, A>(q, P, v0, f); break;
+      default: panel<1, false, A>(q, P, v0, f); break;
     }
   }
 }
@@ -85,11 +130,15 @@ void run(const Product& q, int64_t P, int64_t vectors, const ops::FusedActivatio
 void channels_last_product(const float* x, int64_t ldx, int64_t ldp, int64_t P, const PointwiseWeights& w,
                            int64_t m0, int64_t m1, const float* b, const ops::FusedActivation& act, float* y,
                            int64_t ldy) {
+  assert((m1 - m0) % 16 == 0 || (!b && act.kind == ops::FusedActivation::kNone));
   const int64_t ldv = w.C * kChannelsLastPanel;
   const Product q{x, ldx, ldp, w.C, w.packed.data() + m0 / kChannelsLastPanel * ldv, ldv, y, ldy, b ? b + m0 : nullptr};
-  with_kind(act, [&](auto k) { run<decltype(k)::value>(q, P, (m1 - m0) / 16, act); });
+  with_kind(act, [&](auto k) { run<decltype(k)::value>(q, P, (m1 - m0) / 16, (m1 - m0) % 16 == 8, act); });
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 SINGA_AVX512_END
 
 }  // namespace nn

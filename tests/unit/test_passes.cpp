@@ -761,6 +761,20 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   b = Block();
   b.C = 16, b.Me = 96, b.M = 48, b.H = 4, b.W = 6, b.S = 2, b.pads = {1, 1, 1, 1};
   cases.push_back(b);
+  // Outputs of a vector and a half take the project tile with 256-bit FMAs
+  // for the half (with the bias, the activation and the skip connection;
+  // by pixels in channel slices, as the split by channels takes whole
+  // vectors only); 4.5 vectors and a half alone take sgemm.
+  b = Block();
+  b.C = b.M = 40, b.Me = 80, b.H = 9, b.W = 10, b.skip = 1, b.project_act = "Clip";
+  cases.push_back(b);
+  b = Block();
+  b.C = 16, b.Me = 64, b.M = 40, b.H = b.W = 5, b.project_act = "LeakyRelu";
+  cases.push_back(b);
+  b.M = 72;
+  cases.push_back(b);
+  b.M = 8;
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
