@@ -775,6 +775,9 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   cases.push_back(b);
   b.M = 8;
   cases.push_back(b);
+  b = Block();
+  b.C = 16, b.Me = 32, b.M = 24, b.H = 2, b.W = 7;  // 14 pixels: a tile of 8 and a tail of 6
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
