@@ -127,7 +127,8 @@ void stencil_blocks(const float* e, int64_t e_lo, const float* wt, const float* 
 // faster each at 1 thread than through sgemm, blocks 8-17's 2-13%; the
 // project stage 3-7% on the blocks with 64 and 96 outputs; on blocks 2 and
 // 3's 24 outputs, a vector and a half, the whole blocks ran 8-9% faster at
-// 1 and 2 threads than with sgemm); where a stage's outputs do not fit the
+// 1 and 2 threads than with sgemm, block 3 13% with the half's tiles of 8
+// pixels); where a stage's outputs do not fit the
 // tile (channels_last_fits), and with SINGA_BAND_TILES=0 (to compare),
 // through oneDNN's sgemm.
 void expand(const float* x, int64_t plane, int64_t P, int64_t C, const InvertedResidualWeights& pw, int64_t c0,
