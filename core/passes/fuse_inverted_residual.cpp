@@ -6,7 +6,9 @@
 // rows in cache instead of writing them to memory and transposing them
 // (plugins/ops_nn/inverted_residual_f32.hpp). It runs after the activation
 // fusion, so each Conv's fused activation moves onto the node under the
-// stage's prefix (expand_, depthwise_, project_). CPU only, float only, and
+// stage's prefix (expand_, depthwise_, project_). Where the block has no
+// expand stage, a stem Conv of a few channels in front of it takes that place
+// (MobileNetV2's first Conv and block). CPU only, float only, and
 // only windows the kernel takes: all weights constant, the depthwise window
 // 3x3 or 5x5 with stride 1 or 2, explicit pads below the kernel size.
 #include "conv_patterns.hpp"
@@ -42,6 +44,24 @@ bool depthwise(const graph::Graph& g, const graph::Node& n) {
   return true;
 }
 
+// A network's stem in front of a block without an expand stage (MobileNetV2's
+// 3 -> 32 3x3/2 Conv before its first block): a float 2-D Conv of one group
+// over at most 4 channels whose Me outputs are a multiple of 32, strides 1 or
+// 2, which the kernel runs row by row into the block's bands
+// (plugins/ops_nn/conv_thin_f32.hpp's conv_thin_rows_channels_last).
+bool stem(const graph::Graph& g, const graph::Node& n, int64_t Me) {
+  if (!plain_conv(g, n)) return false;
+  const Tensor* w = conv_weights(g, n);
+  const auto& ws = w->shape();
+  if (ws.size() != 4 || ws[0] != Me || Me % 32 != 0 || ws[1] < 1 || ws[1] > 4 || (ws[2] == 1 && ws[3] == 1)) return false;
+  if (const auto* group = find_attr(n, "group"); group && group->i() != 1) return false;
+  if (const auto* strides = find_attr(n, "strides");
+      strides && !ints_all(strides, 1, 2) && !ints_all(strides, 2, 2))
+    return false;
+  if (const auto* pads = find_attr(n, "pads"); pads && pads->ints_size() != 4) return false;
+  return has_channels(g, n.inputs[0], ws[1]);
+}
+
 }  // namespace
 
 int fuse_inverted_residuals(graph::Graph& g) {
@@ -70,6 +90,12 @@ int fuse_inverted_residuals(graph::Graph& g) {
       graph::Node& cand = g.nodes[size_t(ep)];
       if (float_value(g, cand.inputs[0]) && has_channels(g, cand.inputs[0], conv_weights(g, cand)->shape()[1]))
         expand = &cand;
+    }
+    // Else a stem there takes the expand stage's place.
+    bool with_stem = false;
+    if (!expand && ep >= 0 && !dead[size_t(ep)] && single_use(g, e) && stem(g, g.nodes[size_t(ep)], Me)) {
+      expand = &g.nodes[size_t(ep)];
+      with_stem = true;
     }
     ::onnx::NodeProto p;
     p.set_op_type("ExpandDepthwiseProject");
@@ -108,6 +134,14 @@ int fuse_inverted_residuals(graph::Graph& g) {
     for (const auto& a : dw.proto.attribute())
       if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "pads" || a.name() == "dilations")
         *p.add_attribute() = a;
+    if (with_stem) {
+      add_int_attr(p, "expand_window", 1);
+      for (const auto& a : expand->proto.attribute())
+        if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "pads" || a.name() == "dilations") {
+          *p.add_attribute() = a;
+          p.mutable_attribute(p.attribute_size() - 1)->set_name("expand_" + a.name());
+        }
+    }
     if (expand) move_activation(*expand, p, "expand_");
     move_activation(dw, p, "depthwise_");
     move_activation(project, p, "project_");

@@ -38,14 +38,15 @@ struct Attrs {
   bool ceil_mode = false;
 
   Attrs() = default;
+  // `prefix`: the attributes of a fused node's stage (expand_strides, ...).
   template <class K>
-  Attrs(const sdk::Node& node, const K& k) {
-    kernel_shape = node.attr_ints("kernel_shape");
-    strides = node.attr_ints("strides");
-    dilations = node.attr_ints("dilations");
-    pads = node.attr_ints("pads");
-    ceil_mode = node.attr_int("ceil_mode", 0) != 0;
-    const std::string ap = node.attr_string("auto_pad", "NOTSET");
+  Attrs(const sdk::Node& node, const K& k, const std::string& prefix = "") {
+    kernel_shape = node.attr_ints((prefix + "kernel_shape").c_str());
+    strides = node.attr_ints((prefix + "strides").c_str());
+    dilations = node.attr_ints((prefix + "dilations").c_str());
+    pads = node.attr_ints((prefix + "pads").c_str());
+    ceil_mode = node.attr_int((prefix + "ceil_mode").c_str(), 0) != 0;
+    const std::string ap = node.attr_string((prefix + "auto_pad").c_str(), "NOTSET");
     if (ap == "NOTSET" || ap.empty())
       auto_pad = AutoPad::NotSet;
     else if (ap == "SAME_UPPER")
@@ -55,15 +56,17 @@ struct Attrs {
     else if (ap == "VALID")
       auto_pad = AutoPad::Valid;
     else
-      k.fail("attribute auto_pad has unknown value '" + ap + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+      k.fail("attribute " + prefix + "auto_pad has unknown value '" + ap +
+             "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
     for (const auto& [v, name] : {std::pair<const std::vector<int64_t>*, const char*>{&kernel_shape, "kernel_shape"},
                                   {&strides, "strides"},
                                   {&dilations, "dilations"}})
       for (int64_t x : *v)
-        if (x <= 0) k.fail(std::string("attribute ") + name + " must be positive, got " + shape_str(*v));
+        if (x <= 0) k.fail("attribute " + prefix + name + " must be positive, got " + shape_str(*v));
     for (int64_t p : pads)
-      if (p < 0) k.fail("attribute pads must not be negative, got " + shape_str(pads));
-    if (pads.size() % 2) k.fail("attribute pads must hold a begin and an end per axis, got " + shape_str(pads));
+      if (p < 0) k.fail("attribute " + prefix + "pads must not be negative, got " + shape_str(pads));
+    if (pads.size() % 2)
+      k.fail("attribute " + prefix + "pads must hold a begin and an end per axis, got " + shape_str(pads));
   }
   bool same() const { return auto_pad == AutoPad::SameUpper || auto_pad == AutoPad::SameLower; }
 };

@@ -2,6 +2,7 @@
 
 #include "blocked16_f32.hpp"
 #include "pool_blocked16_f32.hpp"
+#include "vec_activation_avx512.hpp"
 
 #include <avx512_region.hpp>
 #include <line_aligned.hpp>
@@ -60,6 +61,8 @@ struct Job {
   const ThinConvWeights* w;
   float* b;             // conv row r0's first pixel of the first 16-channel block
   int64_t block;        // floats between 16-channel blocks in b
+  int64_t pixel;        // floats between pixels in b: 16 in blocks, M channels-last
+  const FusedActivation* act;  // applied as the rows are stored: conv_rows' A
 };
 
 // GCC's predictive commoning (-O3) keeps the input values that the next tap
@@ -75,7 +78,7 @@ struct Job {
 // Output pixels [ox, ox + P) of one output row, whose taps all lie inside the
 // input row, for the B 16-channel blocks of group wg; input row iy0 + ky for
 // the window rows [ky0, ky1) that lie inside the image.
-template <int B, int P, int S>
+template <int B, int P, int S, FusedActivation::Kind A>
 SINGA_NO_PREDICTIVE_COMMONING void strip(const Job& j, const float* wg, const float* bias, int64_t ky0, int64_t ky1,
                                          int64_t iy0, int64_t ix0, float* out) {
   const int64_t H = j.g->in[1], W = j.g->in[2], KH = j.w->KH, KW = j.w->KW;
@@ -102,14 +105,15 @@ SINGA_NO_PREDICTIVE_COMMONING void strip(const Job& j, const float* wg, const fl
         }
       }
     }
+  const VecActivation<A> f(*j.act);
 #pragma GCC unroll 8
   for (int b = 0; b < B; ++b)
 #pragma GCC unroll 24
-    for (int p = 0; p < P; ++p) _mm512_storeu_ps(out + b * j.block + p * kL, acc[p][b]);
+    for (int p = 0; p < P; ++p) _mm512_storeu_ps(out + b * j.block + p * j.pixel, f(acc[p][b]));
 }
 
 // One output pixel whose window may reach past the row's ends (the padding).
-template <int B>
+template <int B, FusedActivation::Kind A>
 void edge(const Job& j, const float* wg, const float* bias, int64_t ky0, int64_t ky1, int64_t iy0, int64_t ix0,
           float* out) {
   const int64_t H = j.g->in[1], W = j.g->in[2], KH = j.w->KH, KW = j.w->KW;
@@ -125,11 +129,13 @@ void edge(const Job& j, const float* wg, const float* bias, int64_t ky0, int64_t
         for (int b = 0; b < B; ++b) acc[b] = _mm512_fmadd_ps(_mm512_loadu_ps(wk + (kx * B + b) * kL), xv, acc[b]);
       }
     }
-  for (int b = 0; b < B; ++b) _mm512_storeu_ps(out + b * j.block, acc[b]);
+  const VecActivation<A> f(*j.act);
+  for (int b = 0; b < B; ++b) _mm512_storeu_ps(out + b * j.block, f(acc[b]));
 }
 
-// Conv rows [r0, r1), every channel, plus the bias, into j.b.
-template <int B, int S>
+// Conv rows [r0, r1), every channel, plus the bias, with activation A (kNone
+// where the caller applies it later), into j.b.
+template <int B, int S, FusedActivation::Kind A>
 void conv_rows(const Job& j, int64_t r0, int64_t r1) {
   constexpr int P = 24 / B;  // 24 accumulators, the weights and one input value: 29 of 32 registers
   const Geometry& g = *j.g;
@@ -153,27 +159,29 @@ void conv_rows(const Job& j, int64_t r0, int64_t r1) {
     for (int64_t g0 = 0; g0 < j.w->M; g0 += B * kL) {
       const float* wg = j.w->packed.data() + g0 * taps;
       const float* bias = j.bias ? j.bias + g0 : nullptr;
-      float* out = j.b + g0 / kL * j.block + (r - r0) * OW * kL;
-      for (int64_t ox = 0; ox < lo; ++ox) edge<B>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * kL);
+      float* out = j.b + g0 / kL * j.block + (r - r0) * OW * j.pixel;
+      const int64_t px = j.pixel;
+      for (int64_t ox = 0; ox < lo; ++ox) edge<B, A>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * px);
       if (hi - lo >= P) {
         int64_t ox = lo;
-        for (; ox + P <= hi; ox += P) strip<B, P, S>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * kL);
+        for (; ox + P <= hi; ox += P) strip<B, P, S, A>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * px);
         // The last few columns as a strip that ends at hi: it recomputes
         // some of the one before, to the same values.
-        if (ox < hi) strip<B, P, S>(j, wg, bias, ky0, ky1, iy0, (hi - P) * S - pl, out + (hi - P) * kL);
+        if (ox < hi) strip<B, P, S, A>(j, wg, bias, ky0, ky1, iy0, (hi - P) * S - pl, out + (hi - P) * px);
       } else {
-        for (int64_t ox = lo; ox < hi; ++ox) edge<B>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * kL);
+        for (int64_t ox = lo; ox < hi; ++ox) edge<B, A>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * px);
       }
-      for (int64_t ox = hi; ox < OW; ++ox) edge<B>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * kL);
+      for (int64_t ox = hi; ox < OW; ++ox) edge<B, A>(j, wg, bias, ky0, ky1, iy0, ox * S - pl, out + ox * px);
     }
   }
 }
 
 using RowsFn = void (*)(const Job&, int64_t, int64_t);
 
+template <FusedActivation::Kind A>
 RowsFn rows_for(int64_t group_width, int64_t stride) {
-  if (group_width == 64) return stride == 1 ? &conv_rows<4, 1> : &conv_rows<4, 2>;
-  return stride == 1 ? &conv_rows<2, 1> : &conv_rows<2, 2>;
+  if (group_width == 64) return stride == 1 ? &conv_rows<4, 1, A> : &conv_rows<4, 2, A>;
+  return stride == 1 ? &conv_rows<2, 1, A> : &conv_rows<2, 2, A>;
 }
 
 }  // namespace
@@ -181,7 +189,8 @@ RowsFn rows_for(int64_t group_width, int64_t stride) {
 void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeights& w, const float* bias, float* y,
                    int64_t N, const Geometry& g, const FusedActivation& act, const Geometry* pool, bool blocked_out) {
   const int64_t C = w.C, M = w.M, HW = g.in[1] * g.in[2], OH = g.out[1], OW = g.out[2];
-  const RowsFn conv = rows_for(w.group_width, g.s[1]);
+  const RowsFn conv = rows_for<FusedActivation::kNone>(w.group_width, g.s[1]);
+  const FusedActivation none;  // store_band16 applies act
   const int64_t YH = pool ? pool->out[1] : OH, YW = pool ? pool->out[2] : OW;  // the rows and columns y gets
   // Steps of output rows whose conv rows take about 192 KiB (L2 holds them
   // until they are pooled or stored).
@@ -209,7 +218,7 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
       if (!pool) {
         for (int64_t r0 = y_begin; r0 < y_end; r0 += step) {
           const int64_t r1 = std::min(y_end, r0 + step);
-          conv(Job{xn, bias, &g, &w, b, (r1 - r0) * OW * kL}, r0, r1);
+          conv(Job{xn, bias, &g, &w, b, (r1 - r0) * OW * kL, kL, &none}, r0, r1);
           store_band16(b, yn, blocked_out, 1, M, r1 - r0, OW, OH, r0, act);
         }
         continue;
@@ -231,7 +240,7 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
           have_lo = have_hi = need_lo;
         }
         if (need_hi > have_hi) {
-          conv(Job{xn, bias, &g, &w, b + (have_hi - have_lo) * OW * kL, block}, have_hi, need_hi);
+          conv(Job{xn, bias, &g, &w, b + (have_hi - have_lo) * OW * kL, block, kL, &none}, have_hi, need_hi);
           have_hi = need_hi;
         }
         max_pool_blocked16_f32(b, 1, M, cap, have_lo, *pool, q0, q1, pooled);
@@ -241,10 +250,20 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
   });
 }
 
+void conv_thin_rows_channels_last(const float* x, const ThinConvWeights& w, const float* bias, const Geometry& g,
+                                  const FusedActivation& act, int64_t r0, int64_t r1, float* y) {
+  const RowsFn rows = with_kind(act, [&](auto k) { return rows_for<decltype(k)::value>(w.group_width, g.s[1]); });
+  rows(Job{x, bias, &g, &w, y, kL, w.M, &act}, r0, r1);
+}
+
 SINGA_AVX512_END
 #else
 void conv_thin_f32(const sdk::Context&, const float*, const ThinConvWeights&, const float*, float*, int64_t,
                    const Geometry&, const FusedActivation&, const Geometry*, bool) {
+  std::abort();
+}
+void conv_thin_rows_channels_last(const float*, const ThinConvWeights&, const float*, const Geometry&,
+                                  const FusedActivation&, int64_t, int64_t, float*) {
   std::abort();
 }
 #endif

@@ -50,6 +50,13 @@ void conv_thin_f32(const sdk::Context& ctx, const float* x, const ThinConvWeight
                    int64_t N, const Geometry& g, const ops::FusedActivation& act, const Geometry* pool,
                    bool blocked_out = false);
 
+// Output rows [r0, r1) of one image x [C, H, W], act(conv + bias),
+// channels-last into y ([pixel][M], row r0's first pixel at y), on the
+// calling thread: ExpandDepthwiseProject's stem stage
+// (inverted_residual_f32.hpp), which filters the rows while they are in L2.
+void conv_thin_rows_channels_last(const float* x, const ThinConvWeights& w, const float* bias, const Geometry& g,
+                                  const ops::FusedActivation& act, int64_t r0, int64_t r1, float* y);
+
 }  // namespace nn
 }  // namespace singa
 #endif

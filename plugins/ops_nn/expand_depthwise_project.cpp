@@ -4,7 +4,10 @@
 //
 //   ExpandDepthwiseProject(X, W1?, B1?, Wd, Bd?, W2, B2?) -> Y
 //     Y = Conv(Conv(Conv(X, W1, B1), Wd, Bd, group = Me), W2, B2)
-//   W1 [Me, C, 1, 1] (absent: no expand stage, Me = C), Wd [Me, 1, K, K],
+//   W1 [Me, C, 1, 1] (absent: no expand stage, Me = C), or a stem's
+//   [Me, C, KH, KW] whose window attributes come as expand_kernel_shape,
+//   expand_strides, expand_pads, expand_dilations (`expand_window` = 1 says
+//   the stage has them, even where they are all defaults), Wd [Me, 1, K, K],
 //   W2 [M, Me, 1, 1]; the depthwise Conv's window attributes (kernel_shape,
 //   strides, pads, dilations, auto_pad) as they were, and each stage's fused
 //   activation under the prefixes expand_, depthwise_ and project_
@@ -26,6 +29,8 @@ class ExpandDepthwiseProject : public NodeKernel {
   explicit ExpandDepthwiseProject(const sdk::Node& node)
       : NodeKernel(node),
         attrs_(node, *this),
+        stem_attrs_(node, *this, "expand_"),
+        stem_(node.attr_int("expand_window", 0) != 0),
         residual_(node.attr_int("residual", 0) != 0),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
@@ -37,11 +42,14 @@ class ExpandDepthwiseProject : public NodeKernel {
     if (!float4(wd) || !float4(w2) || (w1.present() && !float4(w1))) return;
     InvertedResidual s;
     s.expand = w1.present();
+    s.stem_conv = stem_ && s.expand;
     s.Me = wd.shape()[0];
     s.C = s.expand ? w1.shape()[1] : s.Me;
     s.M = w2.shape()[0];
     s.dw.k[1] = wd.shape()[2];
     s.dw.k[2] = wd.shape()[3];
+    s.stem.k[1] = s.expand ? w1.shape()[2] : 1;
+    s.stem.k[2] = s.expand ? w1.shape()[3] : 1;
     if ((s.expand && w1.shape()[0] != s.Me) || w2.shape()[1] != s.Me) return;  // compute() names the mismatch
     prepared_ = inverted_residual_weights(s.expand ? w1.data<float>() : nullptr, wd.data<float>(), w2.data<float>(), s);
   }
@@ -59,9 +67,18 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.expand = w1.present();
     check(s.expand || !b1.present(), "B1 is given without W1");
     s.Me = s.expand ? w1.shape()[0] : s.C;
-    if (s.expand)
+    check(!stem_ || s.expand, "attribute expand_window is given without W1");
+    s.stem_conv = stem_;
+    if (s.stem_conv) {
+      const Shape ws = w1.shape();
+      check(ws.size() == 4 && ws[1] == s.C,
+            "W1 must be [Me, " + std::to_string(s.C) + ", KH, KW], got " + shape_str(ws));
+      s.stem = window_geometry(stem_attrs_, {xs[2], xs[3]}, {ws[2], ws[3]}, *this);
+    } else if (s.expand) {
       check(w1.shape() == Shape{s.Me, s.C, 1, 1},
             "W1 must be [Me, " + std::to_string(s.C) + ", 1, 1], got " + shape_str(w1.shape()));
+    }
+    const int64_t H = s.stem_conv ? s.stem.out[1] : xs[2], W = s.stem_conv ? s.stem.out[2] : xs[3];
     const Shape ds = wd.shape();
     check(ds.size() == 4 && ds[0] == s.Me && ds[1] == 1 && ds[2] == ds[3],
           "Wd must be [" + std::to_string(s.Me) + ", 1, K, K], got " + shape_str(ds));
@@ -77,12 +94,12 @@ class ExpandDepthwiseProject : public NodeKernel {
     check_bias(b1, s.Me, "B1");
     check_bias(bd, s.Me, "Bd");
     check_bias(b2, s.M, "B2");
-    s.dw = window_geometry(attrs_, {xs[2], xs[3]}, {ds[2], ds[3]}, *this);
+    s.dw = window_geometry(attrs_, {H, W}, {ds[2], ds[3]}, *this);
     check(depthwise_fits(s.dw, s.Me, s.Me, s.Me),
           "the depthwise window must be 3x3 or 5x5 with stride 1 or 2, no dilation and pads below the kernel");
     s.residual = residual_;
     if (s.residual)
-      check(s.M == s.C && s.dw.out[1] == xs[2] && s.dw.out[2] == xs[3],
+      check(!s.stem_conv && s.M == s.C && s.dw.out[1] == xs[2] && s.dw.out[2] == xs[3],
             "attribute residual needs Y of X's shape " + shape_str(xs));
     s.expand_act = expand_act_;
     s.dw_act = dw_act_;
@@ -95,8 +112,8 @@ class ExpandDepthwiseProject : public NodeKernel {
   }
 
  private:
-  WindowAttrs attrs_;
-  bool residual_;
+  WindowAttrs attrs_, stem_attrs_;
+  bool stem_, residual_;
   ops::FusedActivation expand_act_, dw_act_, project_act_;
   InvertedResidualWeights prepared_;
 };

@@ -2,6 +2,7 @@
 
 #include "conv_nchw_f32.hpp"
 #include "channels_last_f32.hpp"
+#include "im2col.hpp"
 #include "pointwise_channels_last_f32.hpp"
 #include "vec_activation_avx512.hpp"
 
@@ -31,7 +32,17 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
   const Geometry& g = s.dw;
   std::vector<float> expanded, dw(size_t(s.N * s.Me * g.out_size()));
   const float* e = x;
-  if (s.expand) {
+  if (s.stem_conv) {
+    // The stem as one product per image over its unfolded windows.
+    const int64_t taps = s.C * s.stem.k_size(), P = s.stem.out_size();
+    expanded.resize(size_t(s.N * s.Me * P));
+    std::vector<float> cols(size_t(taps * P));
+    for (int64_t n = 0; n < s.N; ++n) {
+      im2col(ctx, x + n * s.C * s.stem.in_size(), s.stem, s.C, 0, P, cols.data());
+      conv_pointwise_f32(ctx, cols.data(), w1, b1, expanded.data() + n * s.Me * P, 1, taps, s.Me, P, s.expand_act);
+    }
+    e = expanded.data();
+  } else if (s.expand) {
     expanded.resize(size_t(s.N * s.Me * g.in_size()));
     conv_pointwise_f32(ctx, x, w1, b1, expanded.data(), s.N, s.C, s.Me, g.in_size(), s.expand_act);
     e = expanded.data();
@@ -205,6 +216,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   const Geometry& g = s.dw;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1];
   const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
+  const int64_t x_plane = s.stem_conv ? s.stem.in_size() : HW;
   // Bands of R output rows whose expanded input rows and depthwise result
   // take about 512 KiB together (half of a core's L2 here).
   const int64_t in_row = W * Me, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
@@ -218,7 +230,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / chunks, ch = t % chunks;
       const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
-      const float* xn = x + n * C * HW;
+      const float* xn = x + n * C * x_plane;
       float* yn = y + n * M * OHW;
       int64_t e_lo = 0, e_hi = 0;  // the input rows e holds
       for (int64_t oy0 = oy_begin; oy0 < oy_end; oy0 += R) {
@@ -233,7 +245,11 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
         if (need_hi > e_hi) {
           float* at = e + (e_hi - e_lo) * in_row;
           const int64_t pixels = (need_hi - e_hi) * W;
-          if (s.expand) {
+          if (s.stem_conv) {
+            // The stem's rows straight into the band, channels-last: no
+            // blocked output to NCHW and back (MobileNetV2's stem and block 1).
+            conv_thin_rows_channels_last(xn, pw.w1thin, b1, s.stem, s.expand_act, e_hi, need_hi, at);
+          } else if (s.expand) {
             expand(xn + e_hi * W, HW, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
           } else {
             to_channels_last(xn + e_hi * W, HW, pixels, Me, at);
@@ -316,7 +332,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
   const int64_t threads = std::max(1, ctx.num_threads());
   const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, s.dw.out[1]);
   const int64_t image_bytes = (s.dw.in_size() + s.dw.out_size()) * s.Me * int64_t(sizeof(float));
-  if (chunks > 1 && s.expand && s.Me / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
+  if (chunks > 1 && s.expand && !s.stem_conv && s.Me / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
       largest_chunk_share(s, chunks) * chunks > 1.08)
     return run_channel_slices(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
   run_row_chunks(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
@@ -326,15 +342,17 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
 SINGA_AVX512_END
 #endif
 
-bool inverted_residual_bands(const InvertedResidual& s) {
+namespace {
+
+// Whether the band kernel's weight layouts apply: AVX-512 and whole vectors
+// of expanded channels (and the stem's 32-channel groups).
+bool band_layouts(const InvertedResidual& s) {
 #ifdef SINGA_AVX512_BEGIN
-  return fast::avx512() && s.Me % kL == 0;
+  return fast::avx512() && s.Me % kL == 0 && (!s.stem_conv || s.Me % 32 == 0);
 #else
   return false;
 #endif
 }
-
-namespace {
 
 // The [cols, rows] transpose of a row-major [rows, cols] matrix.
 std::vector<float> transposed(const float* a, int64_t rows, int64_t cols) {
@@ -346,9 +364,14 @@ std::vector<float> transposed(const float* a, int64_t rows, int64_t cols) {
 
 }  // namespace
 
+bool inverted_residual_bands(const InvertedResidual& s) {
+  return band_layouts(s) && (!s.stem_conv || conv_thin_fits(s.stem, s.C, s.Me, 1, s.expand_act, nullptr));
+}
+
 bool InvertedResidualWeights::fit(const InvertedResidual& s) const {
   auto packed = [](const PointwiseWeights& w, int64_t M, int64_t C) { return w.M == M && w.C == C; };
-  const bool w1 = !s.expand || packed(w1p, s.Me, s.C) || w1t.size() == size_t(s.C * s.Me);
+  const bool stem = w1thin.M == s.Me && w1thin.C == s.C && w1thin.KH == s.stem.k[1] && w1thin.KW == s.stem.k[2];
+  const bool w1 = s.stem_conv ? stem : !s.expand || packed(w1p, s.Me, s.C) || w1t.size() == size_t(s.C * s.Me);
   const bool w2 = packed(w2p, s.M, s.Me) || w2t.size() == size_t(s.Me * s.M);
   return w1 && w2 && wdt.size() == size_t(s.dw.k[1] * s.dw.k[2] * s.Me);
 }
@@ -356,10 +379,12 @@ bool InvertedResidualWeights::fit(const InvertedResidual& s) const {
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s) {
   InvertedResidualWeights p;
-  if (!inverted_residual_bands(s)) return p;
+  if (!band_layouts(s)) return p;
   // One layout per product: the tiles' packed panels where they run (Me is
   // whole vectors here; M may not fit), else sgemm's transposed weights.
-  if (s.expand && band_tiles())
+  if (s.stem_conv)
+    p.w1thin = conv_thin_weights(w1, s.Me, s.C, s.stem.k[1], s.stem.k[2]);
+  else if (s.expand && band_tiles())
     p.w1p = channels_last_weights(w1, s.Me, s.C);
   else if (s.expand)
     p.w1t = transposed(w1, s.Me, s.C);

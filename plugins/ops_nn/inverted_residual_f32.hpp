@@ -20,6 +20,7 @@
 #ifndef SINGA_OPS_NN_INVERTED_RESIDUAL_F32_HPP
 #define SINGA_OPS_NN_INVERTED_RESIDUAL_F32_HPP
 
+#include "conv_thin_f32.hpp"
 #include "fused_activation.hpp"
 #include "pointwise_direct_f32.hpp"  // PointwiseWeights
 #include "spatial.hpp"
@@ -34,6 +35,11 @@ struct InvertedResidual {
   int64_t Me = 0;        // expanded (depthwise) channels; C when there is no expand stage
   int64_t M = 0;         // output channels
   bool expand = true;    // false: the depthwise convolution reads X itself
+  // The expand stage is a KxK convolution of an image of few channels (a
+  // net's stem, MobileNetV2's 3 -> 32 3x3/2) over the window `stem`, not a
+  // 1x1 one: X [N, C, stem.in] and the depthwise input is [N, Me, stem.out].
+  bool stem_conv = false;
+  Geometry stem;
   bool residual = false;  // Y += X, the block's skip connection (same shape: stride 1, M == C)
   Geometry dw;           // the depthwise window, one that depthwise_fits accepts
   ops::FusedActivation expand_act, dw_act, project_act;
@@ -47,19 +53,21 @@ struct InvertedResidual {
 struct InvertedResidualWeights {
   std::vector<float> w1t, wdt, w2t;
   PointwiseWeights w1p, w2p;  // in place of w1t / w2t where the register tiles run
+  ThinConvWeights w1thin;     // in place of w1p / w1t for a stem stage (conv_thin_f32.hpp)
   // True when these are the weights of a block of shape s.
   bool fit(const InvertedResidual& s) const;
 };
 
-// True when the band kernel runs (AVX-512, whole vectors of expanded channels);
-// otherwise the three stages run one after the other on whole tensors.
+// True when the band kernel runs (AVX-512, whole vectors of expanded channels,
+// and for a stem stage a window conv_thin_fits takes); otherwise the three
+// stages run one after the other on whole tensors.
 bool inverted_residual_bands(const InvertedResidual& s);
 
-// w1 [Me, C] (null without expand), wd [Me, K, K], w2 [M, Me].
+// w1 [Me, C] (null without expand; [Me, C, KH, KW] for a stem stage), wd [Me, K, K], w2 [M, Me].
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s);
 
-// x [N, C, H, W]; w1 [Me, C] and b1 [Me] (null without expand; b1 may be null),
+// x [N, C, H, W]; w1 [Me, C] (or a stem's [Me, C, KH, KW]) and b1 [Me] (null without expand; b1 may be null),
 // wd [Me, K, K], bd [Me] or null, w2 [M, Me], b2 [M] or null; y [N, M, OH, OW].
 // `prepared`: inverted_residual_weights of these weights, or null.
 void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,

@@ -638,13 +638,23 @@ struct Block {
   bool expand = true, biases = true;
   int skip = 0;  // 1: y = x + block(x), 2: y = block(x) + x (stride 1, M == the input's channels)
   std::string expand_act = "Clip", dw_act = "Clip", project_act = "";  // "" none, else Relu | LeakyRelu | Clip
-  int64_t out(int64_t in, int axis) const { return (in + pads[size_t(axis)] + pads[size_t(axis) + 2] - K) / S + 1; }
+  // A stem KxK Conv (stride stem_s, pads stem_pads) of C channels as the
+  // expand stage, where stem_k > 0; H and W are then the image's.
+  int64_t stem_k = 0, stem_s = 1;
+  std::vector<int64_t> stem_pads{1, 1, 1, 1};
+  int64_t stem_out(int64_t in, int axis) const {
+    if (!stem_k) return in;
+    return (in + stem_pads[size_t(axis)] + stem_pads[size_t(axis) + 2] - stem_k) / stem_s + 1;
+  }
+  int64_t out(int64_t in, int axis) const {
+    return (stem_out(in, axis) + pads[size_t(axis)] + pads[size_t(axis) + 2] - K) / S + 1;
+  }
 };
 
 // x -> [Conv 1x1 -> act] -> depthwise Conv -> act -> Conv 1x1 [-> act] -> y.
 ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
   ModelBuilder m(13);
-  m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand ? b.C : b.Me, b.H, b.W});
+  m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand || b.stem_k ? b.C : b.Me, b.H, b.W});
   m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
   auto act = [&](const std::string& kind, const std::string& in, const std::string& out) {
     if (kind.empty()) return in;
@@ -664,7 +674,12 @@ ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
     m.node("Conv", ins, {name}, name);
   };
   std::string v = "x";
-  if (b.expand) {
+  if (b.stem_k) {
+    conv(v, "expand", {b.Me, b.C, b.stem_k, b.stem_k}, b.Me);
+    add_ints(m.last(), "pads", b.stem_pads);
+    add_ints(m.last(), "strides", {b.stem_s, b.stem_s});
+    v = act(b.expand_act, "expand", "expand_act");
+  } else if (b.expand) {
     conv(v, "expand", {b.Me, b.C, 1, 1}, b.Me);
     v = act(b.expand_act, "expand", "expand_act");
   }
@@ -778,6 +793,24 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   b = Block();
   b.C = 16, b.Me = 32, b.M = 24, b.H = 2, b.W = 7;  // 14 pixels: a tile of 8 and a tail of 6
   cases.push_back(b);
+  // A stem in front of a block without an expand stage becomes that stage
+  // (MobileNetV2's 3 -> 32 3x3/2 and block 1), its rows computed into the
+  // bands channels-last (conv_thin_f32.cpp): 32 channels in strips of 12
+  // pixels, 64 in strips of 6, strides 1 and 2, one-sided pads, a plane
+  // wide enough for whole strips and one narrower than a strip, several
+  // bands per chunk, a batch, and each activation kind (LeakyRelu outside
+  // the strips' store).
+  b = Block();
+  b.expand = false, b.C = 3, b.stem_k = 3, b.stem_s = 2, b.H = 40, b.W = 37, b.M = 16;
+  cases.push_back(b);
+  b.N = 2, b.stem_s = 1, b.stem_pads = {0, 1, 1, 0}, b.H = 9, b.W = 7, b.Me = 64, b.expand_act = "LeakyRelu";
+  cases.push_back(b);
+  b = Block();
+  b.expand = false, b.C = 4, b.stem_k = 5, b.stem_s = 2, b.stem_pads = {2, 2, 2, 2}, b.H = 230, b.W = 61;
+  b.K = 5, b.pads = {2, 2, 2, 2}, b.S = 2, b.expand_act = "Relu", b.project_act = "Relu", b.biases = false;
+  cases.push_back(b);
+  b.expand_act = "", b.N = 2, b.H = 17, b.C = 1, b.Me = 96, b.M = 40;
+  cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Block& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
@@ -785,7 +818,8 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
     for (int threads : {1, 2, 3}) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
-      auto ops = check_same(m, {random_floats({c.N, c.expand ? c.C : c.Me, c.H, c.W}, 50 + unsigned(i))}, 1e-4, o);
+      auto ops = check_same(m, {random_floats({c.N, c.expand || c.stem_k ? c.C : c.Me, c.H, c.W}, 50 + unsigned(i))},
+                            1e-4, o);
       std::vector<std::string> want{"ExpandDepthwiseProject"};
       if (c.project_act.empty() && !c.skip) want.push_back("Identity");  // the builder's way to name the result y
       EXPECT_EQ(ops, want);
@@ -824,6 +858,18 @@ TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
   ops = check_same(m3, {random_floats({1, 8, 9, 7}, 62)});
   EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Conv", "Identity"}));
   EXPECT_EQ(stats_of(m3).inverted_residuals, 0);
+  // A stem the band kernel cannot take stays a Conv in front of the block:
+  // outputs not a multiple of 32, more than 4 channels, a stride of 3.
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("stem case " + std::to_string(i));
+    Block s;
+    s.expand = false, s.C = 3, s.stem_k = 3, s.stem_s = 2, s.H = 12, s.W = 10;
+    if (i == 0) s.Me = 48;
+    if (i == 1) s.C = 5;
+    if (i == 2) s.stem_s = 3;
+    ops = check_same(inverted_residual(s), {random_floats({1, s.C, s.H, s.W}, 65)});
+    EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "ExpandDepthwiseProject", "Identity"}));
+  }
 }
 
 namespace {
@@ -1535,6 +1581,27 @@ TEST(Passes, BadFusedNodesFailClearly) {
     add_ints(m.last(), "pads", {1, 1, 1, 1});
     m.output("y", SINGA_ONNX_FLOAT, {1, 16, 9, 7});
     expect_error(m, {random_floats({1, 8, 9, 7}, 4)}, "Wd must be");
+  }
+  // ExpandDepthwiseProject with a stem stage: its window leaves no output, its
+  // weights read other channels than X has, a stem without W1.
+  for (int i = 0; i < 3; ++i) {
+    ModelBuilder m(13);
+    auto* op = m.model.add_opset_import();
+    op->set_domain("ai.singa");
+    op->set_version(1);
+    m.input("x", SINGA_ONNX_FLOAT, {1, 3, 4, 4})
+        .initializer("w1", random_floats({32, i == 1 ? 4 : 3, i == 0 ? 7 : 3, 3}, 1))
+        .initializer("wd", random_floats({i == 2 ? 3 : 32, 1, 3, 3}, 2))
+        .initializer("w2", random_floats({16, i == 2 ? 3 : 32, 1, 1}, 3))
+        .node("ExpandDepthwiseProject", {"x", i == 2 ? "" : "w1", "", "wd", "", "w2", ""}, {"y"}, "bad");
+    m.last()->set_domain("ai.singa");
+    add_ints(m.last(), "pads", {1, 1, 1, 1});
+    add_int(m.last(), "expand_window", 1);
+    add_ints(m.last(), "expand_strides", {2, 2});
+    m.output("y", SINGA_ONNX_FLOAT, {1, 16, 2, 2});
+    const char* what[] = {"window of", "W1 must be [Me, 3, KH, KW]", "expand_window is given without W1"};
+    SCOPED_TRACE(what[i]);
+    expect_error(m, {random_floats({1, 3, 4, 4}, 4)}, what[i]);
   }
   {  // ConvAdd whose summand does not have the output's shape
     ModelBuilder m(13);
