@@ -53,7 +53,8 @@ bool stem(const graph::Graph& g, const graph::Node& n, int64_t Me) {
   if (!plain_conv(g, n)) return false;
   const Tensor* w = conv_weights(g, n);
   const auto& ws = w->shape();
-  if (ws.size() != 4 || ws[0] != Me || Me % 32 != 0 || ws[1] < 1 || ws[1] > 4 || (ws[2] == 1 && ws[3] == 1)) return false;
+  if (ws.size() != 4 || ws[0] != Me || Me % 32 != 0 || ws[1] < 1 || ws[1] > 4 || (ws[2] == 1 && ws[3] == 1))
+    return false;
   if (const auto* group = find_attr(n, "group"); group && group->i() != 1) return false;
   if (const auto* strides = find_attr(n, "strides");
       strides && !ints_all(strides, 1, 2) && !ints_all(strides, 2, 2))
