@@ -834,6 +834,10 @@ TEST(Passes, OptimizedModelWithAFusedBlockLoadsAgain) {
   ensure_loaded();
   Block b;
   check_optimized_model_loads_again(inverted_residual(b), "ExpandDepthwiseProject", random_floats({1, 8, 9, 7}, 63));
+  // With a stem stage: its window attributes travel under expand_.
+  Block s;
+  s.expand = false, s.C = 3, s.stem_k = 3, s.stem_s = 2, s.H = 20, s.W = 18;
+  check_optimized_model_loads_again(inverted_residual(s), "ExpandDepthwiseProject", random_floats({1, 3, 20, 18}, 66));
 }
 
 TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
