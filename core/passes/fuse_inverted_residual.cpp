@@ -63,6 +63,16 @@ bool stem(const graph::Graph& g, const graph::Node& n, int64_t Me) {
   return has_channels(g, n.inputs[0], ws[1]);
 }
 
+// A Conv's window attributes onto the fused node, their names prefixed.
+void copy_window(const graph::Node& conv, const std::string& prefix, ::onnx::NodeProto& p) {
+  for (const auto& a : conv.proto.attribute())
+    if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "pads" || a.name() == "dilations") {
+      auto* copy = p.add_attribute();
+      *copy = a;
+      copy->set_name(prefix + a.name());
+    }
+}
+
 }  // namespace
 
 int fuse_inverted_residuals(graph::Graph& g) {
@@ -132,16 +142,10 @@ int fuse_inverted_residuals(graph::Graph& g) {
     }
     project.outputs[0] = out;
     p.add_output(g.values[size_t(out)].name);
-    for (const auto& a : dw.proto.attribute())
-      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "pads" || a.name() == "dilations")
-        *p.add_attribute() = a;
+    copy_window(dw, "", p);
     if (with_stem) {
       add_int_attr(p, "expand_window", 1);
-      for (const auto& a : expand->proto.attribute())
-        if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "pads" || a.name() == "dilations") {
-          *p.add_attribute() = a;
-          p.mutable_attribute(p.attribute_size() - 1)->set_name("expand_" + a.name());
-        }
+      copy_window(*expand, "expand_", p);
     }
     if (expand) move_activation(*expand, p, "expand_");
     move_activation(dw, p, "depthwise_");

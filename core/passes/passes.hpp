@@ -38,8 +38,8 @@ struct PassStats {
   int blocked_values = 0;      // Conv outputs kept in 16-channel blocks for the Convs that read them
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
-           inverted_residuals + conv_pools + conv_means + conv_mean_gemms + matmul_scales + transposed_b + conv_adds + attentions +
-           matmul_epilogues + blocked_values;
+           inverted_residuals + conv_pools + conv_means + conv_mean_gemms + matmul_scales + transposed_b + conv_adds +
+           attentions + matmul_epilogues + blocked_values;
   }
 };
 

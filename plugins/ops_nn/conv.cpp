@@ -273,7 +273,8 @@ class Conv : public NodeKernel {
       convolve<float>(ctx, x, w, b, conv.data(), g, N, C, M, Cg);
       ctx.parallel_for(N * M, 64, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r)
-          yp[r] = P > 0 ? float(plane_sum(conv.data() + r * P, P) / double(P)) : std::numeric_limits<float>::quiet_NaN();
+          yp[r] = P > 0 ? float(plane_sum(conv.data() + r * P, P) / double(P))
+                        : std::numeric_limits<float>::quiet_NaN();
       });
     }
     if (classifier_)
@@ -291,10 +292,10 @@ class Conv : public NodeKernel {
   ClassifierHead classifier_head(const sdk::Context& ctx, int64_t M) const {
     sdk::Tensor w = required(ctx, 3, "Wfc"), c = ctx.input(4);
     const Shape ws = w.shape();
+    const std::string want = classifier_trans_b_ ? "N, " + std::to_string(M) : std::to_string(M) + ", N";
     check(w.dtype() == SINGA_ONNX_FLOAT && ws.size() == 2 && ws[classifier_trans_b_ ? 1 : 0] == M,
-          "Wfc must be float [" + std::string(classifier_trans_b_ ? "N, " + std::to_string(M) : std::to_string(M) + ", N") +
-              "] (transB = " + std::to_string(int(classifier_trans_b_)) + "), got " + sdk::dtype_name(w.dtype()) + " " +
-              shape_str(ws));
+          "Wfc must be float [" + want + "] (transB = " + std::to_string(int(classifier_trans_b_)) + "), got " +
+              sdk::dtype_name(w.dtype()) + " " + shape_str(ws));
     ClassifierHead h;
     h.w = w.data<float>();
     h.outputs = ws[classifier_trans_b_ ? 0 : 1];
