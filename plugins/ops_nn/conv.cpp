@@ -27,6 +27,8 @@
 #include "spatial.hpp"
 #include "winograd_f32.hpp"
 
+#include <line_aligned.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -254,8 +256,13 @@ class Conv : public NodeKernel {
     std::vector<float> means_buf(classifier_ ? size_t(N * M) : 0);
     float* yp = classifier_ ? means_buf.data() : y.data<float>();
     const float* bias = b.present() ? b.data<float>() : nullptr;
-    if (mean_weights_ && mean_weights_->M == M && mean_weights_->C == C && P > 0 && pointwise_fits(g, group_) &&
-        !strided(g)) {
+    const bool mean_tiles = mean_weights_ && mean_weights_->M == M && mean_weights_->C == C && P > 0 &&
+                            pointwise_fits(g, group_) && !strided(g);
+    if (mean_tiles && N == 1 && panels_ && panels_->M == M && panels_->outputs == head.outputs) {
+      classifier_by_panels(ctx, x.data<float>(), P, bias, yp, head.bias, y.data<float>());
+      return y;
+    }
+    if (mean_tiles) {
       const int64_t panels = (M + kMeanPanel - 1) / kMeanPanel;
       // The last image's panels bring the head's weights in, a share each.
       const char* wfc = reinterpret_cast<const char*>(head.w);
@@ -280,6 +287,28 @@ class Conv : public NodeKernel {
     if (classifier_)
       classifier_head_f32(ctx, yp, N, M, head.w, classifier_trans_b_, head.outputs, head.bias, y.data<float>());
     return y;
+  }
+
+  // One image's means and classifier panel by panel (classifier_head_f32.hpp):
+  // each task a run of panels, its partial sums of the classifier its own.
+  void classifier_by_panels(const sdk::Context& ctx, const float* x, int64_t P, const float* bias, float* means,
+                            const float* fc_bias, float* y) const {
+    const ClassifierPanels& c = *panels_;
+    const int64_t panels = c.panels(), parts = std::clamp<int64_t>(ctx.num_threads(), 1, panels);
+    float* partials = fast::line_start(static_cast<float*>(
+        ctx.workspace((size_t(parts * c.padded) + fast::kLineSlack) * sizeof(float))));
+    ctx.parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t first = panels * t / parts, last = panels * (t + 1) / parts;
+        for (int64_t j = first; j < last; ++j) {
+          const char* block = reinterpret_cast<const char*>(c.block(j));
+          pointwise_mean_f32(*mean_weights_, j, x, P, bias, act_, means, {block, block + c.block_bytes(), true});
+          classifier_panel_f32(c, j, means + j * kMeanPanel, std::min(kMeanPanel, c.M - j * kMeanPanel),
+                               partials + t * c.padded, j != first);
+        }
+      }
+    });
+    classifier_sum_f32(c, partials, parts, fc_bias, y);
   }
 
   // A ConvMeanGemm's Gemm inputs, checked against the conv's M outputs.
@@ -388,10 +417,22 @@ class Conv : public NodeKernel {
       return;
     for (int i = 2; i < w.ndim(); ++i)
       if (w.dim(i) != 1) return;
-    if (mean_)
+    if (mean_) {
       mean_weights_ = std::make_unique<PointwiseWeights>(pointwise_mean_weights(w.data<float>(), w.dim(0), w.dim(1)));
-    else
+      pack_classifier(node, w.dim(0));
+    } else
       pointwise_ = std::make_unique<PointwiseWeights>(pointwise_weights(w.data<float>(), w.dim(0), w.dim(1)));
+  }
+
+  // A ConvMeanGemm's constant float Wfc over the conv's M outputs, for
+  // classifier_by_panels (a Wfc of another shape fails at run time).
+  void pack_classifier(const sdk::Node& node, int64_t M) {
+    sdk::Tensor w = node.constant(3);
+    if (!classifier_ || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 2 ||
+        w.dim(classifier_trans_b_ ? 1 : 0) != M)
+      return;
+    panels_ = std::make_unique<ClassifierPanels>(
+        classifier_panels(w.data<float>(), classifier_trans_b_, M, w.dim(classifier_trans_b_ ? 0 : 1), kMeanPanel));
   }
 
   // Constant float 3x3 weights of a plain conv (no fused pool, mean, Z or
@@ -486,6 +527,7 @@ class Conv : public NodeKernel {
   bool classifier_ = false;    // ... and a Gemm after it (ConvMeanGemm)
   bool classifier_trans_b_ = false;
   std::unique_ptr<PointwiseWeights> mean_weights_;  // pointwise_mean_f32's weights, where it may take the conv
+  std::unique_ptr<ClassifierPanels> panels_;         // a ConvMeanGemm's constant Wfc, with mean_weights_
   BlockedLayout layout_;
   std::vector<float> wide_weights_;
   std::unique_ptr<ThinConvWeights> thin_;  // conv_thin_f32's weights, where it may take the conv

@@ -30,14 +30,18 @@ struct Prefetcher {
   const char* at;
   const char* end;
   int64_t per_step;  // lines
+  bool to_l2;
 
-  Prefetcher(PrefetchRange r, int64_t tiles, int64_t K) : at(r.begin), end(r.end), per_step(0) {
+  Prefetcher(PrefetchRange r, int64_t tiles, int64_t K) : at(r.begin), end(r.end), per_step(0), to_l2(r.to_l2) {
     if (at >= end) return;
     const int64_t lines = (end - at + 63) / 64, steps = tiles * ((K + kPrefetchStep - 1) / kPrefetchStep);
     per_step = (lines + steps - 1) / steps;
   }
   void step() {
-    for (int64_t i = 0; i < per_step && at < end; ++i, at += 64) _mm_prefetch(at, _MM_HINT_T0);
+    if (to_l2)
+      for (int64_t i = 0; i < per_step && at < end; ++i, at += 64) _mm_prefetch(at, _MM_HINT_T1);
+    else
+      for (int64_t i = 0; i < per_step && at < end; ++i, at += 64) _mm_prefetch(at, _MM_HINT_T0);
   }
 };
 

@@ -39,6 +39,7 @@ inline PointwiseWeights pointwise_mean_weights(const float* w, int64_t M, int64_
 struct PrefetchRange {
   const char* begin = nullptr;
   const char* end = nullptr;
+  bool to_l2 = false;  // into L2 only: more than L1 holds, read right after the panel
 };
 
 // Panel `panel` of one image: x is [C, P] (P > 0 pixels), bias all M values

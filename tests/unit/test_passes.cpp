@@ -1116,8 +1116,9 @@ ModelBuilder conv_mean_gemm(const HeadCase& h) {
 // A Conv with its GlobalAveragePool, a Flatten and a Gemm with constant
 // weights (a classifier head) run as one ConvMeanGemm node: Wfc as [outputs,
 // M] and [M, outputs], a bias row of either shape or none, batches, the
-// fallback of a conv without pointwise weights (no bias, 1x1 plane), and a
-// Gemm wide enough to split its columns over 2-3 threads.
+// fallback of a conv without pointwise weights (no bias, 1x1 plane), a
+// Gemm wide enough to split its columns over 2-3 threads, and at batch 1 the
+// classifier taken panel by panel with the means.
 TEST(Passes, ClassifierHeadRunsAsOneNode) {
   ensure_loaded();
   std::vector<HeadCase> cases;
@@ -1130,6 +1131,12 @@ TEST(Passes, ClassifierHeadRunsAsOneNode) {
   cases.push_back(h);
   h = HeadCase();
   h.conv.act = "LeakyRelu", h.conv.M = 130, h.conv.H = h.conv.W = 5, h.conv.N = 2, h.outputs = 1000;
+  cases.push_back(h);
+  // One image: the classifier panel by panel, 3 panels (the last of 2
+  // means) over 1-3 tasks, Wfc either way round, 1000 outputs in 8 groups.
+  h.conv.N = 1, h.trans_b = false, h.gemm_bias = 0;
+  cases.push_back(h);
+  h.trans_b = true, h.gemm_bias = 2, h.conv.M = 40, h.outputs = 19;  // one panel for 3 threads
   cases.push_back(h);
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
