@@ -27,12 +27,16 @@ ClassifierPanels classifier_panels(const float* w, bool trans_b, int64_t M, int6
   c.panel = panel;
   c.padded = (outputs + kClassifierGroup - 1) / kClassifierGroup * kClassifierGroup;
   fast::line_aligned(c.packed, size_t(c.panels() * c.padded * panel));
-  for (int64_t m = 0; m < M; ++m) {
-    float* at = c.block(m / panel) + m % panel * kClassifierGroup;
-    for (int64_t o = 0; o < outputs; ++o)
-      at[o / kClassifierGroup * panel * kClassifierGroup + o % kClassifierGroup] =
-          trans_b ? w[o * M + m] : w[m * outputs + o];
-  }
+  // Rows of 16 outputs at a time, so that both W's reads and the packed
+  // writes go a line at a time when W is [outputs, M].
+  float* packed = c.block(0);
+  for (int64_t o0 = 0; o0 < outputs; o0 += 16)
+    for (int64_t m = 0; m < M; ++m) {
+      float* to = packed + m / panel * c.padded * panel +
+                  (o0 / kClassifierGroup * panel + m % panel) * kClassifierGroup + o0 % kClassifierGroup;
+      for (int64_t i = 0; i < std::min<int64_t>(16, outputs - o0); ++i)
+        to[i] = trans_b ? w[(o0 + i) * M + m] : w[m * outputs + o0 + i];
+    }
   return c;
 }
 
