@@ -1,13 +1,15 @@
 // The CPU device's fork-join pool (plugins/cpu/thread_pool.hpp): every index
 // of every job runs exactly once, whatever the sizes, grains and thread
 // counts, when workers are slow to come (the caller then takes their ranges)
-// and when several threads call at once (a busy pool runs the loop inline).
+// and when several threads call at once (a busy pool runs the loop inline);
+// every idle worker joins each job, whether it spins or sleeps in between.
 #include "thread_pool.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -80,4 +82,48 @@ TEST(ThreadPool, ConcurrentCallersEachRunTheirWholeJob) {
     });
   for (auto& c : callers) c.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+namespace {
+
+// One part per participant, each waiting (up to a second) until all have
+// started: what an LSTM's step barrier needs of the pool.
+struct Meeting {
+  int parts;
+  std::atomic<int> arrived{0}, missed{0};
+};
+
+void meet(void* user, int64_t b, int64_t e) {
+  auto* m = static_cast<Meeting*>(user);
+  for (int64_t i = b; i < e; ++i) {
+    m->arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (m->arrived.load() < m->parts)
+      if (std::chrono::steady_clock::now() > deadline) {
+        m->missed.fetch_add(1);
+        break;
+      }
+  }
+}
+
+}  // namespace
+
+TEST(ThreadPool, EveryIdleWorkerJoinsEachJobSpinningOrAsleep) {
+  for (const char* spin_us : {"200", "0"}) {  // 0: the workers sleep between jobs
+    SCOPED_TRACE(std::string("SINGA_SPIN_US=") + spin_us);
+    setenv("SINGA_SPIN_US", spin_us, 1);
+    for (int threads : {2, 3}) {
+      ThreadPool pool(threads);
+      for (int round = 0; round < 300; ++round) {
+        Meeting m;
+        m.parts = threads;
+        pool.parallel_for(threads, 1, meet, &m);
+        ASSERT_EQ(m.missed.load(), 0) << "round " << round;
+        ASSERT_EQ(m.arrived.load(), threads);
+        // A pause now and then, so that sleeping workers go to sleep.
+        if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    unsetenv("SINGA_SPIN_US");
+  }
 }
