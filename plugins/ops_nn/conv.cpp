@@ -420,8 +420,9 @@ class Conv : public NodeKernel {
     if (mean_) {
       mean_weights_ = std::make_unique<PointwiseWeights>(pointwise_mean_weights(w.data<float>(), w.dim(0), w.dim(1)));
       pack_classifier(node, w.dim(0));
-    } else
+    } else {
       pointwise_ = std::make_unique<PointwiseWeights>(pointwise_weights(w.data<float>(), w.dim(0), w.dim(1)));
+    }
   }
 
   // A ConvMeanGemm's constant float Wfc over the conv's M outputs, for
