@@ -9,8 +9,10 @@
 // Why: the Gemm reads its weights once per run, and in a net they come from
 // memory (the other layers' weights pushed them out of L3): MobileNetV2's 5
 // MiB took 0.25 ms at 1 thread, against 0.05 hot. The fused kernel
-// (plugins/ops_nn/conv.cpp, classifier_head_f32.hpp) prefetches them while
-// the Conv, bound by its multiply-adds, runs. Runs after fuse_conv_means;
+// (plugins/ops_nn/conv.cpp, classifier_head_f32.hpp) brings them in while
+// the Conv, bound by its multiply-adds, runs: at batch 1 a panel of them per
+// panel of means, multiplied as soon as those are there; for larger batches
+// all of them, for one sgemm after the Conv. Runs after fuse_conv_means;
 // CPU only; Gemm of alpha 1, beta 1 and no transA, its bias a constant row.
 #include "conv_patterns.hpp"
 #include "graph_edit.hpp"
