@@ -129,6 +129,8 @@ void print_nodes(const ::onnx::GraphProto& g) {
       if (k == "global_average_pool" && a.i() != 0) std::cout << "  [global average pool]";
       if ((k == "blocked_input" || k == "blocked_output") && a.i() != 0)
         std::cout << "  [" << (k == "blocked_input" ? "in" : "out") << " blocked16]";
+      if ((k == "channels_last_input" || k == "channels_last_output") && a.i() != 0)
+        std::cout << "  [" << (k == "channels_last_input" ? "in" : "out") << " channels-last]";
     }
     std::cout << "\n";
   }

@@ -51,6 +51,10 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   const char* blocked_env = std::getenv("SINGA_BLOCKED_LAYOUT");
   if (o.blocked_layout && o.device == "cpu" && !(blocked_env && *blocked_env == '0'))
     s.blocked_values += use_blocked_layout(g);
+  // SINGA_CHANNELS_LAST=0 keeps NCHW between the inverted residual blocks.
+  const char* channels_last_env = std::getenv("SINGA_CHANNELS_LAST");
+  if (o.channels_last_layout && o.device == "cpu" && !(channels_last_env && *channels_last_env == '0'))
+    s.channels_last_values += use_channels_last(g);
 }
 
 }  // namespace passes

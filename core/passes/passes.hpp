@@ -36,10 +36,11 @@ struct PassStats {
   int attentions = 0;          // MatMul -> Softmax -> MatMul over head views -> one Attention node
   int matmul_epilogues = 0;    // Gelu or a residual Add after a MatMul with a constant B -> the MatMul
   int blocked_values = 0;      // Conv outputs kept in 16-channel blocks for the Convs that read them
+  int channels_last_values = 0;  // ExpandDepthwiseProject outputs kept channels-last for the ones that read them
   int total() const {
     return folded_constants + removed_dead + conv_bn + matmul_add + activations + layer_norms + gelus +
            inverted_residuals + conv_pools + conv_means + conv_mean_gemms + matmul_scales + transposed_b + conv_adds +
-           attentions + matmul_epilogues + blocked_values;
+           attentions + matmul_epilogues + blocked_values + channels_last_values;
   }
 };
 
@@ -64,6 +65,7 @@ struct PassOptions {
   bool fuse_attention = true;           // CPU only, after the MatMul scales and transposed Bs
   bool fuse_matmul_epilogues = true;    // CPU only, after MatMul+Add and the GELU fusion
   bool blocked_layout = true;           // CPU only, last
+  bool channels_last_layout = true;     // CPU only, last
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
@@ -95,6 +97,7 @@ int fuse_attention(graph::Graph& g);
 int fuse_matmul_epilogues(graph::Graph& g);
 // Marks Conv outputs to stay in 16-channel blocks; returns how many.
 int use_blocked_layout(graph::Graph& g);
+int use_channels_last(graph::Graph& g);
 
 }  // namespace passes
 }  // namespace singa

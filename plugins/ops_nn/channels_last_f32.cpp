@@ -64,7 +64,28 @@ void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const 
   }
 }
 
+template <FusedActivation::Kind A>
+void store_channels_last_as(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
+                            const float* add) {
+  const VecActivation<A> f(act);
+  for (int64_t c0 = 0; c0 < M; c0 += kL) {
+    const __mmask16 lanes = __mmask16((1u << std::min(kL, M - c0)) - 1);
+    const __m512 bv = b ? _mm512_maskz_loadu_ps(lanes, b + c0) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t at = p * M + c0;
+      __m512 v = f(_mm512_add_ps(_mm512_maskz_loadu_ps(lanes, yt + at), bv));
+      if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, add + at));
+      _mm512_mask_storeu_ps(y + at, lanes, v);
+    }
+  }
+}
+
 }  // namespace
+
+void store_channels_last(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
+                         const float* add) {
+  with_kind(act, [&](auto k) { store_channels_last_as<decltype(k)::value>(yt, P, M, b, act, y, add); });
+}
 
 void bias_act_channels_last(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b,
                             const FusedActivation& act) {
@@ -103,6 +124,10 @@ void bias_act_channels_last(float*, int64_t, int64_t, int64_t, const float*, con
   std::abort();
 }
 void to_channels_last(const float*, int64_t, int64_t, int64_t, float*) { std::abort(); }
+void store_channels_last(const float*, int64_t, int64_t, const float*, const ops::FusedActivation&, float*,
+                         const float*) {
+  std::abort();
+}
 void store_nchw(const float*, int64_t, int64_t, const float*, const ops::FusedActivation&, float*, int64_t,
                 const float*) {
   std::abort();

@@ -29,6 +29,12 @@ void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t C, float
 void store_nchw(const float* yt, int64_t P, int64_t M, const float* b, const ops::FusedActivation& act, float* y,
                 int64_t ld, const float* add = nullptr);
 
+// y[p * M + c] = act(yt[p * M + c] + b[c]) + add[p * M + c] for pixels
+// [0, P) and channels [0, M), any M: a channels-last result finished in its
+// own layout (yt may be y; b null: no bias; add null: nothing added).
+void store_channels_last(const float* yt, int64_t P, int64_t M, const float* b, const ops::FusedActivation& act,
+                         float* y, const float* add = nullptr);
+
 }  // namespace nn
 }  // namespace singa
 #endif

@@ -12,7 +12,9 @@
 //   strides, pads, dilations, auto_pad) as they were, and each stage's fused
 //   activation under the prefixes expand_, depthwise_ and project_
 //   (fused_activation.hpp); `residual` (0 or 1): Y += X, the block's skip
-//   connection's Add (stride 1 and M == C).
+//   connection's Add (stride 1 and M == C); `channels_last_input` and
+//   `channels_last_output` (0 or 1): X and Y hold their logical NCHW shapes'
+//   values channels-last, [N, H, W, C] (core/passes/channels_last_layout.cpp).
 #include "conv_nchw_f32.hpp"
 #include "conv_relu_pool.hpp"  // kFusedDomain
 #include "inverted_residual_f32.hpp"
@@ -32,6 +34,8 @@ class ExpandDepthwiseProject : public NodeKernel {
         stem_attrs_(node, *this, "expand_"),
         stem_(node.attr_int("expand_window", 0) != 0),
         residual_(node.attr_int("residual", 0) != 0),
+        x_channels_last_(node.attr_int("channels_last_input", 0) != 0),
+        y_channels_last_(node.attr_int("channels_last_output", 0) != 0),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
         project_act_(node, "project_") {
@@ -98,6 +102,8 @@ class ExpandDepthwiseProject : public NodeKernel {
     check(depthwise_fits(s.dw, s.Me, s.Me, s.Me),
           "the depthwise window must be 3x3 or 5x5 with stride 1 or 2, no dilation and pads below the kernel");
     s.residual = residual_;
+    s.x_channels_last = x_channels_last_;
+    s.y_channels_last = y_channels_last_;
     if (s.residual)
       check(!s.stem_conv && s.M == s.C && s.dw.out[1] == xs[2] && s.dw.out[2] == xs[3],
             "attribute residual needs Y of X's shape " + shape_str(xs));
@@ -113,7 +119,7 @@ class ExpandDepthwiseProject : public NodeKernel {
 
  private:
   WindowAttrs attrs_, stem_attrs_;
-  bool stem_, residual_;
+  bool stem_, residual_, x_channels_last_, y_channels_last_;
   ops::FusedActivation expand_act_, dw_act_, project_act_;
   InvertedResidualWeights prepared_;
 };

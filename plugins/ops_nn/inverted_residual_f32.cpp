@@ -24,11 +24,33 @@ using ops::FusedActivation;
 
 namespace {
 
-// The three stages one after the other on whole tensors: where AVX-512 is
-// missing or the expanded channels are not whole vectors.
+// [N][A][B] -> [N][B][A]: NCHW planes to channels-last rows (A the
+// channels, B the pixels) and back (A the pixels, B the channels).
+std::vector<float> swapped(const float* t, int64_t N, int64_t A, int64_t B) {
+  std::vector<float> out(size_t(N * A * B));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b) out[size_t((n * B + b) * A + a)] = t[(n * A + a) * B + b];
+  return out;
+}
+
+// The three stages one after the other on whole NCHW tensors: where AVX-512
+// is missing or the expanded channels are not whole vectors (channels-last
+// X and Y are converted, a rare case not worth its own loops).
 void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
                 const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s) {
   const Geometry& g = s.dw;
+  const int64_t x_plane = s.stem_conv ? s.stem.in_size() : g.in_size();
+  std::vector<float> x_nchw, y_nchw;
+  if (s.x_channels_last) {
+    x_nchw = swapped(x, s.N, x_plane, s.C);
+    x = x_nchw.data();
+  }
+  float* y_out = y;
+  if (s.y_channels_last) {
+    y_nchw.resize(size_t(s.N * s.M * g.out_size()));
+    y = y_nchw.data();
+  }
   std::vector<float> expanded, dw(size_t(s.N * s.Me * g.out_size()));
   const float* e = x;
   if (s.stem_conv) {
@@ -50,6 +72,10 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
   conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
   if (s.residual)
     for (int64_t i = 0, n = s.N * s.M * g.out_size(); i < n; ++i) y[i] += x[i];
+  if (s.y_channels_last) {
+    const std::vector<float> rows = swapped(y, s.N, s.M, g.out_size());
+    std::copy(rows.begin(), rows.end(), y_out);
+  }
 }
 
 }  // namespace
@@ -142,16 +168,30 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
 // pixels); where a stage's outputs do not fit the
 // tile (channels_last_fits), and with SINGA_BAND_TILES=0 (to compare),
 // through oneDNN's sgemm.
-void expand(const float* x, int64_t plane, int64_t P, int64_t C, const InvertedResidualWeights& pw, int64_t c0,
-            int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
-  if (pw.w1p.M == Me) return channels_last_product(x, plane, 1, P, pw.w1p, c0, c1, b1, act, e, Me);
-  ops::check_sgemm(dnnl_sgemm('T', 'N', P, c1 - c0, C, 1.f, x, plane, pw.w1t.data() + c0, Me, 0.f, e, Me));
+// X is read as NCHW planes (ldx the plane, ldp 1) or channels-last rows
+// (ldx 1, ldp C).
+void expand(const float* x, int64_t ldx, int64_t ldp, int64_t P, int64_t C, const InvertedResidualWeights& pw,
+            int64_t c0, int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
+  if (pw.w1p.M == Me) return channels_last_product(x, ldx, ldp, P, pw.w1p, c0, c1, b1, act, e, Me);
+  if (ldp == 1)
+    ops::check_sgemm(dnnl_sgemm('T', 'N', P, c1 - c0, C, 1.f, x, ldx, pw.w1t.data() + c0, Me, 0.f, e, Me));
+  else
+    ops::check_sgemm(dnnl_sgemm('N', 'N', P, c1 - c0, C, 1.f, x, ldp, pw.w1t.data() + c0, Me, 0.f, e, Me));
   bias_act_channels_last(e, P, c1 - c0, Me, b1 ? b1 + c0 : nullptr, act);
 }
 
 void project(const float* d, int64_t P, const InvertedResidualWeights& pw, int64_t Me, int64_t M, float* yt) {
   if (pw.w2p.M == M) return channels_last_product(d, 1, Me, P, pw.w2p, 0, M, nullptr, FusedActivation(), yt, M);
   ops::check_sgemm(dnnl_sgemm('N', 'N', P, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, yt, M));
+}
+
+// The project stage straight into channels-last rows of Y, with its bias,
+// activation and the residual `add` (in Y's layout, or null).
+void project_rows(const float* d, int64_t P, const InvertedResidualWeights& pw, int64_t Me, int64_t M,
+                  const float* b2, const FusedActivation& act, float* y, const float* add) {
+  if (pw.w2p.M == M) return channels_last_product(d, 1, Me, P, pw.w2p, 0, M, b2, act, y, M, add);
+  ops::check_sgemm(dnnl_sgemm('N', 'N', P, M, Me, 1.f, d, Me, pw.w2t.data(), M, 0.f, y, M));
+  store_channels_last(y, P, M, b2, act, y, add);
 }
 
 // The depthwise stencil for output rows [oy0, oy0 + rows) and channels
@@ -218,6 +258,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1];
   const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
   const int64_t x_plane = s.stem_conv ? s.stem.in_size() : HW;
+  const bool x_cl = s.x_channels_last, y_cl = s.y_channels_last;
   // Bands of R output rows whose expanded input rows and depthwise result
   // take about 512 KiB together (half of a core's L2 here).
   const int64_t in_row = W * Me, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
@@ -251,8 +292,12 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
             // The stem's rows straight into the band, channels-last: no
             // blocked output to NCHW and back (MobileNetV2's stem and block 1).
             conv_thin_rows_channels_last(xn, pw.w1thin, b1, s.stem, s.expand_act, r0, r1, at);
+          } else if (s.expand && x_cl) {
+            expand(xn + r0 * W * C, 1, C, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
           } else if (s.expand) {
-            expand(xn + r0 * W, HW, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
+            expand(xn + r0 * W, HW, 1, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
+          } else if (x_cl) {
+            std::copy(xn + r0 * W * C, xn + r1 * W * C, at);
           } else {
             to_channels_last(xn + r0 * W, HW, pixels, Me, at);
           }
@@ -260,6 +305,12 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
         }
         e_hi = std::max(e_hi, need_hi);
         run_stencil(e, cap, pw.wdt.data(), bd, d, oy0, rows, g, Me, 0, Me, s.dw_act);
+        if (y_cl) {
+          // A residual block's X is channels-last too (run_bands).
+          project_rows(d, rows * OW, pw, Me, M, b2, s.project_act, yn + oy0 * OW * M,
+                       s.residual ? xn + oy0 * OW * M : nullptr);
+          continue;
+        }
         project(d, rows * OW, pw, Me, M, yt);
         store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW, s.residual ? xn + oy0 * OW : nullptr);
       }
@@ -291,7 +342,10 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       float* e = shared + n * image_floats;
       float* d = e + HW * Me;
       const float* xn = x + n * C * HW;
-      expand(xn, HW, HW, C, pw, c0, c1, Me, b1, s.expand_act, e + c0);
+      if (s.x_channels_last)
+        expand(xn, 1, C, HW, C, pw, c0, c1, Me, b1, s.expand_act, e + c0);
+      else
+        expand(xn, HW, 1, HW, C, pw, c0, c1, Me, b1, s.expand_act, e + c0);
       run_stencil(e, g.in[1], pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
     }
   });
@@ -309,6 +363,12 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       const float* d = shared + n * image_floats + HW * Me;
       const float* xn = x + n * C * HW;
       float* yn = y + n * M * OHW;
+      const float* add = s.residual ? xn : nullptr;
+      if (by_channels && s.y_channels_last) {
+        const int64_t m0 = M / kL * j / slices * kL, m1 = M / kL * (j + 1) / slices * kL;
+        channels_last_product(d, 1, Me, OHW, pw.w2p, m0, m1, b2, s.project_act, yn + m0, M, add ? add + m0 : nullptr);
+        continue;
+      }
       if (by_channels) {
         const int64_t m0 = M / kL * j / slices * kL, m1 = M / kL * (j + 1) / slices * kL;
         channels_last_product(d, 1, Me, OHW, pw.w2p, m0, m1, nullptr, FusedActivation(), yt, m1 - m0);
@@ -317,6 +377,10 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
         continue;
       }
       const int64_t p0 = OHW * j / slices, p1 = OHW * (j + 1) / slices;
+      if (s.y_channels_last) {
+        project_rows(d + p0 * Me, p1 - p0, pw, Me, M, b2, s.project_act, yn + p0 * M, add ? add + p0 * M : nullptr);
+        continue;
+      }
       project(d + p0 * Me, p1 - p0, pw, Me, M, yt);
       store_nchw(yt, p1 - p0, M, b2, s.project_act, yn + p0, OHW, s.residual ? xn + p0 : nullptr);
     }
@@ -368,6 +432,8 @@ std::vector<float> transposed(const float* a, int64_t rows, int64_t cols) {
 }  // namespace
 
 bool inverted_residual_bands(const InvertedResidual& s) {
+  // A stem reads an NCHW image; a residual X is added in Y's layout.
+  if ((s.stem_conv && s.x_channels_last) || (s.residual && s.x_channels_last != s.y_channels_last)) return false;
   return band_layouts(s) && (!s.stem_conv || conv_thin_fits(s.stem, s.C, s.Me, 1, s.expand_act, nullptr));
 }
 

@@ -41,6 +41,11 @@ struct InvertedResidual {
   bool stem_conv = false;
   Geometry stem;
   bool residual = false;  // Y += X, the block's skip connection (same shape: stride 1, M == C)
+  // X [N, H, W, C] and Y [N, OH, OW, M] channels-last instead of NCHW: the
+  // layout between two such blocks (core/passes/channels_last_layout.cpp),
+  // which spares the project stage its transposes to NCHW and the expand
+  // stage its reads across NCHW planes.
+  bool x_channels_last = false, y_channels_last = false;
   Geometry dw;           // the depthwise window, one that depthwise_fits accepts
   ops::FusedActivation expand_act, dw_act, project_act;
 };
@@ -67,8 +72,10 @@ bool inverted_residual_bands(const InvertedResidual& s);
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s);
 
-// x [N, C, H, W]; w1 [Me, C] (or a stem's [Me, C, KH, KW]) and b1 [Me] (null without expand; b1 may be null),
-// wd [Me, K, K], bd [Me] or null, w2 [M, Me], b2 [M] or null; y [N, M, OH, OW].
+// x [N, C, H, W] (or [N, H, W, C] where x_channels_last); w1 [Me, C] (or a
+// stem's [Me, C, KH, KW]) and b1 [Me] (null without expand; b1 may be null),
+// wd [Me, K, K], bd [Me] or null, w2 [M, Me], b2 [M] or null; y [N, M, OH,
+// OW] (or [N, OH, OW, M] where y_channels_last).
 // `prepared`: inverted_residual_weights of these weights, or null.
 void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
                            const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s,

@@ -3,7 +3,6 @@
 #include <avx512_region.hpp>
 
 #include <algorithm>
-#include <cassert>
 
 #ifdef SINGA_AVX512_BEGIN  // x86-64; elsewhere fast::avx512() is false and nothing here is called
 #include <immintrin.h>
@@ -30,7 +29,8 @@ constexpr int kTilePixels = 6;
 
 // Y[p][m] = act(sum_k X[k][p] W[k][m] + b[m]) for the channels from the
 // first: X[k][p] at x[k * ldx + p * ldp], channel vector v of W at w + v *
-// ldv with its rows 16 apart, Y[p][m] at y[p * ldy + m], b[m] at b[m].
+// ldv with its rows 16 apart, Y[p][m] at y[p * ldy + m], b[m] at b[m], and
+// where `add` is not null add[p * ldy + m] added after the activation.
 struct Product {
   const float* x;
   int64_t ldx, ldp, K;
@@ -39,12 +39,14 @@ struct Product {
   float* y;
   int64_t ldy;
   const float* b;
+  const float* add;
 };
 
 // NP pixels from p0 by NV vectors of channels from vector v0, and where
 // kHalf the first 8 channels of the vector after them (256-bit FMAs).
 template <int NV, bool kHalf, int NP, Kind A>
-void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVecs], const VecActivation<A>& f) {
+void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVecs], __m256 half_bias,
+          const VecActivation<A>& f) {
   __m512 acc[NV][NP];
   __m256 half[NP];
 #pragma GCC unroll 4
@@ -57,7 +59,7 @@ void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVec
     fast::accumulate_tile<NV, NP>(w, kChannelsLastPanel, x, q.ldx, q.K, acc, q.ldp, q.ldv);
   } else {
 #pragma GCC unroll 8
-    for (int p = 0; p < NP; ++p) half[p] = _mm256_setzero_ps();  // no bias: see channels_last_product
+    for (int p = 0; p < NP; ++p) half[p] = half_bias;
     const float* wh = w + NV * q.ldv;
     for (int64_t k = 0; k < q.K; ++k) {
       const float* wk = w + k * kChannelsLastPanel;
@@ -75,12 +77,29 @@ void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVec
       }
     }
   }
-  float* y = q.y + p0 * q.ldy + v0 * 16;
+  const int64_t at = p0 * q.ldy + v0 * 16;
+  float* y = q.y + at;
+  const float* add = q.add ? q.add + at : nullptr;
 #pragma GCC unroll 8
   for (int p = 0; p < NP; ++p) {
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(y + p * q.ldy + 16 * j, f(acc[j][p]));
-    if constexpr (kHalf) _mm256_storeu_ps(y + p * q.ldy + 16 * NV, half[p]);  // nor activation
+    for (int j = 0; j < NV; ++j) {
+      __m512 v = f(acc[j][p]);
+      if (add) v = _mm512_add_ps(v, _mm512_loadu_ps(add + p * q.ldy + 16 * j));
+      _mm512_storeu_ps(y + p * q.ldy + 16 * j, v);
+    }
+    if constexpr (kHalf) {
+      __m256 v = half[p];
+      if constexpr (A != Kind::kNone) {
+        // The activation on the half's lanes in a zero-extended vector (the
+        // maskz insert and extract: the plain ones start from an
+        // "undefined" register that -Wmaybe-uninitialized reports).
+        const __m512d wide = _mm512_maskz_insertf64x4(0xFF, _mm512_setzero_pd(), _mm256_castps_pd(v), 0);
+        v = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(f(_mm512_castpd_ps(wide))), 0));
+      }
+      if (add) v = _mm256_add_ps(v, _mm256_loadu_ps(add + p * q.ldy + 16 * NV));
+      _mm256_storeu_ps(y + p * q.ldy + 16 * NV, v);
+    }
   }
 }
 
@@ -89,21 +108,22 @@ void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
   __m512 bias[kMaxVecs];
   for (int j = 0; j < kMaxVecs; ++j)
     bias[j] = q.b && j < NV ? _mm512_loadu_ps(q.b + (v0 + j) * 16) : _mm512_setzero_ps();
+  const __m256 half_bias = kHalf && q.b ? _mm256_loadu_ps(q.b + (v0 + NV) * 16) : _mm256_setzero_ps();
   int64_t p = 0;
   // A vector and a half take tiles of 8 pixels (16 accumulators, each
   // weight load serving 8 FMAs): MobileNetV2's block 3 4% faster, block 2 1%.
   if constexpr (kHalf && NV == 1) {
-    for (; p + 8 <= P; p += 8) tile<NV, kHalf, 8, A>(q, p, v0, bias, f);
-    if (P - p == 7) return tile<NV, kHalf, 7, A>(q, p, v0, bias, f);
-    if (P - p == 6) return tile<NV, kHalf, 6, A>(q, p, v0, bias, f);
+    for (; p + 8 <= P; p += 8) tile<NV, kHalf, 8, A>(q, p, v0, bias, half_bias, f);
+    if (P - p == 7) return tile<NV, kHalf, 7, A>(q, p, v0, bias, half_bias, f);
+    if (P - p == 6) return tile<NV, kHalf, 6, A>(q, p, v0, bias, half_bias, f);
   }
-  for (; p + kTilePixels <= P; p += kTilePixels) tile<NV, kHalf, kTilePixels, A>(q, p, v0, bias, f);
+  for (; p + kTilePixels <= P; p += kTilePixels) tile<NV, kHalf, kTilePixels, A>(q, p, v0, bias, half_bias, f);
   switch (P - p) {
-    case 5: tile<NV, kHalf, 5, A>(q, p, v0, bias, f); break;
-    case 4: tile<NV, kHalf, 4, A>(q, p, v0, bias, f); break;
-    case 3: tile<NV, kHalf, 3, A>(q, p, v0, bias, f); break;
-    case 2: tile<NV, kHalf, 2, A>(q, p, v0, bias, f); break;
-    case 1: tile<NV, kHalf, 1, A>(q, p, v0, bias, f); break;
+    case 5: tile<NV, kHalf, 5, A>(q, p, v0, bias, half_bias, f); break;
+    case 4: tile<NV, kHalf, 4, A>(q, p, v0, bias, half_bias, f); break;
+    case 3: tile<NV, kHalf, 3, A>(q, p, v0, bias, half_bias, f); break;
+    case 2: tile<NV, kHalf, 2, A>(q, p, v0, bias, half_bias, f); break;
+    case 1: tile<NV, kHalf, 1, A>(q, p, v0, bias, half_bias, f); break;
     default: break;
   }
 }
@@ -136,10 +156,10 @@ void run(const Product& q, int64_t P, int64_t vectors, bool half, const ops::Fus
 
 void channels_last_product(const float* x, int64_t ldx, int64_t ldp, int64_t P, const PointwiseWeights& w,
                            int64_t m0, int64_t m1, const float* b, const ops::FusedActivation& act, float* y,
-                           int64_t ldy) {
-  assert((m1 - m0) % 16 == 0 || (!b && act.kind == ops::FusedActivation::kNone));
+                           int64_t ldy, const float* add) {
   const int64_t ldv = w.C * kChannelsLastPanel;
-  const Product q{x, ldx, ldp, w.C, w.packed.data() + m0 / kChannelsLastPanel * ldv, ldv, y, ldy, b ? b + m0 : nullptr};
+  const float* panels = w.packed.data() + m0 / kChannelsLastPanel * ldv;
+  const Product q{x, ldx, ldp, w.C, panels, ldv, y, ldy, b ? b + m0 : nullptr, add};
   with_kind(act, [&](auto k) { run<decltype(k)::value>(q, P, (m1 - m0) / 16, (m1 - m0) % 16 == 8, act); });
 }
 

@@ -39,15 +39,15 @@ inline PointwiseWeights channels_last_weights(const float* w, int64_t M, int64_t
 // FMA at twice the rate of a 512-bit one).
 inline bool channels_last_fits(int64_t M) { return M % 16 == 0 || (M % 16 == 8 && M / 16 % 4 != 0); }
 
-// y[p * ldy + m - m0] = act(sum_k x[k * ldx + p * ldp] W[m, k] + b[m]) for
-// pixels [0, P) and channels [m0, m1) (multiples of 16, or m1 = w.M where
-// channels_last_fits(w.M)), X read as NCHW planes (ldx the plane, ldp 1) or
-// as channels-last rows (ldx 1, ldp the row's width); b null: no bias. A half
-// vector takes neither bias nor activation (the project stage, its only
-// user, adds them as it stores NCHW).
+// y[p * ldy + m - m0] = act(sum_k x[k * ldx + p * ldp] W[m, k] + b[m]) +
+// add[p * ldy + m - m0] for pixels [0, P) and channels [m0, m1) (multiples
+// of 16, or m1 = w.M where channels_last_fits(w.M)), X read as NCHW planes
+// (ldx the plane, ldp 1) or as channels-last rows (ldx 1, ldp the row's
+// width); b null: no bias; add null: nothing added (else a residual laid out
+// like y).
 void channels_last_product(const float* x, int64_t ldx, int64_t ldp, int64_t P, const PointwiseWeights& w,
                            int64_t m0, int64_t m1, const float* b, const ops::FusedActivation& act, float* y,
-                           int64_t ldy);
+                           int64_t ldy, const float* add = nullptr);
 
 }  // namespace nn
 }  // namespace singa

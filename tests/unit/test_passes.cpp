@@ -651,52 +651,60 @@ struct Block {
   }
 };
 
-// x -> [Conv 1x1 -> act] -> depthwise Conv -> act -> Conv 1x1 [-> act] -> y.
-ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
-  ModelBuilder m(13);
-  m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand || b.stem_k ? b.C : b.Me, b.H, b.W});
-  m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
-  auto act = [&](const std::string& kind, const std::string& in, const std::string& out) {
-    if (kind.empty()) return in;
+// in -> [Conv 1x1 -> act] -> depthwise Conv -> act -> Conv 1x1 [-> act] ->
+// out, its values named with `prefix` (its initializers' seeds from `seed`
+// on); the model has the initializers "lo" and "hi" (Clip's bounds).
+void append_block(ModelBuilder& m, const Block& b, const std::string& in, const std::string& out,
+                  const std::string& prefix, unsigned& seed) {
+  auto act = [&](const std::string& kind, const std::string& from, const std::string& to) {
+    if (kind.empty()) return from;
     if (kind == "Clip")
-      m.node("Clip", {in, "lo", "hi"}, {out});
+      m.node("Clip", {from, "lo", "hi"}, {to});
     else
-      m.node(kind, {in}, {out});
-    return out;
+      m.node(kind, {from}, {to});
+    return to;
   };
-  auto conv = [&](const std::string& in, const std::string& name, const singa::Shape& w, int64_t bias) {
+  auto conv = [&](const std::string& from, const std::string& name, const singa::Shape& w, int64_t bias) {
     m.initializer(name + "_w", random_floats(w, seed++, -0.5f, 0.5f));
-    std::vector<std::string> ins{in, name + "_w"};
+    std::vector<std::string> ins{from, name + "_w"};
     if (b.biases) {
       m.initializer(name + "_b", random_floats({bias}, seed++, -0.5f, 0.5f));
       ins.push_back(name + "_b");
     }
     m.node("Conv", ins, {name}, name);
   };
-  std::string v = "x";
+  std::string v = in;
   if (b.stem_k) {
-    conv(v, "expand", {b.Me, b.C, b.stem_k, b.stem_k}, b.Me);
+    conv(v, prefix + "expand", {b.Me, b.C, b.stem_k, b.stem_k}, b.Me);
     add_ints(m.last(), "pads", b.stem_pads);
     add_ints(m.last(), "strides", {b.stem_s, b.stem_s});
-    v = act(b.expand_act, "expand", "expand_act");
+    v = act(b.expand_act, prefix + "expand", prefix + "expand_act");
   } else if (b.expand) {
-    conv(v, "expand", {b.Me, b.C, 1, 1}, b.Me);
-    v = act(b.expand_act, "expand", "expand_act");
+    conv(v, prefix + "expand", {b.Me, b.C, 1, 1}, b.Me);
+    v = act(b.expand_act, prefix + "expand", prefix + "expand_act");
   }
-  conv(v, "dw", {b.Me, 1, b.K, b.K}, b.Me);
+  conv(v, prefix + "dw", {b.Me, 1, b.K, b.K}, b.Me);
   auto* dw = m.last();
   add_ints(dw, "pads", b.pads);
   add_ints(dw, "strides", {b.S, b.S});
   add_int(dw, "group", b.Me);
-  v = act(b.dw_act, "dw", "dw_act");
-  conv(v, "project", {b.M, b.Me, 1, 1}, b.M);
+  v = act(b.dw_act, prefix + "dw", prefix + "dw_act");
+  conv(v, prefix + "project", {b.M, b.Me, 1, 1}, b.M);
   if (b.skip) {
-    v = act(b.project_act, "project", "block");
-    m.node("Add", b.skip == 1 ? std::vector<std::string>{"x", v} : std::vector<std::string>{v, "x"}, {"y"});
+    v = act(b.project_act, prefix + "project", prefix + "block");
+    m.node("Add", b.skip == 1 ? std::vector<std::string>{in, v} : std::vector<std::string>{v, in}, {out});
   } else {
-    v = act(b.project_act, "project", "y");
-    if (v != "y") m.node("Identity", {v}, {"y"});
+    v = act(b.project_act, prefix + "project", out);
+    if (v != out) m.node("Identity", {v}, {out});
   }
+}
+
+// x -> [Conv 1x1 -> act] -> depthwise Conv -> act -> Conv 1x1 [-> act] -> y.
+ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand || b.stem_k ? b.C : b.Me, b.H, b.W});
+  m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+  append_block(m, b, "x", "y", "", seed);
   m.output("y", SINGA_ONNX_FLOAT, {b.N, b.M, b.out(b.H, 0), b.out(b.W, 1)});
   return m;
 }
@@ -838,6 +846,71 @@ TEST(Passes, OptimizedModelWithAFusedBlockLoadsAgain) {
   Block s;
   s.expand = false, s.C = 3, s.stem_k = 3, s.stem_s = 2, s.H = 20, s.W = 18;
   check_optimized_model_loads_again(inverted_residual(s), "ExpandDepthwiseProject", random_floats({1, 3, 20, 18}, 66));
+}
+
+// Between two fused blocks the activations stay channels-last
+// (core/passes/channels_last_layout.cpp): a chain of blocks, two images,
+// against the unfused graph at 1 to 3 threads. It takes every path that
+// reads or writes channels-last: a stem writing it; bands of rows reading
+// it through the expand tile, through a copy (no expand stage) and through
+// the staged fallback (expanded channels not whole vectors); outputs of a
+// vector and a half (activated, with the skip connection added), of 4.5
+// vectors (sgemm, then the bias, activation and skip connection in place,
+// with and without one);
+// channel slices projecting by output channels (2 threads) and by pixels (3).
+// The last block's skip connection reads its X in Y's layout, and its Y goes
+// to a Relu: both stay NCHW, and so does the block before it.
+TEST(Passes, ChannelsLastBetweenInvertedResidualBlocks) {
+  ensure_loaded();
+  std::vector<Block> chain;
+  Block b;
+  b.N = 2, b.expand = false, b.C = 3, b.stem_k = 3, b.stem_s = 2, b.H = 40, b.W = 37, b.M = 16;  // -> 16 x 20 x 19
+  chain.push_back(b);
+  b = Block();
+  b.N = 2, b.C = 16, b.Me = 96, b.M = 24, b.H = 20, b.W = 19, b.S = 2, b.project_act = "Relu";  // -> 24 x 10 x 10
+  chain.push_back(b);
+  b = Block();
+  b.N = 2, b.C = b.M = 24, b.Me = 144, b.H = b.W = 10, b.skip = 1, b.project_act = "Clip";
+  chain.push_back(b);
+  b.Me = 96, b.M = 72, b.skip = 0, b.project_act = "LeakyRelu";  // -> 72 x 10 x 10
+  chain.push_back(b);
+  b.C = 72, b.skip = 1;
+  chain.push_back(b);
+  b = Block();
+  b.N = 2, b.C = 72, b.Me = 144, b.M = 32, b.H = b.W = 10, b.S = 2, b.project_act = "Clip";  // -> 32 x 5 x 5
+  chain.push_back(b);
+  b = Block();
+  b.N = 2, b.C = b.M = 32, b.Me = 96, b.H = b.W = 5, b.skip = 2, b.project_act = "Relu";
+  chain.push_back(b);
+  b.expand = false, b.Me = 32, b.skip = 1;
+  chain.push_back(b);
+  b.expand = true, b.Me = 40, b.M = 16, b.skip = 0, b.project_act = "Clip";  // -> 16 x 5 x 5
+  chain.push_back(b);
+  b.C = b.M = 16, b.Me = 64, b.skip = 1;
+  chain.push_back(b);
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {2, 3, 40, 37});
+  m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+  unsigned seed = 700;
+  std::string v = "x";
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const std::string out = "b" + std::to_string(i);
+    append_block(m, chain[i], v, out, out + "_", seed);
+    v = out;
+  }
+  m.node("Relu", {v}, {"y"});
+  m.output("y", SINGA_ONNX_FLOAT, {2, 16, 5, 5});
+  const Tensor x = random_floats({2, 3, 40, 37}, 71);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    singa::onnx::PrepareOptions o;
+    o.threads = threads;
+    auto ops = check_same(m, {x}, 1e-3, o);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "ExpandDepthwiseProject"), 10);
+  }
+  const auto stats = stats_of(m);
+  EXPECT_EQ(stats.inverted_residuals, 10);
+  EXPECT_EQ(stats.channels_last_values, 7);
 }
 
 TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
