@@ -258,7 +258,9 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1];
   const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
   const int64_t x_plane = s.stem_conv ? s.stem.in_size() : HW;
-  const bool x_cl = s.x_channels_last, y_cl = s.y_channels_last;
+  const bool y_cl = s.y_channels_last;
+  // X's pixels as NCHW planes or channels-last rows (expand's ldx, ldp).
+  const int64_t ldx = s.x_channels_last ? 1 : HW, ldp = s.x_channels_last ? C : 1;
   // Bands of R output rows whose expanded input rows and depthwise result
   // take about 512 KiB together (half of a core's L2 here).
   const int64_t in_row = W * Me, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
@@ -272,7 +274,8 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
     thread_local std::vector<float> e_buf, d_buf, y_buf;
     float* e = fast::line_aligned(e_buf, size_t(cap * in_row));
     float* d = fast::line_aligned(d_buf, size_t(R * out_row));
-    float* yt = fast::line_aligned(y_buf, size_t(R * OW * M));  // on lines: see line_aligned.hpp
+    // The band's NCHW-bound result; none where Y's rows are written directly.
+    float* yt = fast::line_aligned(y_buf, size_t(y_cl ? 0 : R * OW * M));  // on lines: see line_aligned.hpp
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / chunks, ch = t % chunks;
       const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
@@ -292,11 +295,9 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
             // The stem's rows straight into the band, channels-last: no
             // blocked output to NCHW and back (MobileNetV2's stem and block 1).
             conv_thin_rows_channels_last(xn, pw.w1thin, b1, s.stem, s.expand_act, r0, r1, at);
-          } else if (s.expand && x_cl) {
-            expand(xn + r0 * W * C, 1, C, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
           } else if (s.expand) {
-            expand(xn + r0 * W, HW, 1, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
-          } else if (x_cl) {
+            expand(xn + r0 * W * ldp, ldx, ldp, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
+          } else if (s.x_channels_last) {
             std::copy(xn + r0 * W * C, xn + r1 * W * C, at);
           } else {
             to_channels_last(xn + r0 * W, HW, pixels, Me, at);
@@ -342,10 +343,8 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       float* e = shared + n * image_floats;
       float* d = e + HW * Me;
       const float* xn = x + n * C * HW;
-      if (s.x_channels_last)
-        expand(xn, 1, C, HW, C, pw, c0, c1, Me, b1, s.expand_act, e + c0);
-      else
-        expand(xn, HW, 1, HW, C, pw, c0, c1, Me, b1, s.expand_act, e + c0);
+      expand(xn, s.x_channels_last ? 1 : HW, s.x_channels_last ? C : 1, HW, C, pw, c0, c1, Me, b1, s.expand_act,
+             e + c0);
       run_stencil(e, g.in[1], pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
     }
   });
@@ -356,21 +355,22 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
   ctx.parallel_for(s.N * slices, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     thread_local std::vector<float> y_buf;
-    float* yt = fast::line_aligned(
-        y_buf, size_t(by_channels ? OHW * ((M / kL + slices - 1) / slices * kL) : (OHW + slices - 1) / slices * M));
+    const int64_t yt_floats = s.y_channels_last ? 0
+                              : by_channels     ? OHW * ((M / kL + slices - 1) / slices * kL)
+                                                : (OHW + slices - 1) / slices * M;
+    float* yt = fast::line_aligned(y_buf, size_t(yt_floats));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / slices, j = t % slices;
       const float* d = shared + n * image_floats + HW * Me;
       const float* xn = x + n * C * HW;
       float* yn = y + n * M * OHW;
       const float* add = s.residual ? xn : nullptr;
-      if (by_channels && s.y_channels_last) {
-        const int64_t m0 = M / kL * j / slices * kL, m1 = M / kL * (j + 1) / slices * kL;
-        channels_last_product(d, 1, Me, OHW, pw.w2p, m0, m1, b2, s.project_act, yn + m0, M, add ? add + m0 : nullptr);
-        continue;
-      }
       if (by_channels) {
         const int64_t m0 = M / kL * j / slices * kL, m1 = M / kL * (j + 1) / slices * kL;
+        if (s.y_channels_last) {
+          channels_last_product(d, 1, Me, OHW, pw.w2p, m0, m1, b2, s.project_act, yn + m0, M, add ? add + m0 : nullptr);
+          continue;
+        }
         channels_last_product(d, 1, Me, OHW, pw.w2p, m0, m1, nullptr, FusedActivation(), yt, m1 - m0);
         store_nchw(yt, OHW, m1 - m0, b2 ? b2 + m0 : nullptr, s.project_act, yn + m0 * OHW, OHW,
                    s.residual ? xn + m0 * OHW : nullptr);
