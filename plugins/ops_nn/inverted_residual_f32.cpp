@@ -13,8 +13,6 @@
 #include <sgemm.hpp>  // fast::avx512
 
 #include <algorithm>
-#include <atomic>
-#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -196,19 +194,6 @@ void project_rows(const float* d, int64_t P, const InvertedResidualWeights& pw, 
   store_channels_last(y, P, M, b2, act, y, add);
 }
 
-// The project stage of pixels [p0, p0 + P) of one image from their filtered
-// rows d (channels-last) into Y's rows or planes (yt: the NCHW-bound
-// result, unused for Y's rows), with the bias, activation and the skip
-// connection from xn (a residual block's X is in Y's layout: run_bands).
-void project_pixels(const float* d, int64_t p0, int64_t P, const float* xn, const float* b2,
-                    const InvertedResidual& s, const InvertedResidualWeights& pw, float* yt, float* yn) {
-  const int64_t Me = s.Me, M = s.M;
-  if (s.y_channels_last)
-    return project_rows(d, P, pw, Me, M, b2, s.project_act, yn + p0 * M, s.residual ? xn + p0 * M : nullptr);
-  project(d, P, pw, Me, M, yt);
-  store_nchw(yt, P, M, b2, s.project_act, yn + p0, s.dw.out_size(), s.residual ? xn + p0 : nullptr);
-}
-
 // The depthwise stencil for output rows [oy0, oy0 + rows) and channels
 // [c_begin, c_end): e holds input rows channels-last, row iy at slot iy % cap
 // (a ring of cap rows; cap >= H: the whole image), wt the
@@ -264,60 +249,8 @@ double largest_chunk_share(const InvertedResidual& s, int64_t chunks) {
   return largest / (H * in_row + OH * out_row);
 }
 
-// The expanded rows that two neighbouring row chunks of an image both read
-// (the K - S rows about their border). Each chunk expands its half of them
-// before anything else, into slots the tasks share, and raises a flag; the
-// neighbour, which reads them last, copies them if the flag is up and
-// expands them itself if not, so no task ever waits on another, whatever
-// order the pool runs them in (a barrier between the stages instead made
-// MobileNetV2 7% slower in the VM's slow phases, where a thread often starts
-// late). Without this, MobileNetV2's 14x14 blocks at 2 threads recomputed
-// 14% of their expand work; with it they ran 3% faster.
-class ChunkBorders {
- public:
-  // Rows [lo, hi) about the border between chunks k - 1 and k; chunk k - 1
-  // expands [lo, split), chunk k [split, hi).
-  struct Border {
-    int64_t lo = 0, split = 0, hi = 0;
-  };
-
-  // Borders of `chunks` even chunks of the output rows; on() is false where
-  // a chunk's two borders would overlap (too few rows per chunk).
-  ChunkBorders(const Geometry& g, int64_t chunks) : chunks_(chunks), borders_(size_t(chunks)) {
-    const int64_t OH = g.out[1];
-    on_ = chunks > 1;
-    for (int64_t k = 1; k < chunks && on_; ++k) {
-      const int64_t prev_end = g.in_range(1, OH * (k - 1) / chunks, OH * k / chunks).second;
-      const int64_t lo = g.in_range(1, OH * k / chunks, OH * (k + 1) / chunks).first;
-      Border& b = borders_[size_t(k)];
-      b.lo = lo;
-      b.hi = std::max(lo, prev_end);
-      // Chunk k reads its top rows first and chunk k - 1 its bottom rows
-      // last: an odd row goes to chunk k, whose neighbour then has it sooner.
-      b.split = lo + (b.hi - lo) / 2;
-      on_ = k == 1 || borders_[size_t(k - 1)].hi <= b.lo;
-      span_ = std::max(span_, b.hi - b.lo);
-    }
-  }
-
-  bool on() const { return on_; }
-  int64_t span() const { return span_; }
-  const Border& border(int64_t k) const { return borders_[size_t(k)]; }
-
-  // The rows chunk ch expands itself, whatever its neighbours do.
-  std::pair<int64_t, int64_t> own(int64_t ch, int64_t H) const {
-    return {ch > 0 ? borders_[size_t(ch)].hi : 0, ch + 1 < chunks_ ? borders_[size_t(ch + 1)].lo : H};
-  }
-
- private:
-  int64_t chunks_, span_ = 0;
-  bool on_ = false;
-  std::vector<Border> borders_;
-};
-
 // Row chunks: each task runs the band kernel over a chunk of one image's
-// output rows, R rows at a time, its buffers thread-local; with an expand
-// stage, the chunks share the rows about their borders (ChunkBorders).
+// output rows, R rows at a time, its buffers thread-local.
 void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2,
                     float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
                     int64_t chunks) {
@@ -336,24 +269,6 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   // K - S rows a band shares with the next stay where they are (moving them
   // down took 2.8% of MobileNetV2's block 3).
   const int64_t cap = std::min(H, (R - 1) * S + K);
-  // Each image's border rows, [chunks][span rows], and their flags, two per
-  // border (the rows below its split, those above).
-  const ChunkBorders borders(g, chunks);
-  const bool share = borders.on() && s.expand && !s.stem_conv;
-  float* slots = nullptr;
-  std::unique_ptr<std::atomic<int>[]> ready;
-  if (share) {
-    const size_t floats = size_t(s.N * chunks * borders.span() * in_row);
-    slots = fast::line_start(static_cast<float*>(ctx.workspace((floats + fast::kLineSlack) * sizeof(float))));
-    ready.reset(new std::atomic<int>[size_t(s.N * chunks * 2)]);
-    for (int64_t i = 0; i < s.N * chunks * 2; ++i) ready[size_t(i)].store(0, std::memory_order_relaxed);
-  }
-  auto slot = [&](int64_t n, int64_t k, int64_t r) {
-    return slots + ((n * chunks + k) * borders.span() + r - borders.border(k).lo) * in_row;
-  };
-  auto flag = [&](int64_t n, int64_t k, int64_t r) -> std::atomic<int>& {
-    return ready[size_t((n * chunks + k) * 2 + (r >= borders.border(k).split))];
-  };
   ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     thread_local std::vector<float> e_buf, d_buf, y_buf;
@@ -366,63 +281,39 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
       const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
       const float* xn = x + n * C * x_plane;
       float* yn = y + n * M * OHW;
-      // Expanded input rows [r0, r1) of this image at `to` (r0 at to[0]).
-      auto expand_rows = [&](int64_t r0, int64_t r1, float* to) {
-        expand(xn + r0 * W * ldp, ldx, ldp, (r1 - r0) * W, C, pw, 0, Me, Me, b1, s.expand_act, to);
-      };
-      // Rows [r0, r1) into the ring, in runs of slots that do not wrap.
-      auto fill = [&](int64_t r0, int64_t r1) {
-        while (r0 < r1) {
-          const int64_t r_end = std::min(r1, r0 - r0 % cap + cap);
-          float* at = e + r0 % cap * in_row;
-          if (s.stem_conv) {
-            // The stem's rows straight into the band, channels-last: no
-            // blocked output to NCHW and back (MobileNetV2's stem and block 1).
-            conv_thin_rows_channels_last(xn, pw.w1thin, b1, s.stem, s.expand_act, r0, r_end, at);
-          } else if (s.expand) {
-            expand_rows(r0, r_end, at);
-          } else if (s.x_channels_last) {
-            std::copy(xn + r0 * W * C, xn + r_end * W * C, at);
-          } else {
-            to_channels_last(xn + r0 * W, HW, (r_end - r0) * W, Me, at);
-          }
-          r0 = r_end;
-        }
-      };
-      std::pair<int64_t, int64_t> own{0, H};
-      if (share) {
-        own = borders.own(ch, H);
-        // This chunk's halves of its borders first, for its neighbours.
-        auto publish = [&](int64_t k, int64_t r0, int64_t r1) {
-          if (r0 >= r1) return;
-          expand_rows(r0, r1, slot(n, k, r0));
-          flag(n, k, r0).store(1, std::memory_order_release);
-        };
-        if (ch > 0) publish(ch, borders.border(ch).split, borders.border(ch).hi);
-        if (ch + 1 < chunks) publish(ch + 1, borders.border(ch + 1).lo, borders.border(ch + 1).split);
-      }
-      // A border row: copied from its slot where it is there, else expanded.
-      auto take_border_row = [&](int64_t r) {
-        const int64_t k = ch > 0 && r < own.first ? ch : ch + 1;
-        const float* from = slot(n, k, r);
-        if (flag(n, k, r).load(std::memory_order_acquire))
-          std::copy(from, from + in_row, e + r % cap * in_row);
-        else
-          fill(r, r + 1);
-      };
       int64_t e_hi = 0;  // the rows the ring holds end here
       for (int64_t oy0 = oy_begin; oy0 < oy_end; oy0 += R) {
         const int64_t rows = std::min(R, oy_end - oy0);
         const auto [need_lo, need_hi] = g.in_range(1, oy0, oy0 + rows);
         e_hi = std::max(e_hi, need_lo);  // rows from need_lo up to e_hi are kept
-        // The band's own new rows, then its border rows (the neighbours'
-        // halves as late as possible).
-        fill(std::max(e_hi, own.first), std::max(e_hi, std::min(need_hi, own.second)));
-        for (int64_t r = e_hi; r < need_hi; ++r)
-          if (r < own.first || r >= own.second) take_border_row(r);
+        // The rows the band adds, in runs of slots that do not wrap.
+        for (int64_t r0 = e_hi; r0 < need_hi;) {
+          const int64_t r1 = std::min(need_hi, r0 - r0 % cap + cap);
+          float* at = e + r0 % cap * in_row;
+          const int64_t pixels = (r1 - r0) * W;
+          if (s.stem_conv) {
+            // The stem's rows straight into the band, channels-last: no
+            // blocked output to NCHW and back (MobileNetV2's stem and block 1).
+            conv_thin_rows_channels_last(xn, pw.w1thin, b1, s.stem, s.expand_act, r0, r1, at);
+          } else if (s.expand) {
+            expand(xn + r0 * W * ldp, ldx, ldp, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
+          } else if (s.x_channels_last) {
+            std::copy(xn + r0 * W * C, xn + r1 * W * C, at);
+          } else {
+            to_channels_last(xn + r0 * W, HW, pixels, Me, at);
+          }
+          r0 = r1;
+        }
         e_hi = std::max(e_hi, need_hi);
         run_stencil(e, cap, pw.wdt.data(), bd, d, oy0, rows, g, Me, 0, Me, s.dw_act);
-        project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
+        if (y_cl) {
+          // A residual block's X is channels-last too (run_bands).
+          project_rows(d, rows * OW, pw, Me, M, b2, s.project_act, yn + oy0 * OW * M,
+                       s.residual ? xn + oy0 * OW * M : nullptr);
+          continue;
+        }
+        project(d, rows * OW, pw, Me, M, yt);
+        store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW, s.residual ? xn + oy0 * OW : nullptr);
       }
     }
   });
@@ -486,7 +377,12 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
         continue;
       }
       const int64_t p0 = OHW * j / slices, p1 = OHW * (j + 1) / slices;
-      project_pixels(d + p0 * Me, p0, p1 - p0, xn, b2, s, pw, yt, yn);
+      if (s.y_channels_last) {
+        project_rows(d + p0 * Me, p1 - p0, pw, Me, M, b2, s.project_act, yn + p0 * M, add ? add + p0 * M : nullptr);
+        continue;
+      }
+      project(d + p0 * Me, p1 - p0, pw, Me, M, yt);
+      store_nchw(yt, p1 - p0, M, b2, s.project_act, yn + p0, OHW, s.residual ? xn + p0 : nullptr);
     }
   });
 }

@@ -715,13 +715,9 @@ ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
 // strides 1 and 2, symmetric and one-sided pads, with and without the expand
 // stage and biases, every activation kind; expanded channels in whole vectors
 // (the band kernel) and not (the staged fallback); planes several bands tall
-// (the kept rows between bands) and batches (one chunk per image); row
-// chunks that share the expanded rows about their borders, copying them
-// where the neighbour has them and expanding them where not (at 3 threads a
-// batch of 2 has one thread run both chunks of an image: the first finds
-// nothing to copy); at 2 and 3 threads a single small image splits its
-// expanded channels instead of its rows (inverted_residual_f32.cpp's
-// run_channel_slices).
+// (the kept rows between bands) and batches (one chunk per image); at 2 and
+// 3 threads a single small image splits its expanded channels instead of its
+// rows (inverted_residual_f32.cpp's run_channel_slices).
 TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
   ensure_loaded();
   std::vector<Block> cases;
