@@ -1,6 +1,6 @@
 // Keeps the activations between two ExpandDepthwiseProject nodes
 // channels-last ([N][H][W][C], as many floats as NCHW) instead of NCHW: each
-// node's band kernel computes its result channels-last and transposed it to
+// node's band kernel computed its result channels-last and transposed it to
 // NCHW planes (16x16 register transposes), and the next node's expand stage
 // read those planes back across C strides; that store took about 3% of
 // MobileNetV2's time. A value goes channels-last when an

@@ -9,6 +9,17 @@
 namespace singa {
 namespace passes {
 
+namespace {
+
+// A layout pass's switch: the variable set to 0 turns it off (to time and
+// check against).
+bool switched_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v == '0';
+}
+
+}  // namespace
+
 void optimize(graph::Graph& g, const PassOptions& o) {
   PassStats local;
   PassStats& s = o.stats ? *o.stats : local;
@@ -47,13 +58,11 @@ void optimize(graph::Graph& g, const PassOptions& o) {
     // The activation after the Add (ResNet's Relu) goes into the ConvAdd.
     if (o.fuse_activations) s.activations += fuse_activations(g);
   }
-  // SINGA_BLOCKED_LAYOUT=0 keeps NCHW everywhere, to time and check against.
-  const char* blocked_env = std::getenv("SINGA_BLOCKED_LAYOUT");
-  if (o.blocked_layout && o.device == "cpu" && !(blocked_env && *blocked_env == '0'))
+  // SINGA_BLOCKED_LAYOUT=0 keeps NCHW everywhere.
+  if (o.blocked_layout && o.device == "cpu" && !switched_off("SINGA_BLOCKED_LAYOUT"))
     s.blocked_values += use_blocked_layout(g);
   // SINGA_CHANNELS_LAST=0 keeps NCHW between the inverted residual blocks.
-  const char* channels_last_env = std::getenv("SINGA_CHANNELS_LAST");
-  if (o.channels_last_layout && o.device == "cpu" && !(channels_last_env && *channels_last_env == '0'))
+  if (o.channels_last_layout && o.device == "cpu" && !switched_off("SINGA_CHANNELS_LAST"))
     s.channels_last_values += use_channels_last(g);
 }
 

@@ -97,6 +97,8 @@ int fuse_attention(graph::Graph& g);
 int fuse_matmul_epilogues(graph::Graph& g);
 // Marks Conv outputs to stay in 16-channel blocks; returns how many.
 int use_blocked_layout(graph::Graph& g);
+// Marks ExpandDepthwiseProject outputs that only such nodes read to stay
+// channels-last (channels_last_layout.cpp); returns how many.
 int use_channels_last(graph::Graph& g);
 
 }  // namespace passes
