@@ -24,14 +24,15 @@ using ops::FusedActivation;
 
 namespace {
 
-// [N][A][B] -> [N][B][A]: NCHW planes to channels-last rows (A the
-// channels, B the pixels) and back (A the pixels, B the channels).
-std::vector<float> swapped(const float* t, int64_t N, int64_t A, int64_t B) {
-  std::vector<float> out(size_t(N * A * B));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t a = 0; a < A; ++a)
-      for (int64_t b = 0; b < B; ++b) out[size_t((n * B + b) * A + a)] = t[(n * A + a) * B + b];
-  return out;
+// The [cols, rows] transposes of `batch` row-major [rows, cols] matrices
+// one after the other: weights into the band kernel's layouts, and NCHW
+// planes to channels-last rows (rows the channels, cols the pixels) and back.
+std::vector<float> transposed(const float* a, int64_t rows, int64_t cols, int64_t batch = 1) {
+  std::vector<float> t(size_t(batch * rows * cols));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) t[size_t((n * cols + c) * rows + r)] = a[(n * rows + r) * cols + c];
+  return t;
 }
 
 // The three stages one after the other on whole NCHW tensors: where AVX-512
@@ -43,7 +44,7 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
   const int64_t x_plane = s.stem_conv ? s.stem.in_size() : g.in_size();
   std::vector<float> x_nchw, y_nchw;
   if (s.x_channels_last) {
-    x_nchw = swapped(x, s.N, x_plane, s.C);
+    x_nchw = transposed(x, x_plane, s.C, s.N);
     x = x_nchw.data();
   }
   float* y_out = y;
@@ -73,7 +74,7 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
   if (s.residual)
     for (int64_t i = 0, n = s.N * s.M * g.out_size(); i < n; ++i) y[i] += x[i];
   if (s.y_channels_last) {
-    const std::vector<float> rows = swapped(y, s.N, s.M, g.out_size());
+    const std::vector<float> rows = transposed(y, s.M, g.out_size(), s.N);
     std::copy(rows.begin(), rows.end(), y_out);
   }
 }
@@ -194,6 +195,19 @@ void project_rows(const float* d, int64_t P, const InvertedResidualWeights& pw, 
   store_channels_last(y, P, M, b2, act, y, add);
 }
 
+// The project stage of pixels [p0, p0 + P) of one image from their filtered
+// rows d into Y's rows (project_rows) or its NCHW planes (through yt, the
+// band's result buffer, and store_nchw), with the bias, activation and the
+// skip connection from xn (a residual block's X is in Y's layout: run_bands).
+void project_pixels(const float* d, int64_t p0, int64_t P, const float* xn, const float* b2,
+                    const InvertedResidual& s, const InvertedResidualWeights& pw, float* yt, float* yn) {
+  const int64_t Me = s.Me, M = s.M;
+  if (s.y_channels_last)
+    return project_rows(d, P, pw, Me, M, b2, s.project_act, yn + p0 * M, s.residual ? xn + p0 * M : nullptr);
+  project(d, P, pw, Me, M, yt);
+  store_nchw(yt, P, M, b2, s.project_act, yn + p0, s.dw.out_size(), s.residual ? xn + p0 : nullptr);
+}
+
 // The depthwise stencil for output rows [oy0, oy0 + rows) and channels
 // [c_begin, c_end): e holds input rows channels-last, row iy at slot iy % cap
 // (a ring of cap rows; cap >= H: the whole image), wt the
@@ -258,7 +272,6 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1];
   const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
   const int64_t x_plane = s.stem_conv ? s.stem.in_size() : HW;
-  const bool y_cl = s.y_channels_last;
   // X's pixels as NCHW planes or channels-last rows (expand's ldx, ldp).
   const int64_t ldx = s.x_channels_last ? 1 : HW, ldp = s.x_channels_last ? C : 1;
   // Bands of R output rows whose expanded input rows and depthwise result
@@ -274,8 +287,9 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
     thread_local std::vector<float> e_buf, d_buf, y_buf;
     float* e = fast::line_aligned(e_buf, size_t(cap * in_row));
     float* d = fast::line_aligned(d_buf, size_t(R * out_row));
-    // The band's NCHW-bound result; none where Y's rows are written directly.
-    float* yt = fast::line_aligned(y_buf, size_t(y_cl ? 0 : R * OW * M));  // on lines: see line_aligned.hpp
+    // The band's NCHW-bound result, on lines (line_aligned.hpp); none where
+    // Y's rows are written directly.
+    float* yt = fast::line_aligned(y_buf, size_t(s.y_channels_last ? 0 : R * OW * M));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / chunks, ch = t % chunks;
       const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
@@ -306,14 +320,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
         }
         e_hi = std::max(e_hi, need_hi);
         run_stencil(e, cap, pw.wdt.data(), bd, d, oy0, rows, g, Me, 0, Me, s.dw_act);
-        if (y_cl) {
-          // A residual block's X is channels-last too (run_bands).
-          project_rows(d, rows * OW, pw, Me, M, b2, s.project_act, yn + oy0 * OW * M,
-                       s.residual ? xn + oy0 * OW * M : nullptr);
-          continue;
-        }
-        project(d, rows * OW, pw, Me, M, yt);
-        store_nchw(yt, rows * OW, M, b2, s.project_act, yn + oy0 * OW, OHW, s.residual ? xn + oy0 * OW : nullptr);
+        project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
       }
     }
   });
@@ -377,12 +384,7 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
         continue;
       }
       const int64_t p0 = OHW * j / slices, p1 = OHW * (j + 1) / slices;
-      if (s.y_channels_last) {
-        project_rows(d + p0 * Me, p1 - p0, pw, Me, M, b2, s.project_act, yn + p0 * M, add ? add + p0 * M : nullptr);
-        continue;
-      }
-      project(d + p0 * Me, p1 - p0, pw, Me, M, yt);
-      store_nchw(yt, p1 - p0, M, b2, s.project_act, yn + p0, OHW, s.residual ? xn + p0 : nullptr);
+      project_pixels(d + p0 * Me, p0, p1 - p0, xn, b2, s, pw, yt, yn);
     }
   });
 }
@@ -419,14 +421,6 @@ bool band_layouts(const InvertedResidual& s) {
 #else
   return false;
 #endif
-}
-
-// The [cols, rows] transpose of a row-major [rows, cols] matrix.
-std::vector<float> transposed(const float* a, int64_t rows, int64_t cols) {
-  std::vector<float> t(size_t(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = a[r * cols + c];
-  return t;
 }
 
 }  // namespace
