@@ -20,15 +20,27 @@ namespace {
 
 constexpr int64_t kL = 16;  // channels per vector
 
+// y[p * ld + c] = act(yt[p * ld + c] + b[c]) + add[p * ld + c] for pixels
+// [0, P) and channels [0, M), in place where yt is y: bias_act_channels_last
+// and store_channels_last.
 template <FusedActivation::Kind A>
-void bias_act_as(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b, const FusedActivation& act) {
-  if (!b && A == FusedActivation::kNone) return;
+void finish_rows_as(const float* yt, int64_t P, int64_t M, int64_t ld, const float* b, const FusedActivation& act,
+                    float* y, const float* add) {
   const VecActivation<A> f(act);
-  for (int64_t c0 = 0; c0 < C; c0 += kL) {
-    const __m512 bv = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
-    for (int64_t p = 0; p < pixels; ++p) {
-      float* at = e + p * ld + c0;
-      _mm512_storeu_ps(at, f(_mm512_add_ps(_mm512_loadu_ps(at), bv)));
+  for (int64_t c0 = 0; c0 < M; c0 += kL) {
+    // Masks for a last partial vector only: masked loads are slow on AMD family 1Ah.
+    const bool whole = M - c0 >= kL;
+    const __mmask16 lanes = __mmask16((1u << std::min(kL, M - c0)) - 1);
+    auto load = [&](const float* at) { return whole ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(lanes, at); };
+    const __m512 bv = b ? load(b + c0) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t at = p * ld + c0;
+      __m512 v = f(_mm512_add_ps(load(yt + at), bv));
+      if (add) v = _mm512_add_ps(v, load(add + at));
+      if (whole)
+        _mm512_storeu_ps(y + at, v);
+      else
+        _mm512_mask_storeu_ps(y + at, lanes, v);
     }
   }
 }
@@ -64,32 +76,17 @@ void store_nchw_as(const float* yt, int64_t P, int64_t M, const float* b, const 
   }
 }
 
-template <FusedActivation::Kind A>
-void store_channels_last_as(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
-                            const float* add) {
-  const VecActivation<A> f(act);
-  for (int64_t c0 = 0; c0 < M; c0 += kL) {
-    const __mmask16 lanes = __mmask16((1u << std::min(kL, M - c0)) - 1);
-    const __m512 bv = b ? _mm512_maskz_loadu_ps(lanes, b + c0) : _mm512_setzero_ps();
-    for (int64_t p = 0; p < P; ++p) {
-      const int64_t at = p * M + c0;
-      __m512 v = f(_mm512_add_ps(_mm512_maskz_loadu_ps(lanes, yt + at), bv));
-      if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, add + at));
-      _mm512_mask_storeu_ps(y + at, lanes, v);
-    }
-  }
-}
-
 }  // namespace
 
 void store_channels_last(const float* yt, int64_t P, int64_t M, const float* b, const FusedActivation& act, float* y,
                          const float* add) {
-  with_kind(act, [&](auto k) { store_channels_last_as<decltype(k)::value>(yt, P, M, b, act, y, add); });
+  with_kind(act, [&](auto k) { finish_rows_as<decltype(k)::value>(yt, P, M, M, b, act, y, add); });
 }
 
 void bias_act_channels_last(float* e, int64_t pixels, int64_t C, int64_t ld, const float* b,
                             const FusedActivation& act) {
-  with_kind(act, [&](auto k) { bias_act_as<decltype(k)::value>(e, pixels, C, ld, b, act); });
+  if (!b && act.kind == FusedActivation::kNone) return;
+  with_kind(act, [&](auto k) { finish_rows_as<decltype(k)::value>(e, pixels, C, ld, b, act, e, nullptr); });
 }
 
 void to_channels_last(const float* x, int64_t plane, int64_t n, int64_t Me, float* e) {
