@@ -1,4 +1,5 @@
 #include "executor.hpp"
+#include <singa/op_versions.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +17,7 @@ std::string versions_of(const std::vector<KernelEntry*>& ks) {
   std::set<std::string> seen;
   std::string out;
   for (auto* k : ks) {
-    std::string s = std::to_string(k->def.since_version) + "-" + std::to_string(k->def.end_version) + " on " + k->device;
+    std::string s = onnx::opset_range_text(k->def.since_version, k->last_opset) + " on " + k->device;
     if (seen.insert(s).second) out += (out.empty() ? "" : ", ") + s;
   }
   return out;
@@ -24,7 +25,7 @@ std::string versions_of(const std::vector<KernelEntry*>& ks) {
 
 std::string mask_names(uint64_t mask) {
   std::string out;
-  for (int t = 1; t <= 16; ++t)
+  for (int t = 1; t <= SINGA_ONNX_INT2; ++t)  // up to the newest element type (ABI 1.2)
     if (mask & SINGA_DTYPE_BIT(t)) out += (out.empty() ? "" : ",") + std::string(dtype_name(t));
   return out;
 }
@@ -76,6 +77,7 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     select(e, fallback);
     singa_status* st = e.kernel->def.create(e.kernel->def.user, e.info.get(), &e.state);
     throw_status(st, g_.source + ": " + e.node->label);
+    check_attribute_reads(*e.info, g_.source + ": " + e.node->label);
     e.host_inputs.assign(e.node->inputs.size(), false);
     if (e.kernel->def.flags & SINGA_KERNEL_HOST_INPUTS)
       for (size_t j = 0; j < e.host_inputs.size() && j < 64; ++j) e.host_inputs[j] = (e.kernel->def.cpu_inputs_mask >> j) & 1u;
@@ -110,14 +112,15 @@ namespace {
 
 // Bytes of a tensor value whose shape and type shape inference fixed; 0 otherwise.
 size_t static_bytes(const graph::Value& v) {
-  if (v.kind != graph::TypeKind::kTensor || !v.rank_known || dtype_size(v.dtype) == 0) return 0;
-  size_t n = dtype_size(v.dtype);
+  // String tensors own their texts outside the buffer: never in the arena.
+  if (v.kind != graph::TypeKind::kTensor || !v.rank_known || v.dtype == SINGA_ONNX_STRING || dtype_bits(v.dtype) == 0) return 0;
+  int64_t n = 1;
   for (int64_t d : v.dims) {
     if (d <= 0) return 0;
-    if (n > (size_t(1) << 40) / size_t(d)) return 0;
-    n *= size_t(d);
+    if (n > (int64_t(1) << 40) / d) return 0;
+    n *= d;
   }
-  return n;
+  return dtype_nbytes(v.dtype, n);
 }
 
 }  // namespace
@@ -227,12 +230,27 @@ void Executor::select(ExecNode& e, bool fallback) {
   if (all.empty())
     throw Error(SINGA_NOT_FOUND, where + ": no loaded plugin implements op '" + n.proto.op_type() + "'" +
                                      (dom.empty() ? "" : " of domain '" + dom + "'") + " (see `singa plugins`)");
+  // A model newer than the table of op versions may use a version of this op
+  // that no kernel here was written for: refuse it by name.
+  const std::string ndom = normalize_domain(dom);
+  const int newest = onnx::newest_known_opset(ndom);
+  if (newest > 0 && n.opset > newest) {
+    const std::vector<int>* known = onnx::op_versions(ndom, n.proto.op_type());
+    throw Error(SINGA_UNIMPLEMENTED, where + ": the model imports opset " + std::to_string(n.opset) + " of domain '" +
+                                         (ndom.empty() ? "ai.onnx" : ndom) + "', newer than supported (this singa knows up to opset " +
+                                         std::to_string(newest) + (known ? "; " + n.proto.op_type() + " has versions " + onnx::versions_text(*known) : "") + ")");
+  }
   std::vector<KernelEntry*> by_version;
   for (auto* k : all)
-    if (k->def.since_version <= n.opset && n.opset <= k->def.end_version) by_version.push_back(k);
+    if (k->def.since_version <= n.opset && n.opset <= k->last_opset) by_version.push_back(k);
   if (by_version.empty())
+  {
+    const int v = onnx::op_version_at(ndom, n.proto.op_type(), n.opset);
     throw Error(SINGA_UNIMPLEMENTED, where + ": the model uses opset " + std::to_string(n.opset) + " of domain '" +
-                                         (dom.empty() ? "ai.onnx" : dom) + "'; kernels exist for opsets " + versions_of(all));
+                                         (dom.empty() ? "ai.onnx" : dom) + "'" +
+                                         (v > 0 ? " (" + n.proto.op_type() + "-" + std::to_string(v) + ")" : std::string()) +
+                                         "; kernels exist for opsets " + versions_of(all));
+  }
   std::vector<Device*> order{device_};
   if (fallback && cpu_ && device_ != cpu_) order.push_back(cpu_);
   std::string type_error;

@@ -1,4 +1,7 @@
 #include "graph.hpp"
+#include "onnx/intake.hpp"
+
+#include <singa/op_versions.hpp>
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -89,11 +92,15 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
  public:
   const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_version, const std::string& domain) const override {
     const ::onnx::OpSchema* s = ::onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_version, domain);
+    // A schema older than the op's version in force at this opset (a model
+    // newer than the library) would infer the old op's shapes: none instead.
+    if (s && s->SinceVersion() < onnx::op_version_at(normalize_domain(domain), key, max_version)) return nullptr;
     if (!s || !s->has_type_and_shape_inference_function() || (!domain.empty() && domain != "ai.onnx")) return s;
     const int w = same_rank_input(key);
     const bool window = has_window(key);
     const bool matrices = key == "Gemm", einsum = key == "Einsum", axis = key == "LayerNormalization";
-    if (w < 0 && !window && !matrices && !einsum && !axis) return s;
+    const bool propagates = s->has_data_propagation_function();
+    if (w < 0 && !window && !matrices && !einsum && !axis && !propagates) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto& guarded = guarded_[s];
     if (!guarded) {
@@ -107,6 +114,20 @@ class GuardedSchemas : public ::onnx::ISchemaRegistry {
         if (axis) check_axis(ctx);
         inner(ctx);
       });
+      // ONNX 1.12's data propagation (Shape, Size, Slice, ...) reads its
+      // inputs' types without checking that inference found one; an input
+      // from an op it has no schema for (a newer version, a custom domain)
+      // has none, and the read was a null dereference.
+      if (propagates) {
+        auto inner_prop = s->GetDataPropagationFunction();
+        guarded->PartialDataPropagationFunction([inner_prop](::onnx::DataPropagationContext& ctx) {
+          for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
+            const ::onnx::TypeProto* t = ctx.getInputType(i);
+            if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return;
+          }
+          inner_prop(ctx);
+        });
+      }
     }
     return guarded.get();
   }
@@ -452,6 +473,81 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope,
   }
 }
 
+// Every name a subgraph (and the subgraphs under it) reads: what its node
+// takes from the enclosing scopes.
+void names_read(const ::onnx::GraphProto& g, std::set<std::string>& out, int depth = 0) {
+  if (depth > 64) return;  // the graph build refuses such nesting with its own message
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) out.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) names_read(a.g(), out, depth + 1);
+      for (const auto& sg : a.graphs()) names_read(sg, out, depth + 1);
+    }
+  }
+}
+
+// Puts the nodes of `g` (and of its subgraphs) in an order where each comes
+// after the producers of what it reads, keeping the file's order wherever it
+// already is one. Exporters and converters (the common float16 converter
+// appends its Casts at the end) write acyclic graphs out of order; ONNX's
+// checker refuses them, ONNX Runtime sorts them. A cycle in the main graph is
+// refused naming a node on it (in subgraphs the graph build reports it).
+void sort_nodes(::onnx::GraphProto& g, const std::string& source, int depth = 0) {
+  if (depth > 64) return;
+  const int n = g.node_size();
+  for (auto& node : *g.mutable_node())
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.has_g()) sort_nodes(*a.mutable_g(), source, depth + 1);
+      for (auto& sg : *a.mutable_graphs()) sort_nodes(sg, source, depth + 1);
+    }
+  std::map<std::string, int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto& out : g.node(i).output())
+      if (!out.empty()) producer.emplace(out, i);
+  std::vector<std::vector<int>> users(static_cast<size_t>(n));
+  std::vector<int> indeg(static_cast<size_t>(n), 0);
+  bool sorted = true;
+  for (int i = 0; i < n; ++i) {
+    std::set<std::string> reads(g.node(i).input().begin(), g.node(i).input().end());
+    for (const auto& a : g.node(i).attribute()) {
+      if (a.has_g()) names_read(a.g(), reads);
+      for (const auto& sg : a.graphs()) names_read(sg, reads);
+    }
+    std::set<int> deps;
+    for (const auto& name : reads) {
+      auto it = name.empty() ? producer.end() : producer.find(name);
+      if (it != producer.end() && it->second != i) deps.insert(it->second);
+    }
+    for (int d : deps) {
+      users[size_t(d)].push_back(i);
+      ++indeg[size_t(i)];
+      sorted = sorted && d < i;
+    }
+  }
+  if (sorted) return;
+  // Kahn's algorithm, always taking the ready node that comes first in the file.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (indeg[size_t(i)] == 0) ready.push(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[size_t(i)])
+      if (--indeg[size_t(u)] == 0) ready.push(u);
+  }
+  if (int(order.size()) != n) {
+    if (depth > 0) return;
+    for (int i = 0; i < n; ++i)
+      if (indeg[size_t(i)] > 0)
+        throw Error(SINGA_INVALID_ARGUMENT, source + ": the graph has a cycle through " + node_label(g.node(i), size_t(i)));
+  }
+  google::protobuf::RepeatedPtrField<::onnx::NodeProto> nodes;
+  nodes.Swap(g.mutable_node());
+  for (int i : order) g.add_node()->Swap(&nodes[i]);
+}
+
 }  // namespace
 
 std::string type_string(const Value& v) {
@@ -472,7 +568,15 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
   for (const auto& op : model.opset_import()) g.opsets[normalize_domain(op.domain())] = op.version();
   if (model.ir_version() < 3 && g.opsets.empty()) g.opsets[""] = 1;
 
-  if (options.check_model) {
+  // ONNX's checker where the linked library knows the model's IR and opsets;
+  // singa's own checks beyond them (its schemas would refuse or misjudge
+  // newer models).
+  sort_nodes(*model.mutable_graph(), source);
+  std::string beyond;
+  if (!onnx::library_covers(model, &beyond)) {
+    g.warnings.push_back("the onnx library's checker does not cover this model (" + beyond + "); singa's own checks apply");
+    onnx::validate_model(model, source);
+  } else if (options.check_model) {
     try {
       if (!base_dir.empty() && has_external_data(model.graph())) {
         ::onnx::ModelProto anchored = model;

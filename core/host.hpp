@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ struct singa_node {
   // DLTensor views of constants and tensor attributes, built on demand.
   mutable std::vector<DLTensor> constant_views;
   mutable std::map<std::string, std::pair<singa::Tensor, DLTensor>> attr_tensors;
+  // Attributes the kernel read (by name) and those it asked for as one type
+  // while the model holds another ("strides": "ints"). A name only ever
+  // asked for as the wrong type is an error after create (check_attribute_reads).
+  mutable std::set<std::string> attrs_read;
+  mutable std::map<std::string, std::string> attrs_mistyped;
 };
 
 namespace singa {
@@ -68,6 +74,12 @@ const singa_host_api* host_api();
 singa_status* make_status(singa_code code, const std::string& message);
 // Turns a status from a plugin into an Error (freeing it), prefixed by `context`.
 void throw_status(singa_status* status, const std::string& context);
+
+// After a kernel's create: an attribute the kernel asked for only as a type the
+// model does not give it (Conv's strides as floats) is an error naming it,
+// never a silently applied default. ONNX's checker finds these for the models
+// it covers; this covers every model and every kernel, in or out of tree.
+void check_attribute_reads(const singa_node& node, const std::string& context);
 std::string take_status_message(singa_status* status);
 
 }  // namespace singa

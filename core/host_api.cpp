@@ -1,6 +1,7 @@
 // The host table: what every plugin calls back into. Nothing here may throw
 // across the C boundary: each entry point catches and converts.
 #include "host.hpp"
+#include <singa/op_versions.hpp>
 
 #include <singa/onnx.hpp>
 
@@ -79,6 +80,7 @@ singa_status* register_kernel(singa_plugin_handle* plugin, const singa_kernel_de
   e->domain = normalize_domain(e->def.domain ? e->def.domain : "");
   e->op_type = e->def.op_type;
   e->device = e->def.device;
+  e->last_opset = onnx::last_served_opset(e->domain, e->op_type, e->def.since_version, e->def.end_version);
   for (size_t i = 0; i < e->def.num_constraints; ++i) {
     const singa_type_constraint& c = e->def.constraints[i];
     e->constraint_names.push_back(c.name ? c.name : "T");
@@ -101,6 +103,45 @@ const ::onnx::AttributeProto* find_attr(const singa_node* n, const char* name) {
     if (a.name() == name) return &a;
   return nullptr;
 }
+
+const char* attr_type_word(int t) {
+  using A = ::onnx::AttributeProto;
+  switch (t) {
+    case A::FLOAT: return "a float";
+    case A::INT: return "an int";
+    case A::STRING: return "a string";
+    case A::TENSOR: return "a tensor";
+    case A::GRAPH: return "a graph";
+    case A::FLOATS: return "floats";
+    case A::INTS: return "ints";
+    case A::STRINGS: return "strings";
+    case A::TENSORS: return "tensors";
+    case A::GRAPHS: return "graphs";
+    default: return "an attribute of another type";
+  }
+}
+
+// The attribute `name` when it holds type `want`; records the read, or the
+// mismatch when the model gives it another type.
+const ::onnx::AttributeProto* typed_attr(const singa_node* n, const char* name, ::onnx::AttributeProto::AttributeType want) {
+  auto* a = find_attr(n, name);
+  if (!a) return nullptr;
+  if (a->type() != want) {
+    n->attrs_mistyped.emplace(name, std::string("holds ") + attr_type_word(a->type()) + " where the kernel reads " + attr_type_word(want));
+    return nullptr;
+  }
+  n->attrs_read.insert(name);
+  return a;
+}
+
+}  // namespace
+
+void check_attribute_reads(const singa_node& node, const std::string& context) {
+  for (const auto& [name, what] : node.attrs_mistyped)
+    if (!node.attrs_read.count(name)) throw Error(SINGA_INVALID_ARGUMENT, context + ": attribute '" + name + "' " + what);
+}
+
+namespace {
 
 const char* node_name(const singa_node* n) { return n->proto->name().c_str(); }
 const char* node_op_type(const singa_node* n) { return n->proto->op_type().c_str(); }
@@ -133,54 +174,54 @@ const DLTensor* node_input_constant(const singa_node* n, size_t i) {
   return &n->constant_views[i];
 }
 int32_t node_attr_int(const singa_node* n, const char* name, int64_t* out) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::INT) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::INT);
+  if (!a) return 0;
   if (out) *out = a->i();
   return 1;
 }
 int32_t node_attr_float(const singa_node* n, const char* name, float* out) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::FLOAT) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::FLOAT);
+  if (!a) return 0;
   if (out) *out = a->f();
   return 1;
 }
 int32_t node_attr_string(const singa_node* n, const char* name, const char** data, size_t* len) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::STRING) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::STRING);
+  if (!a) return 0;
   if (data) *data = a->s().data();
   if (len) *len = a->s().size();
   return 1;
 }
 int32_t node_attr_ints(const singa_node* n, const char* name, const int64_t** data, size_t* len) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::INTS) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::INTS);
+  if (!a) return 0;
   if (data) *data = a->ints().data();
   if (len) *len = size_t(a->ints_size());
   return 1;
 }
 int32_t node_attr_floats(const singa_node* n, const char* name, const float** data, size_t* len) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::FLOATS) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::FLOATS);
+  if (!a) return 0;
   if (data) *data = a->floats().data();
   if (len) *len = size_t(a->floats_size());
   return 1;
 }
 int32_t node_attr_num_strings(const singa_node* n, const char* name, size_t* len) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::STRINGS) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::STRINGS);
+  if (!a) return 0;
   if (len) *len = size_t(a->strings_size());
   return 1;
 }
 int32_t node_attr_string_at(const singa_node* n, const char* name, size_t i, const char** data, size_t* len) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::STRINGS || i >= size_t(a->strings_size())) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::STRINGS);
+  if (!a || i >= size_t(a->strings_size())) return 0;
   if (data) *data = a->strings(int(i)).data();
   if (len) *len = a->strings(int(i)).size();
   return 1;
 }
 int32_t node_attr_tensor(const singa_node* n, const char* name, const DLTensor** out) {
-  auto* a = find_attr(n, name);
-  if (!a || a->type() != ::onnx::AttributeProto::TENSOR) return 0;
+  auto* a = typed_attr(n, name, ::onnx::AttributeProto::TENSOR);
+  if (!a) return 0;
   auto it = n->attr_tensors.find(name);
   if (it == n->attr_tensors.end()) {
     try {
@@ -234,16 +275,17 @@ singa_status* ctx_output(singa_kernel_context* c, size_t i, int32_t ndim, const 
         return make_status(SINGA_OUT_OF_MEMORY, "output " + shape_to_string(s) + " exceeds the memory limit");
       n *= d;
     }
-    if (size_t(n) * dtype_size(t) > k.max_tensor_bytes)
+    const size_t bytes = dtype_nbytes(t, n);
+    if (bytes > k.max_tensor_bytes)
       return make_status(SINGA_OUT_OF_MEMORY, "output " + std::to_string(i) + " of shape " + shape_to_string(s) + " (" +
-                                                  std::to_string(size_t(n) * dtype_size(t)) + " bytes) exceeds the memory limit of " +
+                                                  std::to_string(bytes) + " bytes) exceeds the memory limit of " +
                                                   std::to_string(k.max_tensor_bytes) + " bytes");
     Tensor& o = k.outputs[i];
     if (i == 0 && k.inplace_allowed && !k.inputs.empty() && k.inputs[0].defined() && k.inputs[0].dtype() == t &&
         k.inputs[0].numel() == n && k.inputs[0].device() == k.device && k.inputs[0].storage().use_count() == 2) {
       o = k.inputs[0].reshaped(s);
     } else if (k.arena && k.planned && i < k.planned->size() && (*k.planned)[i].first >= 0 &&
-               size_t(n) * dtype_size(t) <= (*k.planned)[i].second && (*k.arena)->device == k.device) {
+               bytes <= (*k.planned)[i].second && (*k.arena)->device == k.device) {
       auto part = std::make_shared<Storage>();
       part->device = k.device;
       part->device_id = (*k.arena)->device_id;

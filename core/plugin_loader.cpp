@@ -1,5 +1,6 @@
 // Finds plugins, loads them with Boost.DLL, and performs the ABI handshake.
 #include "host.hpp"
+#include <singa/op_versions.hpp>
 
 #include <singa/runtime.hpp>
 
@@ -146,14 +147,14 @@ std::vector<std::string> Runtime::load(const LoadOptions& options) {
   return dirs;
 }
 
-static bool ranges_overlap(const singa_kernel_def& a, const singa_kernel_def& b) {
-  return a.since_version <= b.end_version && b.since_version <= a.end_version;
+static bool ranges_overlap(const KernelEntry& a, const KernelEntry& b) {
+  return a.def.since_version <= b.last_opset && b.def.since_version <= a.last_opset;
 }
 
 // Two kernels collide when some node could match both: same key, overlapping
 // versions, and every shared type constraint admits a common dtype.
 static bool kernels_collide(const KernelEntry& a, const KernelEntry& b) {
-  if (a.domain != b.domain || a.op_type != b.op_type || a.device != b.device || !ranges_overlap(a.def, b.def)) return false;
+  if (a.domain != b.domain || a.op_type != b.op_type || a.device != b.device || !ranges_overlap(a, b)) return false;
   for (auto& ca : a.constraints)
     for (auto& cb : b.constraints)
       if (ca.index == cb.index && (ca.dtypes & cb.dtypes) == 0) return false;
@@ -222,7 +223,7 @@ PluginInfo Runtime::load_plugin(const std::string& path) {
     auto check_against = [&](const KernelEntry& other, const std::string& where) {
       if (kernels_collide(k, other)) {
         info.error = path + ": duplicate kernel " + (k.domain.empty() ? "" : k.domain + "::") + k.op_type + " (opset " +
-                     std::to_string(k.def.since_version) + "-" + std::to_string(k.def.end_version) + ", device " + k.device +
+                     onnx::opset_range_text(k.def.since_version, k.last_opset) + ", device " + k.device +
                      ") already registered by " + where;
       }
     };

@@ -14,10 +14,15 @@ size_t dtype_size(int32_t t) {
     case SINGA_ONNX_COMPLEX128: return 16;
     case SINGA_ONNX_FLOAT16: case SINGA_ONNX_BFLOAT16: case SINGA_ONNX_INT16: case SINGA_ONNX_UINT16: return 2;
     case SINGA_ONNX_INT8: case SINGA_ONNX_UINT8: case SINGA_ONNX_BOOL: return 1;
+    case SINGA_ONNX_FLOAT8E4M3FN: case SINGA_ONNX_FLOAT8E4M3FNUZ: case SINGA_ONNX_FLOAT8E5M2:
+    case SINGA_ONNX_FLOAT8E5M2FNUZ: case SINGA_ONNX_FLOAT8E8M0: return 1;
     case SINGA_ONNX_STRING: return sizeof(const char*);
-    default: return 0;
+    default: return 0;  // undefined, unknown, and the packed 4-bit and 2-bit types
   }
 }
+
+int dtype_bits(int32_t t) { return sdk::dtype_bits(t); }
+size_t dtype_nbytes(int32_t t, int64_t n) { return sdk::dtype_nbytes(t, n); }
 
 // One table of element types for the core and every plugin: the SDK's.
 const char* dtype_name(int32_t t) { return sdk::dtype_name(t); }
@@ -76,8 +81,8 @@ static void check_shape(const Shape& shape) {
 Tensor::Tensor(const Shape& shape, int32_t onnx_dtype, Device* device, int32_t device_id)
     : shape_(shape), dtype_(onnx_dtype) {
   check_shape(shape);
-  if (dtype_size(onnx_dtype) == 0) throw Error(SINGA_INVALID_ARGUMENT, std::string("unsupported element type ") + dtype_name(onnx_dtype));
-  storage_ = allocate(size_t(numel()) * dtype_size(onnx_dtype), device, device_id);
+  if (dtype_bits(onnx_dtype) == 0) throw Error(SINGA_INVALID_ARGUMENT, std::string("unsupported element type ") + dtype_name(onnx_dtype));
+  storage_ = allocate(dtype_nbytes(onnx_dtype, numel()), device, device_id);
   if (onnx_dtype == SINGA_ONNX_STRING) {
     storage_->strings.assign(size_t(numel()), std::string());
     auto** p = static_cast<const char**>(storage_->data);

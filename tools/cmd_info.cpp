@@ -5,6 +5,7 @@
 #include "json.hpp"
 
 #include <singa/onnx.hpp>
+#include <singa/op_versions.hpp>
 #include <singa/optimize.hpp>
 
 #include <onnx/onnx_pb.h>
@@ -87,10 +88,10 @@ std::vector<MissingKernel> find_missing(const std::map<OpKey, int64_t>& hist, co
     if (it != opsets.end()) m.opset = it->second;
     bool found = false;
     for (const KernelEntry* k : Runtime::instance().kernels(key.domain, key.op)) {
-      bool covers = m.opset >= k->def.since_version && m.opset <= k->def.end_version;
+      bool covers = m.opset >= k->def.since_version && m.opset <= k->last_opset;
       if (covers && k->device == device) found = true;
       if (covers && k->device == "cpu") m.cpu_fallback = true;
-      m.existing.push_back(k->device + " " + std::to_string(k->def.since_version) + "-" + std::to_string(k->def.end_version));
+      m.existing.push_back(k->device + " " + singa::onnx::opset_range_text(k->def.since_version, k->last_opset));
     }
     if (!found) out.push_back(m);
   }

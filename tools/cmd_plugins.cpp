@@ -2,6 +2,7 @@
 // plugin registered, what failed to load and why, and which devices work here.
 #include "cli.hpp"
 #include "json.hpp"
+#include "op_coverage.hpp"
 
 #include <iostream>
 
@@ -28,9 +29,11 @@ int cmd_plugins(const std::vector<std::string>& args) {
   CommandSpec spec{"plugins", "[--json]",
                    "Loads the plugins (build folder, install folder, SINGA_PLUGIN_PATH, then --plugin-dir and\n"
                    "--plugin) and lists each one: path, name, version, ABI version, devices and kernel count; then\n"
-                   "the plugins that failed to load with the reason, and each device with its availability."};
+                   "the plugins that failed to load with the reason, and each device with its availability.\n"
+                   "With --coverage: every ONNX op of singa's table of op versions against the kernels of --device:\n"
+                   "how many serve the op's newest version, which serve only older versions, and which have none."};
   po::options_description own("Options");
-  own.add_options()("json", "print one JSON object");
+  own.add_options()("json", "print one JSON object")("coverage", "list ONNX ops by kernel coverage on --device");
   Parsed p = parse_command(spec, args, own, "");
   if (p.help) {
     print_command_help(spec, own);
@@ -38,6 +41,24 @@ int cmd_plugins(const std::vector<std::string>& args) {
   }
   auto dirs = load_runtime(p.global, false);  // failures are part of the listing
   Runtime& rt = Runtime::instance();
+  if (p.vm.count("coverage")) {
+    const std::string device = p.global.device.substr(0, p.global.device.find(':'));
+    const OpCoverage c = op_coverage(device);
+    if (p.vm.count("json")) {
+      JsonObject o;
+      o.str("device", device).integer("current", int64_t(c.current)).integer("core", int64_t(c.core));
+      o.raw("stale", json_string_array(c.stale)).raw("missing", json_string_array(c.missing));
+      std::cout << o.dump() << "\n";
+      return kExitOk;
+    }
+    std::cout << "ONNX ops with a " << device << " kernel for their newest version: " << c.current << "\n";
+    std::cout << "ONNX ops the core runs itself (control flow, sequences, optionals): " << c.core << "\n";
+    std::cout << "kernels for older versions only (" << c.stale.size() << "):\n";
+    for (const auto& s : c.stale) std::cout << "  " << s << "\n";
+    std::cout << "no kernel (" << c.missing.size() << "):\n";
+    for (const auto& s : c.missing) std::cout << "  " << s << "\n";
+    return kExitOk;
+  }
   std::vector<DeviceStatus> devices;
   for (const Device* d : rt.devices()) {
     DeviceStatus s{d, 0, ""};

@@ -1,6 +1,8 @@
 #include "compare.hpp"
 #include "tensor_values.hpp"
 
+#include <singa/kernel.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -66,14 +68,21 @@ std::string compare_floats(const Tensor& expected, const Tensor& got, const Tole
 
 std::string compare_exact(const Tensor& expected, const Tensor& got) {
   const size_t width = dtype_size(expected.dtype());
+  const int bits = dtype_bits(expected.dtype());
   const auto* e = static_cast<const unsigned char*>(expected.raw_data());
   const auto* g = static_cast<const unsigned char*>(got.raw_data());
   const bool is_bool = expected.dtype() == SINGA_ONNX_BOOL;
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < expected.numel(); ++i) {
-    const unsigned char* ei = e + size_t(i) * width;
-    const unsigned char* gi = g + size_t(i) * width;
-    bool same = is_bool ? (*ei != 0) == (*gi != 0) : std::memcmp(ei, gi, width) == 0;
+    bool same;
+    if (bits > 0 && bits < 8) {
+      // Packed (4-bit, 2-bit): compare element codes; the last byte's unused bits are padding.
+      same = sdk::packed_get(e, i, bits) == sdk::packed_get(g, i, bits);
+    } else {
+      const unsigned char* ei = e + size_t(i) * width;
+      const unsigned char* gi = g + size_t(i) * width;
+      same = is_bool ? (*ei != 0) == (*gi != 0) : std::memcmp(ei, gi, width) == 0;
+    }
     if (same) continue;
     if (first < 0) first = i;
     ++bad;

@@ -1,5 +1,7 @@
 #include "tensor_values.hpp"
 
+#include <singa/kernel.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +12,8 @@ namespace singa {
 namespace cli {
 
 bool is_float_dtype(int32_t t) {
-  return t == SINGA_ONNX_FLOAT || t == SINGA_ONNX_DOUBLE || t == SINGA_ONNX_FLOAT16 || t == SINGA_ONNX_BFLOAT16;
+  return t == SINGA_ONNX_FLOAT || t == SINGA_ONNX_DOUBLE || t == SINGA_ONNX_FLOAT16 || t == SINGA_ONNX_BFLOAT16 ||
+         t == SINGA_ONNX_FLOAT4E2M1 || sdk::minifloat::is_float8(t);
 }
 
 bool is_numeric_dtype(int32_t t) {
@@ -19,6 +22,9 @@ bool is_numeric_dtype(int32_t t) {
     case SINGA_ONNX_INT8: case SINGA_ONNX_INT16: case SINGA_ONNX_INT32: case SINGA_ONNX_INT64:
     case SINGA_ONNX_UINT8: case SINGA_ONNX_UINT16: case SINGA_ONNX_UINT32: case SINGA_ONNX_UINT64:
     case SINGA_ONNX_BOOL:
+    case SINGA_ONNX_FLOAT8E4M3FN: case SINGA_ONNX_FLOAT8E4M3FNUZ: case SINGA_ONNX_FLOAT8E5M2:
+    case SINGA_ONNX_FLOAT8E5M2FNUZ: case SINGA_ONNX_FLOAT8E8M0: case SINGA_ONNX_FLOAT4E2M1:
+    case SINGA_ONNX_UINT4: case SINGA_ONNX_INT4: case SINGA_ONNX_UINT2: case SINGA_ONNX_INT2:
       return true;
     default:
       return false;
@@ -114,6 +120,22 @@ std::vector<double> to_doubles(const Tensor& t) {
     case SINGA_ONNX_BFLOAT16: {
       const uint16_t* p = t.data<uint16_t>();
       for (size_t i = 0; i < out.size(); ++i) out[i] = bfloat16_to_float(p[i]);
+      break;
+    }
+    case SINGA_ONNX_FLOAT8E4M3FN: case SINGA_ONNX_FLOAT8E4M3FNUZ: case SINGA_ONNX_FLOAT8E5M2:
+    case SINGA_ONNX_FLOAT8E5M2FNUZ: case SINGA_ONNX_FLOAT8E8M0: {
+      const uint8_t* p = t.data<uint8_t>();
+      for (size_t i = 0; i < out.size(); ++i) out[i] = sdk::minifloat::from_float8(p[i], t.dtype());
+      break;
+    }
+    case SINGA_ONNX_FLOAT4E2M1:
+      for (size_t i = 0; i < out.size(); ++i) out[i] = sdk::minifloat::from_float4e2m1(sdk::packed_get(t.raw_data(), int64_t(i), 4));
+      break;
+    case SINGA_ONNX_UINT4: case SINGA_ONNX_INT4: case SINGA_ONNX_UINT2: case SINGA_ONNX_INT2: {
+      const int bits = dtype_bits(t.dtype());
+      const bool is_signed = t.dtype() == SINGA_ONNX_INT4 || t.dtype() == SINGA_ONNX_INT2;
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = sdk::packed_int(sdk::packed_get(t.raw_data(), int64_t(i), bits), bits, is_signed);
       break;
     }
     default:

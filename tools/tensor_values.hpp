@@ -13,8 +13,8 @@
 namespace singa {
 namespace cli {
 
-bool is_float_dtype(int32_t onnx_dtype);     // float, double, float16, bfloat16
-bool is_numeric_dtype(int32_t onnx_dtype);   // floats, ints, bool
+bool is_float_dtype(int32_t onnx_dtype);     // float, double, float16, bfloat16, float8s, float4
+bool is_numeric_dtype(int32_t onnx_dtype);   // floats, ints (4-bit and 2-bit too), bool
 
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);

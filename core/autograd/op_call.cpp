@@ -51,7 +51,7 @@ const KernelEntry* select(const std::string& domain, const std::string& op, int6
     throw Error(SINGA_NOT_FOUND, label + ": no loaded plugin implements this op (see `singa plugins`)");
   std::string why = "no kernel for this opset on the cpu";
   for (auto* k : all) {
-    if (k->device != "cpu" || opset < k->def.since_version || opset > k->def.end_version) continue;
+    if (k->device != "cpu" || opset < k->def.since_version || opset > k->last_opset) continue;
     bool ok = true;
     for (const auto& c : k->constraints) {
       if (c.index < 0 || size_t(c.index) >= inputs.size() || !inputs[size_t(c.index)].defined()) continue;

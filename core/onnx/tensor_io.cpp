@@ -87,7 +87,7 @@ void copy_field(const google::protobuf::RepeatedField<Src>& f, Dst* out, int64_t
 
 Tensor from_proto(const ::onnx::TensorProto& p, const std::string& base_dir) {
   int32_t t = p.data_type();
-  if (t <= 0 || t > 16 || dtype_size(t) == 0)
+  if (t <= 0 || t > SINGA_ONNX_INT2 || dtype_bits(t) == 0)
     throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": unsupported data_type " + std::to_string(t));
   if (p.has_segment()) throw Error(SINGA_UNIMPLEMENTED, tensor_label(p) + ": segmented tensors are not supported");
   Shape shape(p.dims().begin(), p.dims().end());
@@ -103,7 +103,10 @@ Tensor from_proto(const ::onnx::TensorProto& p, const std::string& base_dir) {
       throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": string_data holds " + std::to_string(p.string_data_size()) + " values, shape needs " + std::to_string(n));
     return Tensor::from_strings(shape, std::vector<std::string>(p.string_data().begin(), p.string_data().end()));
   }
-  size_t bytes = size_t(n) * dtype_size(t);
+  // Packed types (4-bit, 2-bit) take ceil(n * bits / 8) bytes, in raw_data
+  // and in int32_data alike (one byte per int32 there).
+  size_t bytes = dtype_nbytes(t, n);
+  const bool packed = dtype_bits(t) < 8;
   bool external = p.data_location() == ::onnx::TensorProto::EXTERNAL;
   std::string ext;
   if (external) ext = read_external(p, base_dir, bytes);
@@ -122,7 +125,7 @@ Tensor from_proto(const ::onnx::TensorProto& p, const std::string& base_dir) {
       case SINGA_ONNX_UINT32: case SINGA_ONNX_UINT64: have = p.uint64_data_size(); break;
       default: have = p.int32_data_size(); break;
     }
-    int64_t want = (t == SINGA_ONNX_COMPLEX64 || t == SINGA_ONNX_COMPLEX128) ? n * 2 : n;
+    int64_t want = (t == SINGA_ONNX_COMPLEX64 || t == SINGA_ONNX_COMPLEX128) ? n * 2 : packed ? int64_t(bytes) : n;
     if (have != want)
       throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": holds " + std::to_string(have) + " values but shape " +
                                               shape_to_string(shape) + " needs " + std::to_string(want));
@@ -146,6 +149,14 @@ Tensor from_proto(const ::onnx::TensorProto& p, const std::string& base_dir) {
     case SINGA_ONNX_BFLOAT16: copy_field(p.int32_data(), out.data<uint16_t>(), n, p, "int32_data"); break;
     case SINGA_ONNX_UINT8: copy_field(p.int32_data(), out.data<uint8_t>(), n, p, "int32_data"); break;
     case SINGA_ONNX_BOOL: copy_field(p.int32_data(), out.data<uint8_t>(), n, p, "int32_data"); break;
+    // float8 codes one per int32; packed types one byte (2 or 4 elements) per int32.
+    case SINGA_ONNX_FLOAT8E4M3FN: case SINGA_ONNX_FLOAT8E4M3FNUZ: case SINGA_ONNX_FLOAT8E5M2:
+    case SINGA_ONNX_FLOAT8E5M2FNUZ: case SINGA_ONNX_FLOAT8E8M0:
+      copy_field(p.int32_data(), out.data<uint8_t>(), n, p, "int32_data");
+      break;
+    case SINGA_ONNX_UINT4: case SINGA_ONNX_INT4: case SINGA_ONNX_FLOAT4E2M1: case SINGA_ONNX_UINT2: case SINGA_ONNX_INT2:
+      copy_field(p.int32_data(), out.data<uint8_t>(), int64_t(bytes), p, "int32_data");
+      break;
     case SINGA_ONNX_COMPLEX64: copy_field(p.float_data(), out.data<float>(), n * 2, p, "float_data"); break;
     case SINGA_ONNX_COMPLEX128: copy_field(p.double_data(), out.data<double>(), n * 2, p, "double_data"); break;
     default: throw Error(SINGA_INVALID_ARGUMENT, tensor_label(p) + ": unsupported data_type");

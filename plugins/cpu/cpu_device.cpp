@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <pthread.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -76,6 +78,12 @@ class BlockCache {
   ~BlockCache() {
     for (auto& b : idle_) std::free(b.second);
   }
+
+  // Held across fork() so that the child never inherits it taken mid-way by
+  // another thread; the child makes it anew.
+  void before_fork() { mu_.lock(); }
+  void after_fork_in_parent() { mu_.unlock(); }
+  void after_fork_in_child() { new (&mu_) std::mutex(); }
 
   void put(void* p) {
     if (!p) return;
@@ -144,6 +152,21 @@ singa_status* cpu_memory_info(void*, int32_t, size_t* free_bytes, size_t* total_
   return nullptr;
 }
 
+// fork() handlers (pthread_atfork; glibc drops them when the plugin is
+// unloaded): see ThreadPool::before_fork.
+void before_fork() {
+  if (g_pool) g_pool->before_fork();
+  if (g_cache) g_cache->before_fork();
+}
+void after_fork_in_parent() {
+  if (g_cache) g_cache->after_fork_in_parent();
+  if (g_pool) g_pool->after_fork_in_parent();
+}
+void after_fork_in_child() {
+  if (g_cache) g_cache->after_fork_in_child();
+  if (g_pool) g_pool->after_fork_in_child();
+}
+
 void cpu_parallel_for(void*, int64_t n, int64_t grain, singa_parallel_fn fn, void* user) {
   pool().parallel_for(n, grain, fn, user);
 }
@@ -171,5 +194,7 @@ SINGA_PLUGIN("cpu", "0.1.0", "CPU device: aligned host memory and an intra-op th
   reg.device(d);
   if (!g_pool) g_pool = new ThreadPool(default_threads());
   if (!g_cache) g_cache = new BlockCache();
+  static bool fork_handlers = false;
+  if (!fork_handlers) fork_handlers = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
   reg.on_shutdown(cpu_shutdown);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <new>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -45,6 +46,7 @@ ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::start(int threads) {
   quit_ = false;
+  restart_threads_ = 0;
   ranges_ = std::vector<Range>(size_t(std::max(1, threads)));
   // The generation a new worker has seen is read here, before it starts: read
   // in the thread it could already be the next job's, whose chunks the worker
@@ -123,9 +125,36 @@ void ThreadPool::worker_loop(int self, uint64_t seen) {
   }
 }
 
+void ThreadPool::before_fork() {
+  job_mu_.lock();
+  mu_.lock();
+}
+
+void ThreadPool::after_fork_in_parent() {
+  mu_.unlock();
+  job_mu_.unlock();
+}
+
+void ThreadPool::after_fork_in_child() {
+  // The parent's workers do not exist here: their std::thread objects are
+  // dropped without join or detach (the vector's old storage is leaked, on
+  // purpose), and the locks and condition variables, which may record them,
+  // are made anew rather than unlocked.
+  restart_threads_ = int(workers_.size()) + 1;
+  new (&workers_) std::vector<std::thread>();
+  new (&job_mu_) std::mutex();
+  new (&mu_) std::mutex();
+  new (&cv_) std::condition_variable();
+  new (&done_cv_) std::condition_variable();
+  active_ = 0;
+  busy_.store(0);
+  quit_ = false;
+}
+
 void ThreadPool::parallel_for(int64_t n, int64_t grain, singa_parallel_fn fn, void* user) {
   if (n <= 0) return;
   std::unique_lock<std::mutex> job(job_mu_, std::try_to_lock);
+  if (job.owns_lock() && restart_threads_ > 0) start(restart_threads_);
   if (workers_.empty() || n <= grain || !job.owns_lock()) {
     fn(user, 0, n);
     return;

@@ -40,9 +40,19 @@ class ThreadPool {
  public:
   explicit ThreadPool(int threads);
   ~ThreadPool();
-  int size() const { return int(workers_.size()) + 1; }
+  int size() const { return restart_threads_ > 0 ? restart_threads_ : int(workers_.size()) + 1; }
   void resize(int threads);
   void parallel_for(int64_t n, int64_t grain, singa_parallel_fn fn, void* user);
+
+  // fork() support, called from pthread_atfork handlers. Before the fork the
+  // pool waits for a running job and holds its locks, so that no lock is
+  // taken mid-way in the child; the child has none of the parent's workers
+  // (only the forking thread survives a fork), so it forgets them and starts
+  // as many new ones with its next job. Without this, a job whose parts wait
+  // on each other (an LSTM's steps) waited forever in a forked child.
+  void before_fork();
+  void after_fork_in_parent();
+  void after_fork_in_child();
 
  private:
   void start(int threads);
@@ -70,6 +80,7 @@ class ThreadPool {
   };
   std::vector<Range> ranges_;
   int active_ = 0;
+  int restart_threads_ = 0;  // in a forked child: workers to start with the next job
 };
 
 }  // namespace cpu

@@ -6,6 +6,7 @@
 #include <singa/singa_abi.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,9 @@ class Device {
 // A kernel definition as the registry keeps it (strings and constraints owned).
 struct KernelEntry {
   singa_kernel_def def;  // struct_size = the core's; fields past the plugin's zeroed
+  // The last opset this kernel serves: def.end_version carried on to the op's
+  // next version by the table of ONNX op versions (core/onnx/op_versions.hpp).
+  int32_t last_opset = 0;
   std::string domain, op_type, device;
   std::vector<std::string> constraint_names;
   std::vector<singa_type_constraint> constraints;
@@ -112,6 +116,10 @@ class Runtime {
 
 // "" and "ai.onnx" are the same domain.
 std::string normalize_domain(const std::string& domain);
+
+// The ops the core runs itself at every opset, without a plugin kernel
+// (control flow, sequences and optionals: core/control/), as (domain, op).
+const std::set<std::pair<std::string, std::string>>& core_op_types();
 
 }  // namespace singa
 #endif

@@ -15,8 +15,14 @@ namespace singa {
 class Device;
 using Shape = std::vector<int64_t>;
 
-// Size in bytes of one element of an ONNX dtype (0 for string/undefined).
+// Size in bytes of one element of an ONNX dtype: 0 for undefined/unknown
+// codes and for the packed types (4-bit, 2-bit), whose elements share bytes.
+// A byte count is dtype_nbytes, never numel * dtype_size.
 size_t dtype_size(int32_t onnx_dtype);
+// Bits of one element (4 or 2 for packed types); 0 for unknown codes.
+int dtype_bits(int32_t onnx_dtype);
+// Bytes n elements take: ceil(n * bits / 8); 0 for unknown codes.
+size_t dtype_nbytes(int32_t onnx_dtype, int64_t n);
 const char* dtype_name(int32_t onnx_dtype);
 DLDataType to_dl(int32_t onnx_dtype);
 int32_t from_dl(DLDataType t);
@@ -52,7 +58,7 @@ class Tensor {
   int ndim() const { return int(shape_.size()); }
   int64_t numel() const { return shape_numel(shape_); }
   int32_t dtype() const { return dtype_; }
-  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return dtype_nbytes(dtype_, numel()); }
   Device* device() const { return storage_ ? storage_->device : nullptr; }
   int32_t device_id() const { return storage_ ? storage_->device_id : 0; }
   bool on_host() const;
@@ -91,7 +97,7 @@ class Tensor {
 template <typename T>
 Tensor Tensor::from_vector(const Shape& shape, int32_t onnx_dtype, const std::vector<T>& values) {
   Tensor t(shape, onnx_dtype);
-  if (size_t(t.numel()) != values.size() || sizeof(T) != dtype_size(onnx_dtype))
+  if (size_t(t.numel()) != values.size() || sizeof(T) != dtype_size(onnx_dtype) || dtype_size(onnx_dtype) == 0)
     throw Error(SINGA_INVALID_ARGUMENT, "from_vector: size or element type does not match shape " + shape_to_string(shape));
   std::copy(values.begin(), values.end(), t.data<T>());
   return t;

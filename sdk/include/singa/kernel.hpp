@@ -24,10 +24,12 @@
 
 #include <singa/singa_abi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -106,6 +108,27 @@ constexpr uint64_t kUnsignedIntTypes =
 constexpr uint64_t kIntTypes = kSignedIntTypes | kUnsignedIntTypes;
 constexpr uint64_t kNumericTypes = kFloatTypes | kIntTypes | bit(SINGA_ONNX_BFLOAT16);
 constexpr uint64_t kAllTypes = kNumericTypes | bit(SINGA_ONNX_BOOL) | bit(SINGA_ONNX_STRING);
+// ABI 1.2's element types (docs/abi.md). Float8 types take one byte each;
+// the packed ones (4-bit and 2-bit) share bytes, so a kernel that moves
+// elements one by one must not take them, but one that moves whole buffers can.
+constexpr uint64_t kFloat8Types = bit(SINGA_ONNX_FLOAT8E4M3FN) | bit(SINGA_ONNX_FLOAT8E4M3FNUZ) |
+                                  bit(SINGA_ONNX_FLOAT8E5M2) | bit(SINGA_ONNX_FLOAT8E5M2FNUZ) |
+                                  bit(SINGA_ONNX_FLOAT8E8M0);
+constexpr uint64_t kPackedTypes = bit(SINGA_ONNX_UINT4) | bit(SINGA_ONNX_INT4) | bit(SINGA_ONNX_FLOAT4E2M1) |
+                                  bit(SINGA_ONNX_UINT2) | bit(SINGA_ONNX_INT2);
+constexpr uint64_t kComplexTypes = bit(SINGA_ONNX_COMPLEX64) | bit(SINGA_ONNX_COMPLEX128);
+// Every type whose elements are whole bytes and hold no pointers: what a
+// kernel that copies elements as bytes (Transpose, Gather, ...) can take.
+constexpr uint64_t kFixedSizeTypes = kNumericTypes | bit(SINGA_ONNX_BOOL) | kComplexTypes | kFloat8Types;
+// Every element type: for kernels that pass a whole buffer on unchanged
+// (Identity, Reshape, Squeeze, Shape, ...).
+constexpr uint64_t kAllElementTypes = kFixedSizeTypes | kPackedTypes | bit(SINGA_ONNX_STRING);
+
+// DLPack 1.1's codes for the float8/float4 types (Debian's dlpack.h 0.6 has
+// no names for them). The packed integer types travel as kDLInt/kDLUInt
+// with 4 or 2 bits, packed as DLPack 1.1 specifies for sub-byte types.
+constexpr uint8_t kDLCodeFloat8E4M3FN = 10, kDLCodeFloat8E4M3FNUZ = 11, kDLCodeFloat8E5M2 = 12,
+                  kDLCodeFloat8E5M2FNUZ = 13, kDLCodeFloat8E8M0FNU = 14, kDLCodeFloat4E2M1FN = 17;
 
 inline DLDataType dl_dtype(int32_t onnx) {
   switch (onnx) {
@@ -125,6 +148,16 @@ inline DLDataType dl_dtype(int32_t onnx) {
     case SINGA_ONNX_STRING: return {SINGA_DL_STRING, 64, 1};
     case SINGA_ONNX_COMPLEX64: return {kDLComplex, 64, 1};
     case SINGA_ONNX_COMPLEX128: return {kDLComplex, 128, 1};
+    case SINGA_ONNX_FLOAT8E4M3FN: return {kDLCodeFloat8E4M3FN, 8, 1};
+    case SINGA_ONNX_FLOAT8E4M3FNUZ: return {kDLCodeFloat8E4M3FNUZ, 8, 1};
+    case SINGA_ONNX_FLOAT8E5M2: return {kDLCodeFloat8E5M2, 8, 1};
+    case SINGA_ONNX_FLOAT8E5M2FNUZ: return {kDLCodeFloat8E5M2FNUZ, 8, 1};
+    case SINGA_ONNX_FLOAT8E8M0: return {kDLCodeFloat8E8M0FNU, 8, 1};
+    case SINGA_ONNX_FLOAT4E2M1: return {kDLCodeFloat4E2M1FN, 4, 1};
+    case SINGA_ONNX_INT4: return {kDLInt, 4, 1};
+    case SINGA_ONNX_UINT4: return {kDLUInt, 4, 1};
+    case SINGA_ONNX_INT2: return {kDLInt, 2, 1};
+    case SINGA_ONNX_UINT2: return {kDLUInt, 2, 1};
     default: return {0, 0, 0};
   }
 }
@@ -137,10 +170,16 @@ inline int32_t onnx_dtype(DLDataType t) {
     case kDLBfloat: return t.bits == 16 ? SINGA_ONNX_BFLOAT16 : 0;
     case kDLInt:
       return t.bits == 8 ? SINGA_ONNX_INT8 : t.bits == 16 ? SINGA_ONNX_INT16 : t.bits == 32 ? SINGA_ONNX_INT32
-             : t.bits == 64 ? SINGA_ONNX_INT64 : 0;
+             : t.bits == 64 ? SINGA_ONNX_INT64 : t.bits == 4 ? SINGA_ONNX_INT4 : t.bits == 2 ? SINGA_ONNX_INT2 : 0;
     case kDLUInt:
       return t.bits == 8 ? SINGA_ONNX_UINT8 : t.bits == 16 ? SINGA_ONNX_UINT16 : t.bits == 32 ? SINGA_ONNX_UINT32
-             : t.bits == 64 ? SINGA_ONNX_UINT64 : 0;
+             : t.bits == 64 ? SINGA_ONNX_UINT64 : t.bits == 4 ? SINGA_ONNX_UINT4 : t.bits == 2 ? SINGA_ONNX_UINT2 : 0;
+    case kDLCodeFloat8E4M3FN: return t.bits == 8 ? SINGA_ONNX_FLOAT8E4M3FN : 0;
+    case kDLCodeFloat8E4M3FNUZ: return t.bits == 8 ? SINGA_ONNX_FLOAT8E4M3FNUZ : 0;
+    case kDLCodeFloat8E5M2: return t.bits == 8 ? SINGA_ONNX_FLOAT8E5M2 : 0;
+    case kDLCodeFloat8E5M2FNUZ: return t.bits == 8 ? SINGA_ONNX_FLOAT8E5M2FNUZ : 0;
+    case kDLCodeFloat8E8M0FNU: return t.bits == 8 ? SINGA_ONNX_FLOAT8E8M0 : 0;
+    case kDLCodeFloat4E2M1FN: return t.bits == 4 ? SINGA_ONNX_FLOAT4E2M1 : 0;
     case SINGA_DL_BOOL: return SINGA_ONNX_BOOL;
     case SINGA_DL_STRING: return SINGA_ONNX_STRING;
     case kDLComplex: return t.bits == 64 ? SINGA_ONNX_COMPLEX64 : t.bits == 128 ? SINGA_ONNX_COMPLEX128 : 0;
@@ -151,10 +190,40 @@ inline int32_t onnx_dtype(DLDataType t) {
 inline bool operator==(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
 inline bool operator!=(DLDataType a, DLDataType b) { return !(a == b); }
 
+// The newest element type code this header knows.
+constexpr int32_t kNewestDtype = SINGA_ONNX_INT2;
+
 inline const char* dtype_name(int32_t onnx) {
   static const char* names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string",
-                                "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
-  return (onnx >= 0 && onnx <= 16) ? names[onnx] : "unknown";
+                                "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16",
+                                "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4",
+                                "float4e2m1", "float8e8m0", "uint2", "int2"};
+  return (onnx >= 0 && onnx <= kNewestDtype) ? names[onnx] : "unknown";
+}
+
+// Bits of one element (64 for a string's pointer); 0 for unknown codes.
+inline int dtype_bits(int32_t onnx) {
+  switch (onnx) {
+    case SINGA_ONNX_DOUBLE: case SINGA_ONNX_INT64: case SINGA_ONNX_UINT64: case SINGA_ONNX_COMPLEX64: return 64;
+    case SINGA_ONNX_STRING: return int(8 * sizeof(const char*));
+    case SINGA_ONNX_COMPLEX128: return 128;
+    case SINGA_ONNX_FLOAT: case SINGA_ONNX_INT32: case SINGA_ONNX_UINT32: return 32;
+    case SINGA_ONNX_FLOAT16: case SINGA_ONNX_BFLOAT16: case SINGA_ONNX_INT16: case SINGA_ONNX_UINT16: return 16;
+    case SINGA_ONNX_INT8: case SINGA_ONNX_UINT8: case SINGA_ONNX_BOOL: case SINGA_ONNX_FLOAT8E4M3FN:
+    case SINGA_ONNX_FLOAT8E4M3FNUZ: case SINGA_ONNX_FLOAT8E5M2: case SINGA_ONNX_FLOAT8E5M2FNUZ:
+    case SINGA_ONNX_FLOAT8E8M0: return 8;
+    case SINGA_ONNX_UINT4: case SINGA_ONNX_INT4: case SINGA_ONNX_FLOAT4E2M1: return 4;
+    case SINGA_ONNX_UINT2: case SINGA_ONNX_INT2: return 2;
+    default: return 0;
+  }
+}
+
+// Bytes that n elements take: ceil(n * bits / 8), so packed types round up
+// to a whole byte. The one formula for a tensor's byte count.
+inline size_t dtype_nbytes(int32_t onnx, int64_t n) {
+  size_t bits = size_t(dtype_bits(onnx));
+  if (n <= 0 || bits == 0) return 0;
+  return bits >= 8 ? size_t(n) * (bits / 8) : (size_t(n) * bits + 7) / 8;
 }
 
 // IEEE half and bfloat16 storage with conversions (round to nearest even).
@@ -226,6 +295,157 @@ struct bfloat16 {
     return f;
   }
 };
+
+// ------------------------------------------------------------- small floats
+//
+// Float8, float4 and packed integer elements, converted one at a time. The
+// encoders round to nearest, ties to even (float8e8m0: see its round modes);
+// docs/abi.md lists each type's special values.
+
+namespace minifloat {
+
+// |a| (finite, >= 0) rounded to nearest even in a format with `mbits`
+// mantissa bits and exponent `bias`: the code's exponent and mantissa
+// fields, which may exceed the format's largest finite code (the caller
+// decides what overflow gives).
+inline uint32_t round_magnitude(double a, int mbits, int bias) {
+  uint64_t x;
+  std::memcpy(&x, &a, 8);
+  x &= ~(uint64_t(1) << 63);
+  int e = int(x >> 52);
+  if (e == 0) return 0;  // zero, or a double subnormal: far below any half step
+  int E = e - 1023 + bias;
+  if (E > 200) return 0xffffu;
+  uint64_t sig = (x & ((uint64_t(1) << 52) - 1)) | (uint64_t(1) << 52);
+  int shift = 52 - mbits + (E < 1 ? 1 - E : 0);
+  if (shift >= 54) return 0;  // below half the smallest subnormal
+  uint64_t q = sig >> shift, rem = sig & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+  if (rem > half || (rem == half && (q & 1u))) ++q;
+  // A carry out of the mantissa lands in the exponent field, as it should.
+  if (E < 1) return uint32_t(q);
+  return uint32_t((uint64_t(E) << mbits) + q - (uint64_t(1) << mbits));
+}
+
+// The value of a magnitude code (exponent and mantissa fields).
+inline float magnitude_value(uint32_t code, int mbits, int bias) {
+  uint32_t e = code >> mbits, m = code & ((1u << mbits) - 1);
+  // ldexp of a small integer: exact.
+  if (e == 0) return std::ldexp(float(m), 1 - bias - mbits);
+  return std::ldexp(float(m | (1u << mbits)), int(e) - bias - mbits);
+}
+
+inline bool is_float8(int32_t t) { return (kFloat8Types & bit(t)) != 0; }
+
+// double -> float8 (not e8m0; see to_e8m0). saturate: out-of-range values
+// and infinities become the largest finite value of their sign instead of
+// NaN (or infinity for e5m2).
+inline uint8_t to_float8(double v, int32_t t, bool saturate = true) {
+  const bool neg = std::signbit(v);
+  const uint8_t s = neg ? 0x80 : 0;
+  const bool nan = std::isnan(v), inf = std::isinf(v);
+  const double a = std::fabs(v);
+  switch (t) {
+    case SINGA_ONNX_FLOAT8E4M3FN: {  // S.EEEE.MMM, bias 7, NaN S.1111.111, no inf, max 448
+      if (nan) return uint8_t(s | 0x7f);
+      uint32_t c = inf ? 0xffffu : round_magnitude(a, 3, 7);
+      if (c > 0x7e) return uint8_t(s | (saturate ? 0x7e : 0x7f));
+      return uint8_t(s | c);
+    }
+    case SINGA_ONNX_FLOAT8E4M3FNUZ:  // bias 8, NaN 0x80, no inf, no -0, max 240
+    case SINGA_ONNX_FLOAT8E5M2FNUZ: {  // bias 16, same specials, max 57344
+      if (nan) return 0x80;
+      uint32_t c = inf ? 0xffffu
+                       : t == SINGA_ONNX_FLOAT8E4M3FNUZ ? round_magnitude(a, 3, 8) : round_magnitude(a, 2, 16);
+      if (c > 0x7f) return saturate ? uint8_t(s | 0x7f) : uint8_t(0x80);
+      return c == 0 ? uint8_t(0) : uint8_t(s | c);
+    }
+    case SINGA_ONNX_FLOAT8E5M2: {  // S.EEEEE.MM, bias 15, IEEE: inf 0x7c, NaN 0x7d..0x7f, max 57344
+      if (nan) return uint8_t(s | 0x7f);
+      uint32_t c = inf ? 0xffffu : round_magnitude(a, 2, 15);
+      if (c > 0x7b) return uint8_t(s | (saturate ? 0x7b : 0x7c));
+      return uint8_t(s | c);
+    }
+    default: return 0;
+  }
+}
+
+inline float from_float8(uint8_t b, int32_t t) {
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  const uint32_t m = b & 0x7fu;
+  switch (t) {
+    case SINGA_ONNX_FLOAT8E4M3FN:
+      return m == 0x7f ? std::numeric_limits<float>::quiet_NaN() : sign * magnitude_value(m, 3, 7);
+    case SINGA_ONNX_FLOAT8E4M3FNUZ:
+      return b == 0x80 ? std::numeric_limits<float>::quiet_NaN() : sign * magnitude_value(m, 3, 8);
+    case SINGA_ONNX_FLOAT8E5M2:
+      if (m > 0x7c) return std::numeric_limits<float>::quiet_NaN();
+      if (m == 0x7c) return sign * std::numeric_limits<float>::infinity();
+      return sign * magnitude_value(m, 2, 15);
+    case SINGA_ONNX_FLOAT8E5M2FNUZ:
+      return b == 0x80 ? std::numeric_limits<float>::quiet_NaN() : sign * magnitude_value(m, 2, 16);
+    case SINGA_ONNX_FLOAT8E8M0:
+      return b == 0xff ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(b) - 127);
+    default: return 0.0f;
+  }
+}
+
+// float8e8m0: a bare exponent, 2^(code - 127), 0xff NaN; no sign, zero or
+// infinity. The sign of v is ignored; 0 and values below 2^-127 give code 0.
+// Round modes (Cast-25's round_mode): up = to the next power of two unless
+// exact, down = to the power of two below, nearest = the nearer one, ties up.
+enum class E8M0Round { kUp, kDown, kNearest };
+inline uint8_t to_e8m0(double v, bool saturate = true, E8M0Round mode = E8M0Round::kUp) {
+  if (std::isnan(v)) return 0xff;
+  if (std::isinf(v)) return saturate ? 0xfe : 0xff;
+  uint64_t x;
+  std::memcpy(&x, &v, 8);
+  int e = int((x >> 52) & 0x7ff);
+  if (e == 0) return 0;
+  uint64_t m = x & ((uint64_t(1) << 52) - 1);
+  int k = e - 1023;
+  if ((mode == E8M0Round::kUp && m != 0) || (mode == E8M0Round::kNearest && m >= (uint64_t(1) << 51))) ++k;
+  int code = k + 127;
+  if (code < 0) return 0;
+  if (code > 0xfe) return saturate ? 0xfe : 0xff;
+  return uint8_t(code);
+}
+
+// float4e2m1 (a nibble): S.EE.M, bias 1, values 0, 0.5, 1, 1.5, 2, 3, 4, 6;
+// no NaN or infinity. Conversions always saturate to +-6; NaN gives 0x8, as
+// the ONNX reference does.
+inline uint8_t to_float4e2m1(double v) {
+  if (std::isnan(v)) return 0x8;
+  const uint8_t s = std::signbit(v) ? 0x8 : 0;
+  uint32_t c = std::isinf(v) ? 7u : round_magnitude(std::fabs(v), 1, 1);
+  return uint8_t(s | (c > 7 ? 7u : c));
+}
+inline float from_float4e2m1(uint8_t nibble) {
+  float a = magnitude_value(nibble & 0x7u, 1, 1);
+  return (nibble & 0x8u) ? -a : a;
+}
+
+}  // namespace minifloat
+
+// Packed elements: element i of a 4-bit (2 per byte) or 2-bit (4 per byte)
+// buffer, first element in the lowest bits.
+inline uint8_t packed_get(const void* data, int64_t i, int bits) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  const int per = 8 / bits;
+  const int shift = int(i % per) * bits;
+  return uint8_t((p[i / per] >> shift) & ((1u << bits) - 1));
+}
+inline void packed_set(void* data, int64_t i, int bits, uint8_t code) {
+  uint8_t* p = static_cast<uint8_t*>(data);
+  const int per = 8 / bits;
+  const int shift = int(i % per) * bits;
+  const uint8_t mask = uint8_t(((1u << bits) - 1) << shift);
+  p[i / per] = uint8_t((p[i / per] & ~mask) | ((code << shift) & mask));
+}
+// The integer a 4-bit or 2-bit code stands for (two's complement when signed).
+inline int32_t packed_int(uint8_t code, int bits, bool is_signed) {
+  int32_t v = code & ((1 << bits) - 1);
+  return (is_signed && (v >> (bits - 1))) ? v - (1 << bits) : v;
+}
 
 // Calls f(T{}) with T the C++ type of an ONNX numeric/bool dtype. Throws for
 // dtypes not in `allowed`.

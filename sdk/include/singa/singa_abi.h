@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define SINGA_ABI_MAJOR 1
-#define SINGA_ABI_MINOR 1
+#define SINGA_ABI_MINOR 2
 
 /* True when a struct written by the other side (struct_size set by it)
  * contains `field`. */
@@ -72,7 +72,14 @@ typedef enum singa_onnx_dtype {
   SINGA_ONNX_INT32 = 6, SINGA_ONNX_INT64 = 7, SINGA_ONNX_STRING = 8,
   SINGA_ONNX_BOOL = 9, SINGA_ONNX_FLOAT16 = 10, SINGA_ONNX_DOUBLE = 11,
   SINGA_ONNX_UINT32 = 12, SINGA_ONNX_UINT64 = 13, SINGA_ONNX_COMPLEX64 = 14,
-  SINGA_ONNX_COMPLEX128 = 15, SINGA_ONNX_BFLOAT16 = 16
+  SINGA_ONNX_COMPLEX128 = 15, SINGA_ONNX_BFLOAT16 = 16,
+  /* ABI 1.2: ONNX's newer element types (docs/abi.md, "Float8, 4-bit and
+   * 2-bit element types"). 21, 22, 23, 25 and 26 are packed: two 4-bit or
+   * four 2-bit elements per byte, the first in the lowest bits. */
+  SINGA_ONNX_FLOAT8E4M3FN = 17, SINGA_ONNX_FLOAT8E4M3FNUZ = 18,
+  SINGA_ONNX_FLOAT8E5M2 = 19, SINGA_ONNX_FLOAT8E5M2FNUZ = 20,
+  SINGA_ONNX_UINT4 = 21, SINGA_ONNX_INT4 = 22, SINGA_ONNX_FLOAT4E2M1 = 23,
+  SINGA_ONNX_FLOAT8E8M0 = 24, SINGA_ONNX_UINT2 = 25, SINGA_ONNX_INT2 = 26
 } singa_onnx_dtype;
 
 /* 0 for codes outside 0..63 (an unknown element type matches no mask). */
@@ -174,12 +181,21 @@ typedef struct singa_gradient_def {
   singa_status* (*backward)(void* state, singa_kernel_context* ctx);
 } singa_gradient_def;
 
+/* ABI 1.2. An end_version that means "until the op's next version": the host
+ * keeps a table of every ONNX op's since-versions, so a kernel registered for
+ * version N serves every later opset in which the op is unchanged. An explicit
+ * end_version E likewise serves on until the op's first version after E
+ * (E names the opset the kernel was written against, not a cap). For ops the
+ * table does not know (custom domains) the range is taken literally and
+ * SINGA_VERSION_OPEN means every later opset. */
+#define SINGA_VERSION_OPEN INT32_MAX
+
 typedef struct singa_kernel_def {
   size_t struct_size;
   const char* domain;      /* "" or "ai.onnx" for the default domain */
   const char* op_type;
   int32_t since_version;   /* inclusive opset range this kernel implements */
-  int32_t end_version;
+  int32_t end_version;     /* or SINGA_VERSION_OPEN; see below */
   const char* device;      /* a registered device name */
   const singa_type_constraint* constraints;
   size_t num_constraints;
