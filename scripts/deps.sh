@@ -13,6 +13,7 @@ PKGS=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   dataset-fashion-mnist libopenblas0-pthread
   clang libclang-rt-14-dev
+  libre2-dev libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
 )
 # Node.js only when the machine has none (it runs ONNX Runtime, our benchmark and export peer).
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs npm)

@@ -223,7 +223,7 @@ void register_binary(sdk::Registrar& reg) {
   // Where moves elements of 1, 2, 4 or 8 bytes; 16 adds bfloat16.
   const uint64_t bf16 = bit(SINGA_ONNX_BFLOAT16);
   reg.kernel<Where>("", "Where", 9, 15, "cuda", {{"B", 0, kBoolType}, {"T", 1, kFixedSizeTypes & ~bf16}});
-  reg.kernel<Where>("", "Where", 16, 17, "cuda", {{"B", 0, kBoolType}, {"T", 1, kFixedSizeTypes}});
+  reg.kernel<Where>("", "Where", 16, SINGA_VERSION_OPEN, "cuda", {{"B", 0, kBoolType}, {"T", 1, kFixedSizeTypes}});
 }
 
 }  // namespace cuda

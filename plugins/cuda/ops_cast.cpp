@@ -64,7 +64,7 @@ class CastLike : public NodeKernel {
 void register_cast(sdk::Registrar& reg) {
   reg.kernel<Cast>("", "Cast", 1, 5, "cuda", {{"T1", 0, kCastTypes}, {"T2", -1, kCastTypes}});
   reg.kernel<Cast>("", "Cast", 6, 17, "cuda", {{"T1", 0, kCastTypes}, {"T2", -1, kCastTypes}});
-  reg.kernel<CastLike>("", "CastLike", 15, 17, "cuda", {{"T1", 0, kCastTypes}, {"T2", 1, kCastTypes}});
+  reg.kernel<CastLike>("", "CastLike", 15, SINGA_VERSION_OPEN, "cuda", {{"T1", 0, kCastTypes}, {"T2", 1, kCastTypes}});
 }
 
 }  // namespace cuda

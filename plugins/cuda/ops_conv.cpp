@@ -215,7 +215,7 @@ class Conv : public NodeKernel {
 void register_conv(sdk::Registrar& reg) {
   // Conv 1 and 11 differ only in auto_pad/pads defaults, handled alike.
   reg.kernel<Conv>("", "Conv", 1, 10, "cuda", {{"T", 0, kF32}, {"T", 1, kF32}});
-  reg.kernel<Conv>("", "Conv", 11, 17, "cuda", {{"T", 0, kF32}, {"T", 1, kF32}});
+  reg.kernel<Conv>("", "Conv", 11, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32}, {"T", 1, kF32}});
 }
 
 }  // namespace cuda

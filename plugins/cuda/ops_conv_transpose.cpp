@@ -118,7 +118,7 @@ class ConvTranspose : public NodeKernel {
 
 void register_conv_transpose(sdk::Registrar& reg) {
   reg.kernel<ConvTranspose>("", "ConvTranspose", 1, 10, "cuda", {{"T", 0, kF32}});
-  reg.kernel<ConvTranspose>("", "ConvTranspose", 11, 17, "cuda", {{"T", 0, kF32}});
+  reg.kernel<ConvTranspose>("", "ConvTranspose", 11, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32}});
 }
 
 }  // namespace cuda

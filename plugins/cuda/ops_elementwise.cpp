@@ -131,20 +131,20 @@ void register_elementwise(sdk::Registrar& reg) {
   const uint32_t inplace = SINGA_KERNEL_MAY_INPLACE;
   // Relu 14 adds integer types; 6 dropped consumed_inputs (ignored here).
   reg.kernel<Unary<UnaryOp::kRelu>>("", "Relu", 1, 13, "cuda", {{"T", 0, kF32F64}}, inplace);
-  reg.kernel<Unary<UnaryOp::kRelu>>("", "Relu", 14, 17, "cuda", {{"T", 0, kF32F64 | kI32I64}}, inplace);
+  reg.kernel<Unary<UnaryOp::kRelu>>("", "Relu", 14, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32F64 | kI32I64}}, inplace);
   reg.kernel<Unary<UnaryOp::kSigmoid>>("", "Sigmoid", 1, 5, "cuda", {{"T", 0, kF32F64}}, inplace);
   reg.kernel<Unary<UnaryOp::kSigmoid>>("", "Sigmoid", 6, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
-  reg.kernel<Unary<UnaryOp::kSigmoid>>("", "Sigmoid", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Unary<UnaryOp::kSigmoid>>("", "Sigmoid", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32F64}}, inplace);
   reg.kernel<Unary<UnaryOp::kTanh>>("", "Tanh", 1, 5, "cuda", {{"T", 0, kF32F64}}, inplace);
   reg.kernel<Unary<UnaryOp::kTanh>>("", "Tanh", 6, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
-  reg.kernel<Unary<UnaryOp::kTanh>>("", "Tanh", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Unary<UnaryOp::kTanh>>("", "Tanh", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32F64}}, inplace);
 
   // Softmax may run in place: each row is read fully before it is written,
   // by the same block (rows) or thread (columns).
   reg.kernel<Softmax<false>>("", "Softmax", 1, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
-  reg.kernel<Softmax<false>>("", "Softmax", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Softmax<false>>("", "Softmax", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32F64}}, inplace);
   reg.kernel<Softmax<true>>("", "LogSoftmax", 1, 12, "cuda", {{"T", 0, kF32F64}}, inplace);
-  reg.kernel<Softmax<true>>("", "LogSoftmax", 13, 17, "cuda", {{"T", 0, kF32F64}}, inplace);
+  reg.kernel<Softmax<true>>("", "LogSoftmax", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32F64}}, inplace);
 }
 
 }  // namespace cuda

@@ -102,7 +102,7 @@ class Dropout : public NodeKernel {
 
 void register_lrn_dropout(sdk::Registrar& reg) {
   reg.kernel<LRN>("", "LRN", 1, 12, "cuda", {{"T", 0, kF32F64}});
-  reg.kernel<LRN>("", "LRN", 13, 17, "cuda", {{"T", 0, kF32F64}});
+  reg.kernel<LRN>("", "LRN", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32F64}});
   reg.kernel<Dropout>("", "Dropout", 1, 11, "cuda", {{"T", 0, kF32F64}}, SINGA_KERNEL_MAY_INPLACE);
   // From opset 12 the training_mode input can make the output random.
   reg.kernel<Dropout>("", "Dropout", 12, 17, "cuda", {{"T", 0, kF32F64}},

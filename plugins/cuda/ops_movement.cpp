@@ -382,7 +382,7 @@ void register_movement(sdk::Registrar& reg) {
   reg.kernel<Concat>("", "Concat", 1, 17, "cuda", {{"T", 0, t}});
   reg.kernel<Split>("", "Split", 1, 1, "cuda", {{"T", 0, t}}, 0, input_bit(1));
   reg.kernel<Split>("", "Split", 2, 12, "cuda", {{"T", 0, t}});
-  reg.kernel<Split>("", "Split", 13, 17, "cuda", {{"T", 0, t}}, 0, input_bit(1));
+  reg.kernel<Split>("", "Split", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, t}}, 0, input_bit(1));
   reg.kernel<Slice>("", "Slice", 1, 9, "cuda", {{"T", 0, t}});
   reg.kernel<Slice>("", "Slice", 10, 17, "cuda", {{"T", 0, t}, {"Tind", 1, kI32I64}}, 0,
                     input_bit(1) | input_bit(2) | input_bit(3) | input_bit(4));

@@ -75,7 +75,7 @@ void register_norm(sdk::Registrar& reg) {
   reg.kernel<BatchNorm>("", "BatchNormalization", 7, 8, "cuda", {{"T", 0, kF32}});
   reg.kernel<BatchNorm>("", "BatchNormalization", 9, 13, "cuda", {{"T", 0, kF32}});
   reg.kernel<BatchNorm>("", "BatchNormalization", 14, 14, "cuda", {{"T", 0, kF32}, {"U", 3, kF32}});
-  reg.kernel<BatchNorm>("", "BatchNormalization", 15, 17, "cuda", {{"T", 0, kF32}, {"T1", 1, kF32}, {"T2", 3, kF32}});
+  reg.kernel<BatchNorm>("", "BatchNormalization", 15, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32}, {"T1", 1, kF32}, {"T2", 3, kF32}});
 }
 
 }  // namespace cuda

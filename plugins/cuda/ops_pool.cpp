@@ -158,13 +158,13 @@ void register_pool(sdk::Registrar& reg) {
   reg.kernel<MaxPool>("", "MaxPool", 8, 9, "cuda", {{"T", 0, kF32}});
   reg.kernel<MaxPool>("", "MaxPool", 10, 10, "cuda", {{"T", 0, kF32}});
   reg.kernel<MaxPool>("", "MaxPool", 11, 11, "cuda", {{"T", 0, kF32}});
-  reg.kernel<MaxPool>("", "MaxPool", 12, 17, "cuda", {{"T", 0, kF32}});
+  reg.kernel<MaxPool>("", "MaxPool", 12, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32}});
   // AveragePool: 7 adds count_include_pad, 10 ceil_mode, 11 pads defaults.
   reg.kernel<AveragePool>("", "AveragePool", 1, 6, "cuda", {{"T", 0, kF32}});
   reg.kernel<AveragePool>("", "AveragePool", 7, 9, "cuda", {{"T", 0, kF32}});
   reg.kernel<AveragePool>("", "AveragePool", 10, 10, "cuda", {{"T", 0, kF32}});
-  reg.kernel<AveragePool>("", "AveragePool", 11, 17, "cuda", {{"T", 0, kF32}});
-  reg.kernel<GlobalAveragePool>("", "GlobalAveragePool", 1, 17, "cuda", {{"T", 0, kF32}});
+  reg.kernel<AveragePool>("", "AveragePool", 11, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32}});
+  reg.kernel<GlobalAveragePool>("", "GlobalAveragePool", 1, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kF32}});
 }
 
 }  // namespace cuda

@@ -146,7 +146,7 @@ void reg_attr_reduce(sdk::Registrar& reg, const char* op, bool split_at_12) {
 
 void register_reduce(sdk::Registrar& reg) {
   reg.kernel<Reduce<ReduceOp::kSum, false>>("", "ReduceSum", 1, 12, "cuda", {{"T", 0, kRealInt}});
-  reg.kernel<Reduce<ReduceOp::kSum, true>>("", "ReduceSum", 13, 17, "cuda", {{"T", 0, kRealInt}}, 0, input_bit(1));
+  reg.kernel<Reduce<ReduceOp::kSum, true>>("", "ReduceSum", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kRealInt}}, 0, input_bit(1));
   reg_attr_reduce<ReduceOp::kMean>(reg, "ReduceMean", false);
   reg_attr_reduce<ReduceOp::kProd>(reg, "ReduceProd", false);
   reg_attr_reduce<ReduceOp::kSumSquare>(reg, "ReduceSumSquare", false);
@@ -158,9 +158,9 @@ void register_reduce(sdk::Registrar& reg) {
   reg_attr_reduce<ReduceOp::kMin>(reg, "ReduceMin", true);
 
   reg.kernel<ArgExtreme<true>>("", "ArgMax", 1, 12, "cuda", {{"T", 0, kRealInt}});
-  reg.kernel<ArgExtreme<true>>("", "ArgMax", 13, 17, "cuda", {{"T", 0, kRealInt}});
+  reg.kernel<ArgExtreme<true>>("", "ArgMax", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kRealInt}});
   reg.kernel<ArgExtreme<false>>("", "ArgMin", 1, 12, "cuda", {{"T", 0, kRealInt}});
-  reg.kernel<ArgExtreme<false>>("", "ArgMin", 13, 17, "cuda", {{"T", 0, kRealInt}});
+  reg.kernel<ArgExtreme<false>>("", "ArgMin", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kRealInt}});
 }
 
 }  // namespace cuda

@@ -215,18 +215,18 @@ void register_shape(sdk::Registrar& reg) {
   reg.kernel<Reshape>("", "Reshape", 1, 4, "cuda", {{"T", 0, t}}, inplace);
   // 5: shape becomes input 1 (read on the host); 14 adds allowzero.
   reg.kernel<Reshape>("", "Reshape", 5, 13, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
-  reg.kernel<Reshape>("", "Reshape", 14, 17, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
+  reg.kernel<Reshape>("", "Reshape", 14, SINGA_VERSION_OPEN, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
   // Flatten 9 adds types, 11 negative axes, 13 bfloat16: one class reads them all.
   reg.kernel<Flatten>("", "Flatten", 1, 17, "cuda", {{"T", 0, t}}, inplace);
   reg.kernel<Squeeze>("", "Squeeze", 1, 12, "cuda", {{"T", 0, t}}, inplace);
-  reg.kernel<Squeeze>("", "Squeeze", 13, 17, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
+  reg.kernel<Squeeze>("", "Squeeze", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
   reg.kernel<Unsqueeze>("", "Unsqueeze", 1, 12, "cuda", {{"T", 0, t}}, inplace);
-  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, 17, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
+  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, SINGA_VERSION_OPEN, "cuda", {{"T", 0, t}}, inplace, input_bit(1));
   reg.kernel<Identity>("", "Identity", 1, 17, "cuda", {{"T", 0, t}}, inplace);
   reg.kernel<ShapeOp>("", "Shape", 1, 14, "cuda", {{"T", 0, t}});
-  reg.kernel<ShapeOp>("", "Shape", 15, 17, "cuda", {{"T", 0, t}});
+  reg.kernel<ShapeOp>("", "Shape", 15, SINGA_VERSION_OPEN, "cuda", {{"T", 0, t}});
   reg.kernel<Size>("", "Size", 1, 17, "cuda", {{"T", 0, t}});
-  reg.kernel<ConstantOfShape>("", "ConstantOfShape", 9, 17, "cuda", {{"T1", 0, kInt64Type}, {"T2", -1, t}}, 0,
+  reg.kernel<ConstantOfShape>("", "ConstantOfShape", 9, SINGA_VERSION_OPEN, "cuda", {{"T1", 0, kInt64Type}, {"T2", -1, t}}, 0,
                               input_bit(0));
 }
 

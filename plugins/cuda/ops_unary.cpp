@@ -178,7 +178,7 @@ void register_unary(sdk::Registrar& reg) {
   reg.kernel<Clip>("", "Clip", 11, 11, "cuda", {{"T", 0, kF32F64}}, inplace, bounds);
   // Clip-12 adds integer types.
   reg.kernel<Clip>("", "Clip", 12, 17, "cuda", {{"T", 0, kRealInt}}, inplace, bounds);
-  reg.kernel<Not>("", "Not", 1, 17, "cuda", {{"T", 0, kBoolType}}, inplace);
+  reg.kernel<Not>("", "Not", 1, SINGA_VERSION_OPEN, "cuda", {{"T", 0, kBoolType}}, inplace);
 }
 
 }  // namespace cuda

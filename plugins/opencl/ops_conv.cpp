@@ -112,7 +112,7 @@ class Conv : public NodeKernel {
 void register_conv(sdk::Registrar& reg) {
   // Conv 11 only widens what auto_pad/pads may say (read alike here).
   reg.kernel<Conv>("", "Conv", 1, 10, "opencl", {{"T", 0, kF32}, {"T", 1, kF32}});
-  reg.kernel<Conv>("", "Conv", 11, 17, "opencl", {{"T", 0, kF32}, {"T", 1, kF32}});
+  reg.kernel<Conv>("", "Conv", 11, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}, {"T", 1, kF32}});
 }
 
 }  // namespace opencl

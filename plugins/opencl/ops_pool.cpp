@@ -124,14 +124,14 @@ void register_pool(sdk::Registrar& reg) {
   reg.kernel<MaxPool>("", "MaxPool", 8, 9, "opencl", {{"T", 0, kF32}});
   reg.kernel<MaxPool>("", "MaxPool", 10, 10, "opencl", {{"T", 0, kF32}});
   reg.kernel<MaxPool>("", "MaxPool", 11, 11, "opencl", {{"T", 0, kF32}});
-  reg.kernel<MaxPool>("", "MaxPool", 12, 17, "opencl", {{"T", 0, kF32}});
+  reg.kernel<MaxPool>("", "MaxPool", 12, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}});
   // AveragePool: 7 adds count_include_pad, 10 ceil_mode, 11 pads' defaults.
   reg.kernel<AveragePool>("", "AveragePool", 1, 6, "opencl", {{"T", 0, kF32}});
   reg.kernel<AveragePool>("", "AveragePool", 7, 9, "opencl", {{"T", 0, kF32}});
   reg.kernel<AveragePool>("", "AveragePool", 10, 10, "opencl", {{"T", 0, kF32}});
-  reg.kernel<AveragePool>("", "AveragePool", 11, 17, "opencl", {{"T", 0, kF32}});
-  reg.kernel<GlobalPool<false>>("", "GlobalAveragePool", 1, 17, "opencl", {{"T", 0, kF32}});
-  reg.kernel<GlobalPool<true>>("", "GlobalMaxPool", 1, 17, "opencl", {{"T", 0, kF32}});
+  reg.kernel<AveragePool>("", "AveragePool", 11, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}});
+  reg.kernel<GlobalPool<false>>("", "GlobalAveragePool", 1, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}});
+  reg.kernel<GlobalPool<true>>("", "GlobalMaxPool", 1, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}});
 }
 
 }  // namespace opencl

@@ -129,16 +129,16 @@ class Reduce : public NodeKernel {
 void register_reduce(sdk::Registrar& reg) {
   const uint32_t inplace = SINGA_KERNEL_MAY_INPLACE;
   reg.kernel<Softmax>("", "Softmax", 1, 12, "opencl", {{"T", 0, kF32}}, inplace);
-  reg.kernel<Softmax>("", "Softmax", 13, 17, "opencl", {{"T", 0, kF32}}, inplace);
+  reg.kernel<Softmax>("", "Softmax", 13, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}}, inplace);
   // Versions up to 13 differ in types only (integers and bfloat16 stay on
   // the CPU); ReduceSum 13 takes axes as an input.
   reg.kernel<Reduce<kSum, false>>("", "ReduceSum", 1, 12, "opencl", {{"T", 0, kF32}});
-  reg.kernel<Reduce<kSum, true>>("", "ReduceSum", 13, 17, "opencl", {{"T", 0, kF32}}, 0, uint64_t(1) << 1);
+  reg.kernel<Reduce<kSum, true>>("", "ReduceSum", 13, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}}, 0, uint64_t(1) << 1);
   reg.kernel<Reduce<kMean, false>>("", "ReduceMean", 1, 12, "opencl", {{"T", 0, kF32}});
-  reg.kernel<Reduce<kMean, false>>("", "ReduceMean", 13, 17, "opencl", {{"T", 0, kF32}});
+  reg.kernel<Reduce<kMean, false>>("", "ReduceMean", 13, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}});
   reg.kernel<Reduce<kMax, false>>("", "ReduceMax", 1, 11, "opencl", {{"T", 0, kF32}});
   reg.kernel<Reduce<kMax, false>>("", "ReduceMax", 12, 12, "opencl", {{"T", 0, kF32}});
-  reg.kernel<Reduce<kMax, false>>("", "ReduceMax", 13, 17, "opencl", {{"T", 0, kF32}});
+  reg.kernel<Reduce<kMax, false>>("", "ReduceMax", 13, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kF32}});
 }
 
 }  // namespace opencl

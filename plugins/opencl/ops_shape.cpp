@@ -285,14 +285,14 @@ void register_shape(sdk::Registrar& reg) {
   reg.kernel<Reshape>("", "Reshape", 1, 4, "opencl", {{"T", 0, kDataTypes}}, inplace);
   // 5: shape becomes input 1 (read on the host); 14 adds allowzero.
   reg.kernel<Reshape>("", "Reshape", 5, 13, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
-  reg.kernel<Reshape>("", "Reshape", 14, 17, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
+  reg.kernel<Reshape>("", "Reshape", 14, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
   // Flatten 9 adds types, 11 negative axes, 13 bfloat16: one class reads them all.
   reg.kernel<Flatten>("", "Flatten", 1, 17, "opencl", {{"T", 0, kDataTypes}}, inplace);
   // Squeeze/Unsqueeze: 11 negative axes, 13 axes as input 1 (on the host).
   reg.kernel<Squeeze>("", "Squeeze", 1, 12, "opencl", {{"T", 0, kDataTypes}}, inplace);
-  reg.kernel<Squeeze>("", "Squeeze", 13, 17, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
+  reg.kernel<Squeeze>("", "Squeeze", 13, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
   reg.kernel<Unsqueeze>("", "Unsqueeze", 1, 12, "opencl", {{"T", 0, kDataTypes}}, inplace);
-  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, 17, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
+  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, SINGA_VERSION_OPEN, "opencl", {{"T", 0, kDataTypes}}, inplace, shape_input);
   reg.kernel<Identity>("", "Identity", 1, 17, "opencl", {{"T", 0, kDataTypes}}, inplace);
   reg.kernel<Dropout>("", "Dropout", 1, 11, "opencl", {{"T", 0, kF32}}, inplace);
   // From opset 12 a training_mode input may make the output random: the

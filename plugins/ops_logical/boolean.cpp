@@ -64,7 +64,7 @@ template <typename Op> void register_op(sdk::Registrar& reg, const char* op) {
 }  // namespace
 
 void register_boolean(sdk::Registrar& reg) {
-  reg.kernel<Not>("", "Not", 1, 17, "cpu", {{"T", 0, kBool}}, SINGA_KERNEL_MAY_INPLACE);
+  reg.kernel<Not>("", "Not", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kBool}}, SINGA_KERNEL_MAY_INPLACE);
   register_op<AndOp>(reg, "And");
   register_op<OrOp>(reg, "Or");
   register_op<XorOp>(reg, "Xor");

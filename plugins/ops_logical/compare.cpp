@@ -1,5 +1,7 @@
 // Equal, Less, Greater, LessOrEqual, GreaterOrEqual: bool results of
-// elementwise comparisons over broadcast operands.
+// elementwise comparisons over broadcast operands (Equal-19 also of strings).
+#include <cstring>
+
 #include "logical_common.hpp"
 
 namespace singa {
@@ -34,6 +36,17 @@ template <typename Cmp, bool Legacy> class Compare {
                 sdk::dtype_name(b.dtype()));
     BinaryShapes s = form_.shapes(a.shape(), b.shape());
     sdk::Tensor y = ctx.output(0, s.out, SINGA_ONNX_BOOL);
+    if (a.dtype() == SINGA_ONNX_STRING) {
+      // Equal-19: strings compare by content (the registrations admit them only there).
+      if constexpr (std::is_same<Cmp, EqualOp>::value) {
+        binary_apply<bool, const char*, const char*>(
+            ctx, s, a.data<const char*>(), b.data<const char*>(), y.data<bool>(), [](const char* x, const char* z) {
+              return std::strcmp(x ? x : "", z ? z : "") == 0;
+            });
+        return;
+      }
+      sdk::fail("string inputs are not supported by this comparison");
+    }
     sdk::dispatch(
         a.dtype(),
         [&](auto tag) {
@@ -71,7 +84,11 @@ void register_compare(sdk::Registrar& reg) {
   const uint64_t numeric = sdk::kFloatTypes | sdk::kIntTypes;
   const uint64_t eq_old = kBool | sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64);
   register_op<EqualOp>(reg, "Equal",
-                       {{1, 6, eq_old}, {7, 10, eq_old}, {11, 12, numeric | kBool}, {13, 17, numeric | kBool | kBf16}});
+                       {{1, 6, eq_old},
+                        {7, 10, eq_old},
+                        {11, 12, numeric | kBool},
+                        {13, 17, numeric | kBool | kBf16},
+                        {19, SINGA_VERSION_OPEN, numeric | kBool | kBf16 | sdk::bit(SINGA_ONNX_STRING)}});
   register_op<LessOp>(reg, "Less", {{1, 6, floats}, {7, 8, floats}, {9, 12, numeric}, {13, 17, numeric | kBf16}});
   register_op<GreaterOp>(reg, "Greater", {{1, 6, floats}, {7, 8, floats}, {9, 12, numeric}, {13, 17, numeric | kBf16}});
   register_op<LessEqualOp>(reg, "LessOrEqual", {{12, 15, numeric}, {16, 17, numeric | kBf16}});

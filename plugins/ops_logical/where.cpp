@@ -82,7 +82,7 @@ void register_where(sdk::Registrar& reg) {
   const uint64_t v9 =
       sdk::kFloatTypes | sdk::kIntTypes | kBool | sdk::bit(SINGA_ONNX_COMPLEX64) | sdk::bit(SINGA_ONNX_COMPLEX128);
   reg.kernel<Where>("", "Where", 9, 15, "cpu", {{"B", 0, kBool}, {"T", 1, v9}});
-  reg.kernel<Where>("", "Where", 16, 17, "cpu", {{"B", 0, kBool}, {"T", 1, v9 | kBf16}});
+  reg.kernel<Where>("", "Where", 16, SINGA_VERSION_OPEN, "cpu", {{"B", 0, kBool}, {"T", 1, v9 | kBf16}});
 }
 
 }  // namespace logical

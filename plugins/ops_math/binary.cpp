@@ -1,4 +1,4 @@
-// binary.cpp - Add, Sub, Mul, Div, Pow, Mod, BitShift with broadcasting.
+// binary.cpp - Add, Sub, Mul, Div, Pow, Mod, BitShift, BitwiseAnd/Or/Xor with broadcasting.
 #include "binary_common.hpp"
 #include "registry.hpp"
 
@@ -187,6 +187,46 @@ class BitShiftKernel : public BinaryBase {
   bool left_ = true;
 };
 
+// ------------------------------------------------------ BitwiseAnd/Or/Xor
+
+struct BitAndFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return C(a & b);
+  }
+};
+struct BitOrFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return C(a | b);
+  }
+};
+struct BitXorFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return C(a ^ b);
+  }
+};
+
+// Opset 18: every signed and unsigned integer type, numpy broadcasting.
+template <typename Fn>
+class BitwiseKernel : public BinaryBase {
+ public:
+  using BinaryBase::BinaryBase;
+  void compute(sdk::Context& ctx) const {
+    BinaryOperands io;
+    operands(ctx, io);
+    sdk::Tensor out = ctx.output(0, io.out_shape, io.a.dtype());
+    sdk::dispatch(
+        io.a.dtype(),
+        [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (in_mask<T>(sdk::kIntTypes)) binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Fn{});
+        },
+        sdk::kIntTypes);
+  }
+};
+
 // ------------------------------------------------------------------ Pow
 
 constexpr uint64_t kPowBase = kFloatLike | sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64);
@@ -284,8 +324,12 @@ void register_binary(sdk::Registrar& reg) {
   // numeric exponent earlier is a superset.
   register_two_eras<PowKernel>(reg, "Pow", kPowBase, "T1", kNumeric);
   reg.kernel<ModKernel>("", "Mod", 10, 17, "cpu", {{"T", 0, kNumeric}, {"T", 1, kNumeric}});
-  reg.kernel<BitShiftKernel>("", "BitShift", 11, 17, "cpu",
+  reg.kernel<BitShiftKernel>("", "BitShift", 11, SINGA_VERSION_OPEN, "cpu",
                              {{"T", 0, sdk::kUnsignedIntTypes}, {"T", 1, sdk::kUnsignedIntTypes}});
+  const uint64_t ints = sdk::kIntTypes;
+  reg.kernel<BitwiseKernel<BitAndFn>>("", "BitwiseAnd", 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, ints}, {"T", 1, ints}});
+  reg.kernel<BitwiseKernel<BitOrFn>>("", "BitwiseOr", 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, ints}, {"T", 1, ints}});
+  reg.kernel<BitwiseKernel<BitXorFn>>("", "BitwiseXor", 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, ints}, {"T", 1, ints}});
 }
 
 }  // namespace math

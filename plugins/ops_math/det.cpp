@@ -13,7 +13,7 @@ namespace ops {
 namespace math {
 namespace {
 
-constexpr uint64_t kDetTypes = sdk::kFloatTypes;
+constexpr uint64_t kDetTypes = kFloatLike;
 
 // Destroys a (row-major m x m): it holds the LU factors afterwards.
 double lu_determinant(double* a, int64_t m) {
@@ -79,7 +79,11 @@ class Det {
 
 }  // namespace
 
-void register_det(sdk::Registrar& reg) { reg.kernel<Det>("", "Det", 11, 17, "cpu", {{"T", 0, kDetTypes}}); }
+// Det-22 added bfloat16.
+void register_det(sdk::Registrar& reg) {
+  reg.kernel<Det>("", "Det", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, sdk::kFloatTypes}});
+  reg.kernel<Det>("", "Det", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kDetTypes}});
+}
 
 }  // namespace math
 }  // namespace ops

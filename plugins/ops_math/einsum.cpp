@@ -463,7 +463,7 @@ class Einsum {
 }  // namespace
 
 void register_einsum(sdk::Registrar& reg) {
-  reg.kernel<Einsum>("", "Einsum", 12, 17, "cpu", {{"T", 0, kEinsumTypes}});
+  reg.kernel<Einsum>("", "Einsum", 12, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kEinsumTypes}});
 }
 
 }  // namespace math

@@ -19,6 +19,27 @@ struct QuantParam {
   int64_t period = 1;
 };
 
+// The scale types: float, and from QLinearMatMul-21 float16 and bfloat16.
+constexpr uint64_t kScaleTypes = kFloatLike;
+
+// Element i of a float, float16 or bfloat16 scale tensor, as float (exact).
+inline float scale_at(const sdk::Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case SINGA_ONNX_FLOAT: return t.data<float>()[i];
+    case SINGA_ONNX_FLOAT16: return float(t.data<half>()[i]);
+    case SINGA_ONNX_BFLOAT16: return float(t.data<bfloat16>()[i]);
+    default: sdk::fail(std::string("scales must be float, float16 or bfloat16, got ") + sdk::dtype_name(t.dtype()));
+  }
+}
+
+// Rounds a float result to the scale type, as numpy does after each operation
+// on float16/bfloat16 arrays.
+inline float round_to_scale_type(float v, int32_t dtype) {
+  if (dtype == SINGA_ONNX_FLOAT16) return float(half(v));
+  if (dtype == SINGA_ONNX_BFLOAT16) return float(bfloat16(v));
+  return v;
+}
+
 // Reads an optional zero point (same 8-bit type as its operand) or scale of
 // A: scalar, one value per row (M), or per row of every matrix of A.
 template <typename V>
@@ -35,7 +56,7 @@ QuantParam<V> row_param(const sdk::Tensor& t, const char* name, const Shape& a, 
   q.values.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (std::is_same<V, float>::value)
-      q.values[size_t(i)] = t.data<float>()[i];
+      q.values[size_t(i)] = scale_at(t, i);
     else
       q.values[size_t(i)] = V(t.int_at(i));
   }
@@ -58,7 +79,7 @@ QuantParam<V> col_param(const sdk::Tensor& t, const char* name, const Shape& b, 
   q.values.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (std::is_same<V, float>::value)
-      q.values[size_t(i)] = t.data<float>()[i];
+      q.values[size_t(i)] = scale_at(t, i);
     else
       q.values[size_t(i)] = V(t.int_at(i));
   }
@@ -128,7 +149,7 @@ class MatMulIntegerKernel {
 // y = saturate(round_half_even((A - a_zp)(B - b_zp) * a_scale * b_scale / y_scale) + y_zp)
 class QLinearMatMulKernel {
  public:
-  explicit QLinearMatMulKernel(const sdk::Node& node) {}
+  explicit QLinearMatMulKernel(const sdk::Node& node) : opset_(node.opset()) {}
   void compute(sdk::Context& ctx) const {
     for (size_t i = 0; i < 8; ++i)
       sdk::check(ctx.has_input(i), "input " + std::to_string(i) + " is missing (all eight inputs are required)");
@@ -137,10 +158,18 @@ class QLinearMatMulKernel {
     sdk::Tensor y_scale = ctx.input(6), y_zp = ctx.input(7);
     check_zero_point_type(a_zp, a, "a_zero_point");
     check_zero_point_type(b_zp, b, "b_zero_point");
-    for (const sdk::Tensor* s : {&a_scale, &b_scale, &y_scale})
-      sdk::check(s->dtype() == SINGA_ONNX_FLOAT, "scales must be float tensors");
+    // Opset 10 takes float scales; 21 any one of float, float16, bfloat16.
+    const int32_t st = a_scale.dtype();
+    const uint64_t scale_types = opset_ >= 21 ? kScaleTypes : sdk::bit(SINGA_ONNX_FLOAT);
+    for (const sdk::Tensor* s : {&a_scale, &b_scale, &y_scale}) {
+      sdk::check((scale_types & sdk::bit(s->dtype())) != 0,
+                 std::string("scales must be ") + (opset_ >= 21 ? "float, float16 or bfloat16" : "float") + ", got " +
+                     sdk::dtype_name(s->dtype()));
+      sdk::check(s->dtype() == st, std::string("a_scale, b_scale and y_scale must share one type, got ") +
+                                       sdk::dtype_name(st) + " and " + sdk::dtype_name(s->dtype()));
+    }
     sdk::check(y_scale.numel() == 1 && y_zp.numel() == 1, "y_scale and y_zero_point must be scalars");
-    sdk::check(y_scale.data<float>()[0] != 0.0f, "y_scale is 0");
+    sdk::check(scale_at(y_scale, 0) != 0.0f, "y_scale is 0");
 
     MatMulPlan p = plan_matmul(a.shape(), b.shape());
     int64_t count = sdk::numel(p.out_shape);
@@ -152,7 +181,7 @@ class QLinearMatMulKernel {
     if (bs.size() == 1) bs.push_back(1);
     auto sa = row_param<float>(a_scale, "a_scale", as, p.M, false);
     auto sb = col_param<float>(b_scale, "b_scale", bs, p.N, false);
-    float ys = y_scale.data<float>()[0];
+    float ys = scale_at(y_scale, 0);
     int64_t zero = y_zp.int_at(0);
     sdk::Tensor y = ctx.output(0, p.out_shape, y_zp.dtype());
     sdk::dispatch(
@@ -166,7 +195,8 @@ class QLinearMatMulKernel {
               for (int64_t o = b; o < e; ++o) {
                 int64_t i = (o / N) % M, j = o % N;
                 // numpy's order: the float32 multiplier times the int32 sum in double.
-                float mult = sa.values[size_t(i % sa.period)] * sb.values[size_t(j % sb.period)] / ys;
+                float mult = round_to_scale_type(sa.values[size_t(i % sa.period)] * sb.values[size_t(j % sb.period)], st);
+                mult = round_to_scale_type(mult / ys, st);
                 double v = round_half_even(double(acc[o]) * double(mult)) + double(zero);
                 out[o] = float_to_int<T>(v);
               }
@@ -175,15 +205,21 @@ class QLinearMatMulKernel {
         },
         k8Bit);
   }
+
+ private:
+  int64_t opset_;
 };
 
 }  // namespace
 
 void register_quantized(sdk::Registrar& reg) {
-  reg.kernel<MatMulIntegerKernel>("", "MatMulInteger", 10, 17, "cpu",
+  reg.kernel<MatMulIntegerKernel>("", "MatMulInteger", 10, SINGA_VERSION_OPEN, "cpu",
                                   {{"T1", 0, k8Bit}, {"T2", 1, k8Bit}, {"T3", -1, sdk::bit(SINGA_ONNX_INT32)}});
-  reg.kernel<QLinearMatMulKernel>("", "QLinearMatMul", 10, 17, "cpu",
+  reg.kernel<QLinearMatMulKernel>("", "QLinearMatMul", 10, SINGA_VERSION_OPEN, "cpu",
                                   {{"T1", 0, k8Bit}, {"T2", 3, k8Bit}, {"T3", 7, k8Bit}});
+  // Version 21 added float16/bfloat16 scales (TS) and float8 operands (not implemented here).
+  reg.kernel<QLinearMatMulKernel>("", "QLinearMatMul", 21, SINGA_VERSION_OPEN, "cpu",
+                                  {{"T1", 0, k8Bit}, {"T2", 3, k8Bit}, {"T3", 7, k8Bit}, {"TS", 1, kScaleTypes}});
 }
 
 }  // namespace math

@@ -9,7 +9,10 @@ namespace ops {
 namespace math {
 namespace {
 
-constexpr uint64_t kTrigTypes = sdk::kFloatTypes;  // float, double, float16
+// float, double, float16; opset 22 added bfloat16 (kTrigTypes is what the
+// kernels implement, the registrations narrow it by opset).
+constexpr uint64_t kTrigTypes17 = sdk::kFloatTypes;
+constexpr uint64_t kTrigTypes = kFloatLike;
 constexpr int64_t kCheap = 16384;                  // elements per task for one-instruction ops
 constexpr int64_t kCostly = 4096;                  // ... for libm calls
 
@@ -45,7 +48,7 @@ SINGA_FLOAT_UNARY(AtanhFn, kTrigTypes, kCostly, std::atanh(x))
 #undef SINGA_FLOAT_UNARY
 
 struct RoundFn {
-  static constexpr uint64_t kTypes = sdk::kFloatTypes;
+  static constexpr uint64_t kTypes = kFloatLike;
   static constexpr int64_t kGrain = kCheap;
   template <typename C>
   C operator()(C x) const {
@@ -104,6 +107,19 @@ struct SignFn {
       return C((x > 0) - (x < 0));
     else
       return C(x > 0);
+  }
+};
+
+// BitwiseNot (opset 18): every integer type.
+struct BitNotFn {
+  static constexpr uint64_t kTypes = sdk::kIntTypes;
+  static constexpr int64_t kGrain = kCheap;
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_int_v<C>)
+      return C(~x);
+    else
+      return x;
   }
 };
 
@@ -179,6 +195,13 @@ void reg_unary(sdk::Registrar& reg, const char* op, int since) {
   reg.kernel<UnaryKernel<Fn>>("", op, since, 17, "cpu", {{"T", 0, Fn::kTypes}}, SINGA_KERNEL_MAY_INPLACE);
 }
 
+// Ops whose version 22 added bfloat16: `types17` up to opset 21, Fn::kTypes from 22.
+template <typename Fn>
+void reg_unary22(sdk::Registrar& reg, const char* op, int since, uint64_t types17) {
+  reg.kernel<UnaryKernel<Fn>>("", op, since, 17, "cpu", {{"T", 0, types17}}, SINGA_KERNEL_MAY_INPLACE);
+  reg.kernel<UnaryKernel<Fn>>("", op, 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, Fn::kTypes}}, SINGA_KERNEL_MAY_INPLACE);
+}
+
 }  // namespace
 
 void register_unary(sdk::Registrar& reg) {
@@ -193,20 +216,27 @@ void register_unary(sdk::Registrar& reg) {
   reg_unary<NegFn>(reg, "Neg", 1);
   reg_unary<ErfFn>(reg, "Erf", 9);
   reg_unary<SignFn>(reg, "Sign", 9);
-  reg_unary<RoundFn>(reg, "Round", 11);
-  reg_unary<SinFn>(reg, "Sin", 7);
-  reg_unary<CosFn>(reg, "Cos", 7);
-  reg_unary<TanFn>(reg, "Tan", 7);
-  reg_unary<AsinFn>(reg, "Asin", 7);
-  reg_unary<AcosFn>(reg, "Acos", 7);
-  reg_unary<AtanFn>(reg, "Atan", 7);
-  reg_unary<SinhFn>(reg, "Sinh", 9);
-  reg_unary<CoshFn>(reg, "Cosh", 9);
-  reg_unary<AsinhFn>(reg, "Asinh", 9);
-  reg_unary<AcoshFn>(reg, "Acosh", 9);
-  reg_unary<AtanhFn>(reg, "Atanh", 9);
+  reg_unary22<RoundFn>(reg, "Round", 11, sdk::kFloatTypes);
+  reg_unary22<SinFn>(reg, "Sin", 7, kTrigTypes17);
+  reg_unary22<CosFn>(reg, "Cos", 7, kTrigTypes17);
+  reg_unary22<TanFn>(reg, "Tan", 7, kTrigTypes17);
+  reg_unary22<AsinFn>(reg, "Asin", 7, kTrigTypes17);
+  reg_unary22<AcosFn>(reg, "Acos", 7, kTrigTypes17);
+  reg_unary22<AtanFn>(reg, "Atan", 7, kTrigTypes17);
+  reg_unary22<SinhFn>(reg, "Sinh", 9, kTrigTypes17);
+  reg_unary22<CoshFn>(reg, "Cosh", 9, kTrigTypes17);
+  reg_unary22<AsinhFn>(reg, "Asinh", 9, kTrigTypes17);
+  reg_unary22<AcoshFn>(reg, "Acosh", 9, kTrigTypes17);
+  reg_unary22<AtanhFn>(reg, "Atanh", 9, kTrigTypes17);
+  reg.kernel<UnaryKernel<BitNotFn>>("", "BitwiseNot", 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, BitNotFn::kTypes}},
+                                    SINGA_KERNEL_MAY_INPLACE);
+  // Version 20 of IsNaN/IsInf added the float8 types (not implemented here).
+  reg.kernel<IsNaNKernel>("", "IsNaN", 20, SINGA_VERSION_OPEN, "cpu",
+                          {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
+  reg.kernel<IsInfKernel>("", "IsInf", 20, SINGA_VERSION_OPEN, "cpu",
+                          {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
   reg.kernel<IsNaNKernel>("", "IsNaN", 9, 17, "cpu", {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
-  reg.kernel<IsInfKernel>("", "IsInf", 10, 17, "cpu", {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
+  reg.kernel<IsInfKernel>("", "IsInf", 10, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, kFloatLike}, {"T2", -1, sdk::bit(SINGA_ONNX_BOOL)}});
 }
 
 }  // namespace math

@@ -21,6 +21,8 @@ void register_linear(sdk::Registrar& reg);
 void register_svm(sdk::Registrar& reg);
 void register_scaling(sdk::Registrar& reg);
 void register_encoding(sdk::Registrar& reg);
+void register_label_encoder(sdk::Registrar& reg);
+void register_tree_ensemble5(sdk::Registrar& reg);
 
 }  // namespace ml
 }  // namespace ops

@@ -136,6 +136,29 @@ struct ThresholdedReluOp {
   A operator()(A x) const { return x > A(alpha) ? x : A(0); }
 };
 
+// Mish (opset 18): x * tanh(softplus(x)).
+struct MishOp {
+  MishOp(const sdk::Node&, const NodeKernel&) {}
+  template <class A>
+  A operator()(A x) const {
+    const A sp = x > A(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    return x * std::tanh(sp);
+  }
+};
+
+// Swish (opset 24): x * sigmoid(alpha * x).
+struct SwishOp {
+  float alpha;
+  SwishOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
+  template <class A>
+  A operator()(A x) const {
+    const A z = A(alpha) * x;
+    if (z >= A(0)) return x / (A(1) + std::exp(-z));
+    const A e = std::exp(z);
+    return x * e / (A(1) + e);
+  }
+};
+
 // y = x >= 0 ? x : slope * x, slope broadcast to x's shape. Before opset 7
 // a 1-D slope with one value per channel applies along axis 1.
 class PRelu : public NodeKernel {
@@ -206,22 +229,24 @@ class Shrink : public NodeKernel {
   float lambd_, bias_;
 };
 
-// Gelu (opset 20): x/2 * (1 + erf(x/sqrt(2))). The ONNX library here (1.12)
-// loads models up to opset 17, so only the GELU fusion pass reaches this
-// (core/passes/fuse_gelu.cpp), and it writes approximate "none": the "tanh"
-// form is refused rather than carried untested. Floats run through
-// vec_math.hpp's gelu (a rational erf: GELU needs absolute accuracy only).
+// Gelu (opset 20): approximate "none" is x/2 * (1 + erf(x/sqrt(2))),
+// "tanh" is x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). Floats with
+// "none" run through vec_math.hpp's gelu (a rational erf: GELU needs absolute
+// accuracy only; the GELU fusion pass, core/passes/fuse_gelu.cpp, writes it).
 class Gelu : public NodeKernel {
  public:
   explicit Gelu(const sdk::Node& node) : NodeKernel(node) {
     const std::string a = node.attr_string("approximate", "none");
-    if (a != "none") fail("attribute approximate '" + a + "' is not supported (only \"none\")");
+    if (a == "tanh")
+      tanh_ = true;
+    else if (a != "none")
+      fail("attribute approximate must be \"none\" or \"tanh\", got '" + a + "'");
   }
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
-    if (x.dtype() == SINGA_ONNX_FLOAT) {
+    if (x.dtype() == SINGA_ONNX_FLOAT && !tanh_) {
       const float* px = x.data<float>();
       float* py = y.data<float>();
       ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) { vec::gelu(px + b, py + b, e - b); });
@@ -232,17 +257,22 @@ class Gelu : public NodeKernel {
       using A = acc_t<T>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
+      const bool tanh_form = tanh_;
       ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           const A v = to_acc<A>(px[i]);
-          py[i] = from_acc<T>(A(0.5) * v * (A(1) + std::erf(v * A(kInvSqrt2))));
+          const A inner = tanh_form ? std::tanh(A(kSqrt2OverPi) * (v + A(0.044715) * v * v * v))
+                                    : std::erf(v * A(kInvSqrt2));
+          py[i] = from_acc<T>(A(0.5) * v * (A(1) + inner));
         }
       });
     });
   }
 
  private:
-  static constexpr float kInvSqrt2 = 0.70710678118654752f;
+  static constexpr double kInvSqrt2 = 0.70710678118654752440;
+  static constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  bool tanh_ = false;
 };
 
 template <class Op>
@@ -256,20 +286,33 @@ void register_activations(sdk::Registrar& reg) {
   const uint64_t ints = sdk::kSignedIntTypes;
   // Relu-14 adds signed integers.
   reg.kernel<Unary<ReluOp>>("", "Relu", 1, 13, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);
-  reg.kernel<Unary<ReluOp, true>>("", "Relu", 14, 17, "cpu", {{"T", 0, kRealTypes | ints}}, SINGA_KERNEL_MAY_INPLACE);
+  reg.kernel<Unary<ReluOp, true>>("", "Relu", 14, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes | ints}}, SINGA_KERNEL_MAY_INPLACE);
   reg_unary<LeakyReluOp>(reg, "LeakyRelu", 1, 17, kRealTypes);
   reg_unary<SigmoidOp>(reg, "Sigmoid", 1, 17, kRealTypes);
   reg_unary<TanhOp>(reg, "Tanh", 1, 17, kRealTypes);
   reg_unary<EluOp>(reg, "Elu", 1, 17, kRealTypes);
   reg_unary<SeluOp>(reg, "Selu", 1, 17, kRealTypes);
-  reg_unary<CeluOp>(reg, "Celu", 12, 17, kRealTypes);
+  reg_unary<CeluOp>(reg, "Celu", 12, SINGA_VERSION_OPEN, kRealTypes);
   reg_unary<HardSigmoidOp>(reg, "HardSigmoid", 1, 17, kRealTypes);
-  reg_unary<HardSwishOp>(reg, "HardSwish", 14, 17, kRealTypes);
-  reg_unary<SoftplusOp>(reg, "Softplus", 1, 17, kRealTypes);
-  reg_unary<SoftsignOp>(reg, "Softsign", 1, 17, kRealTypes);
-  reg_unary<ThresholdedReluOp>(reg, "ThresholdedRelu", 10, 17, kRealTypes);
-  reg.kernel<Gelu>("", "Gelu", 20, 20, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);
-  reg.kernel<Shrink>("", "Shrink", 9, 17, "cpu", {{"T", 0, sdk::kNumericTypes}}, SINGA_KERNEL_MAY_INPLACE);
+  reg_unary<HardSwishOp>(reg, "HardSwish", 14, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<SoftplusOp>(reg, "Softplus", 1, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<SoftsignOp>(reg, "Softsign", 1, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<ThresholdedReluOp>(reg, "ThresholdedRelu", 10, SINGA_VERSION_OPEN, kRealTypes);
+  reg.kernel<Gelu>("", "Gelu", 20, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);
+  reg_unary<MishOp>(reg, "Mish", 18, 18, sdk::kFloatTypes);
+  reg_unary<SwishOp>(reg, "Swish", 24, SINGA_VERSION_OPEN, kRealTypes);
+  // Opset 22 adds bfloat16 to these (the kernels above already take it).
+  reg_unary<EluOp>(reg, "Elu", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<SeluOp>(reg, "Selu", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<HardSigmoidOp>(reg, "HardSigmoid", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<HardSwishOp>(reg, "HardSwish", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<SoftplusOp>(reg, "Softplus", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<SoftsignOp>(reg, "Softsign", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<ThresholdedReluOp>(reg, "ThresholdedRelu", 22, SINGA_VERSION_OPEN, kRealTypes);
+  reg_unary<MishOp>(reg, "Mish", 22, SINGA_VERSION_OPEN, kRealTypes);
+  // Celu-28 adds float16, double and bfloat16 (taken above already).
+  reg_unary<CeluOp>(reg, "Celu", 28, SINGA_VERSION_OPEN, kRealTypes);
+  reg.kernel<Shrink>("", "Shrink", 9, SINGA_VERSION_OPEN, "cpu", {{"T", 0, sdk::kNumericTypes}}, SINGA_KERNEL_MAY_INPLACE);
   // PRelu-9 adds integer types.
   const uint64_t prelu_ints = bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64) | bit(SINGA_ONNX_UINT32) | bit(SINGA_ONNX_UINT64);
   reg.kernel<PRelu>("", "PRelu", 1, 8, "cpu", {{"T", 0, kRealTypes}}, SINGA_KERNEL_MAY_INPLACE);

@@ -119,7 +119,7 @@ void register_batch_norm(sdk::Registrar& reg) {
   reg.kernel<BatchNorm>("", "BatchNormalization", 7, 8, "cpu", {{"T", 0, f}});
   reg.kernel<BatchNorm>("", "BatchNormalization", 9, 13, "cpu", {{"T", 0, f}});
   reg.kernel<BatchNorm>("", "BatchNormalization", 14, 14, "cpu", {{"T", 0, kRealTypes}, {"U", 3, kRealTypes}});
-  reg.kernel<BatchNorm>("", "BatchNormalization", 15, 17, "cpu",
+  reg.kernel<BatchNorm>("", "BatchNormalization", 15, SINGA_VERSION_OPEN, "cpu",
                         {{"T", 0, kRealTypes}, {"T1", 1, kRealTypes}, {"T2", 3, kRealTypes}});
 }
 

@@ -543,7 +543,8 @@ class Conv : public NodeKernel {
 void register_conv(sdk::Registrar& reg) {
   const uint64_t types = sdk::kFloatTypes;
   reg.kernel<Conv>("", "Conv", 1, 10, "cpu", {{"T", 0, types}});
-  reg.kernel<Conv>("", "Conv", 11, 17, "cpu", {{"T", 0, types}});
+  reg.kernel<Conv>("", "Conv", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, types}});
+  reg.kernel<Conv>("", "Conv", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});  // adds bfloat16
   reg.kernel<Conv>(kFusedDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
   reg.kernel<Conv>(kFusedDomain, "ConvMeanGemm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }

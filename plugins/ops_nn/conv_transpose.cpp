@@ -130,7 +130,8 @@ class ConvTranspose : public NodeKernel {
 
 void register_conv_transpose(sdk::Registrar& reg) {
   reg.kernel<ConvTranspose>("", "ConvTranspose", 1, 10, "cpu", {{"T", 0, sdk::kFloatTypes}});
-  reg.kernel<ConvTranspose>("", "ConvTranspose", 11, 17, "cpu", {{"T", 0, sdk::kFloatTypes}});
+  reg.kernel<ConvTranspose>("", "ConvTranspose", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, sdk::kFloatTypes}});
+  reg.kernel<ConvTranspose>("", "ConvTranspose", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});  // adds bfloat16
 }
 
 }  // namespace nn

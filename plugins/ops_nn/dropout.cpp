@@ -70,6 +70,8 @@ void register_dropout(sdk::Registrar& reg) {
   // From opset 12 the training_mode input can make the output random.
   reg.kernel<Dropout>("", "Dropout", 12, 17, "cpu", {{"T", 0, kRealTypes}},
                       SINGA_KERNEL_MAY_INPLACE | SINGA_KERNEL_NONDETERMINISTIC, 0b110);
+  reg.kernel<Dropout>("", "Dropout", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}},
+                      SINGA_KERNEL_MAY_INPLACE | SINGA_KERNEL_NONDETERMINISTIC, 0b110);
 }
 
 }  // namespace nn

@@ -97,10 +97,14 @@ class GlobalPool : public NodeKernel {
 
 void register_global_pool(sdk::Registrar& reg) {
   const uint64_t f = sdk::kFloatTypes;
-  reg.kernel<GlobalPool<Reduce::Mean>>("", "GlobalAveragePool", 1, 17, "cpu", {{"T", 0, f}});
-  reg.kernel<GlobalPool<Reduce::Max>>("", "GlobalMaxPool", 1, 17, "cpu", {{"T", 0, f}});
+  reg.kernel<GlobalPool<Reduce::Mean>>("", "GlobalAveragePool", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f}});
+  reg.kernel<GlobalPool<Reduce::Max>>("", "GlobalMaxPool", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f}});
   reg.kernel<GlobalPool<Reduce::Lp>>("", "GlobalLpPool", 1, 1, "cpu", {{"T", 0, f}});
-  reg.kernel<GlobalPool<Reduce::Lp>>("", "GlobalLpPool", 2, 17, "cpu", {{"T", 0, f}});
+  reg.kernel<GlobalPool<Reduce::Lp>>("", "GlobalLpPool", 2, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f}});
+  // Opset 22 adds bfloat16.
+  reg.kernel<GlobalPool<Reduce::Mean>>("", "GlobalAveragePool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
+  reg.kernel<GlobalPool<Reduce::Max>>("", "GlobalMaxPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
+  reg.kernel<GlobalPool<Reduce::Lp>>("", "GlobalLpPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
 }
 
 }  // namespace nn

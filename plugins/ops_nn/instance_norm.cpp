@@ -62,7 +62,8 @@ class InstanceNorm : public NodeKernel {
 
 void register_instance_norm(sdk::Registrar& reg) {
   reg.kernel<InstanceNorm>("", "InstanceNormalization", 1, 5, "cpu", {{"T", 0, sdk::kFloatTypes}});
-  reg.kernel<InstanceNorm>("", "InstanceNormalization", 6, 17, "cpu", {{"T", 0, sdk::kFloatTypes}});
+  reg.kernel<InstanceNorm>("", "InstanceNormalization", 6, SINGA_VERSION_OPEN, "cpu", {{"T", 0, sdk::kFloatTypes}});
+  reg.kernel<InstanceNorm>("", "InstanceNormalization", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
 }
 
 }  // namespace nn

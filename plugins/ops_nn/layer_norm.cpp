@@ -151,7 +151,7 @@ class LayerNorm : public NodeKernel {
 }  // namespace
 
 void register_layer_norm(sdk::Registrar& reg) {
-  reg.kernel<LayerNorm>("", "LayerNormalization", 17, 17, "cpu", {{"T", 0, kRealTypes}});
+  reg.kernel<LayerNorm>("", "LayerNormalization", 17, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
 }
 
 }  // namespace nn

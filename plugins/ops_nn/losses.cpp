@@ -141,7 +141,7 @@ class NegativeLogLikelihoodLoss : public LossKernel {
     const Dims dims = check_shapes(x, labels, w.present() ? &w : nullptr, "input");
     const std::vector<int64_t> t = read_labels(labels, dims.c);
     const std::vector<double> weights = read_weights(ctx);
-    dispatch_among<float, double, half>(x.dtype(), where(), [&](auto tag) {
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       nll<T>(ctx, x.data<T>(), t, w.present() ? &weights : nullptr, dims, labels.shape());
     });
@@ -201,12 +201,15 @@ void register_losses(sdk::Registrar& reg) {
   // Opset 13 changed only the type list (bfloat16 scores for the softmax loss).
   reg.kernel<NegativeLogLikelihoodLoss>("", "NegativeLogLikelihoodLoss", 12, 12, "cpu",
                                         {{"T", 0, sdk::kFloatTypes}, {"Tind", 1, labels}});
-  reg.kernel<NegativeLogLikelihoodLoss>("", "NegativeLogLikelihoodLoss", 13, 17, "cpu",
+  reg.kernel<NegativeLogLikelihoodLoss>("", "NegativeLogLikelihoodLoss", 13, SINGA_VERSION_OPEN, "cpu",
                                         {{"T", 0, sdk::kFloatTypes}, {"Tind", 1, labels}});
   reg.kernel<SoftmaxCrossEntropyLoss>("", "SoftmaxCrossEntropyLoss", 12, 12, "cpu",
                                       {{"T", 0, sdk::kFloatTypes}, {"Tind", 1, labels}});
-  reg.kernel<SoftmaxCrossEntropyLoss>("", "SoftmaxCrossEntropyLoss", 13, 17, "cpu",
+  reg.kernel<SoftmaxCrossEntropyLoss>("", "SoftmaxCrossEntropyLoss", 13, SINGA_VERSION_OPEN, "cpu",
                                       {{"T", 0, kRealTypes}, {"Tind", 1, labels}});
+  // NegativeLogLikelihoodLoss-22 adds bfloat16.
+  reg.kernel<NegativeLogLikelihoodLoss>("", "NegativeLogLikelihoodLoss", 22, SINGA_VERSION_OPEN, "cpu",
+                                        {{"T", 0, kRealTypes}, {"Tind", 1, labels}});
 }
 
 }  // namespace nn

@@ -66,7 +66,7 @@ class LRN : public NodeKernel {
 
 void register_lrn(sdk::Registrar& reg) {
   reg.kernel<LRN>("", "LRN", 1, 12, "cpu", {{"T", 0, sdk::kFloatTypes}});
-  reg.kernel<LRN>("", "LRN", 13, 17, "cpu", {{"T", 0, kRealTypes}});
+  reg.kernel<LRN>("", "LRN", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
 }
 
 }  // namespace nn

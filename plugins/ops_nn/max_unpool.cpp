@@ -76,7 +76,9 @@ class MaxUnpool : public NodeKernel {
 void register_max_unpool(sdk::Registrar& reg) {
   const uint64_t i64 = bit(SINGA_ONNX_INT64);
   reg.kernel<MaxUnpool>("", "MaxUnpool", 9, 10, "cpu", {{"T1", 0, sdk::kFloatTypes}, {"T2", 1, i64}}, 0, 0b100);
-  reg.kernel<MaxUnpool>("", "MaxUnpool", 11, 17, "cpu", {{"T1", 0, sdk::kFloatTypes}, {"T2", 1, i64}}, 0, 0b100);
+  reg.kernel<MaxUnpool>("", "MaxUnpool", 11, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, sdk::kFloatTypes}, {"T2", 1, i64}}, 0, 0b100);
+  reg.kernel<MaxUnpool>("", "MaxUnpool", 22, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, kRealTypes}, {"T2", 1, i64}}, 0,
+                        0b100);
 }
 
 }  // namespace nn

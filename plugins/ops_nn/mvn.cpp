@@ -72,7 +72,7 @@ class MeanVarianceNorm : public NodeKernel {
 
 void register_mvn(sdk::Registrar& reg) {
   reg.kernel<MeanVarianceNorm>("", "MeanVarianceNormalization", 9, 12, "cpu", {{"T", 0, sdk::kFloatTypes}});
-  reg.kernel<MeanVarianceNorm>("", "MeanVarianceNormalization", 13, 17, "cpu", {{"T", 0, kRealTypes}});
+  reg.kernel<MeanVarianceNorm>("", "MeanVarianceNormalization", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});
 }
 
 }  // namespace nn

@@ -24,4 +24,15 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_quantize_linear(reg);
   register_grid_sample(reg);
   register_random(reg);
+  register_group_norm(reg);
+  register_affine_grid(reg);
+  register_col2im(reg);
+  register_deform_conv(reg);
+  register_lp_norm(reg);
+  register_onnx_attention(reg);
+  register_rotary_embedding(reg);
+  register_rms_norm(reg);
+  register_swiglu(reg);
+  register_causal_conv_state(reg);
+  register_linear_attention(reg);
 }

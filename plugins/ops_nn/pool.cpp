@@ -390,16 +390,24 @@ void register_pool(sdk::Registrar& reg) {
   reg.kernel<MaxPool>("", "MaxPool", 8, 9, "cpu", {{"T", 0, f}});
   reg.kernel<MaxPool>("", "MaxPool", 10, 10, "cpu", {{"T", 0, f}});
   reg.kernel<MaxPool>("", "MaxPool", 11, 11, "cpu", {{"T", 0, f}});
-  reg.kernel<MaxPool>("", "MaxPool", 12, 17, "cpu", {{"T", 0, f8}});
+  reg.kernel<MaxPool>("", "MaxPool", 12, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f8}});
   // AveragePool: 7 adds count_include_pad, 10 ceil_mode.
   reg.kernel<AveragePool>("", "AveragePool", 1, 6, "cpu", {{"T", 0, f}});
   reg.kernel<AveragePool>("", "AveragePool", 7, 9, "cpu", {{"T", 0, f}});
   reg.kernel<AveragePool>("", "AveragePool", 10, 10, "cpu", {{"T", 0, f}});
-  reg.kernel<AveragePool>("", "AveragePool", 11, 17, "cpu", {{"T", 0, f}});
+  reg.kernel<AveragePool>("", "AveragePool", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f}});
   // LpPool: p is a float in 1, an int from 2.
   reg.kernel<LpPool>("", "LpPool", 1, 1, "cpu", {{"T", 0, f}});
   reg.kernel<LpPool>("", "LpPool", 2, 10, "cpu", {{"T", 0, f}});
-  reg.kernel<LpPool>("", "LpPool", 11, 17, "cpu", {{"T", 0, f}});
+  reg.kernel<LpPool>("", "LpPool", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f}});
+  // LpPool-18 adds ceil_mode and dilations, AveragePool-19 dilations (the
+  // window geometry above has both); opset 22 adds bfloat16 to all three.
+  const uint64_t r = kRealTypes;
+  reg.kernel<LpPool>("", "LpPool", 18, 18, "cpu", {{"T", 0, f}});
+  reg.kernel<AveragePool>("", "AveragePool", 19, 19, "cpu", {{"T", 0, f}});
+  reg.kernel<MaxPool>("", "MaxPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f8 | bit(SINGA_ONNX_BFLOAT16)}});
+  reg.kernel<AveragePool>("", "AveragePool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, r}});
+  reg.kernel<LpPool>("", "LpPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, r}});
 }
 
 }  // namespace nn

@@ -157,8 +157,8 @@ class QLinearConv : public QuantConvBase {
 
 void register_quant_conv(sdk::Registrar& reg) {
   const uint64_t q8 = bit(SINGA_ONNX_UINT8) | bit(SINGA_ONNX_INT8);
-  reg.kernel<ConvInteger>("", "ConvInteger", 10, 17, "cpu", {{"T1", 0, q8}, {"T2", 1, q8}});
-  reg.kernel<QLinearConv>("", "QLinearConv", 10, 17, "cpu", {{"T1", 0, q8}, {"T2", 3, q8}, {"T3", 7, q8}});
+  reg.kernel<ConvInteger>("", "ConvInteger", 10, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, q8}, {"T2", 1, q8}});
+  reg.kernel<QLinearConv>("", "QLinearConv", 10, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, q8}, {"T2", 3, q8}, {"T3", 7, q8}});
 }
 
 }  // namespace nn

@@ -143,16 +143,18 @@ class RandomDistribution : public RandomKernel {
         node.fail("attribute mean must be finite and scale finite and >= 0, got mean " + std::to_string(a_) +
                   ", scale " + std::to_string(b_));
     }
+    // Opset 22 adds bfloat16 outputs.
+    types_ = node.opset() >= 22 ? kRealTypes : sdk::kFloatTypes;
     if (like) {
-      dtype_ = read_dtype(node, 0, sdk::kFloatTypes);
+      dtype_ = read_dtype(node, 0, types_);
       if (dtype_ == 0) {
         int32_t in = node.input_info(0).onnx_dtype;
-        if (in != 0 && !(sdk::kFloatTypes & bit(in)))
+        if (in != 0 && !(types_ & bit(in)))
           node.fail(std::string("input type ") + sdk::dtype_name(in) +
                     " is not a float type; set attribute dtype to choose the output type");
       }
     } else {
-      dtype_ = read_dtype(node, SINGA_ONNX_FLOAT, sdk::kFloatTypes);
+      dtype_ = read_dtype(node, SINGA_ONNX_FLOAT, types_);
       if (!node.has_attr("shape")) node.fail("required attribute shape is missing");
       shape_ = node.attr_ints("shape");
       for (int64_t d : shape_)
@@ -167,7 +169,7 @@ class RandomDistribution : public RandomKernel {
       sdk::Tensor x = required(ctx, 0, "input");
       shape = x.shape();
       if (dtype == 0) dtype = x.dtype();
-      check((sdk::kFloatTypes & bit(dtype)) != 0,
+      check((types_ & bit(dtype)) != 0,
             std::string("input type ") + sdk::dtype_name(dtype) +
                 " is not a float type; set attribute dtype to choose the output type");
     }
@@ -192,6 +194,7 @@ class RandomDistribution : public RandomKernel {
   bool like_;
   float a_ = 0, b_ = 1;
   int32_t dtype_ = SINGA_ONNX_FLOAT;
+  uint64_t types_ = sdk::kFloatTypes;
   Shape shape_;
 };
 
@@ -298,17 +301,29 @@ class Multinomial : public RandomKernel {
 void register_random(sdk::Registrar& reg) {
   const uint32_t random = SINGA_KERNEL_NONDETERMINISTIC;
   const uint64_t any_input = sdk::kAllTypes | bit(SINGA_ONNX_COMPLEX64) | bit(SINGA_ONNX_COMPLEX128);
-  reg.kernel<RandomUniform>("", "RandomUniform", 1, 17, "cpu", {{"T", -1, sdk::kFloatTypes}}, random);
-  reg.kernel<RandomNormal>("", "RandomNormal", 1, 17, "cpu", {{"T", -1, sdk::kFloatTypes}}, random);
-  reg.kernel<RandomUniformLike>("", "RandomUniformLike", 1, 17, "cpu",
+  reg.kernel<RandomUniform>("", "RandomUniform", 1, SINGA_VERSION_OPEN, "cpu", {{"T", -1, sdk::kFloatTypes}}, random);
+  reg.kernel<RandomNormal>("", "RandomNormal", 1, SINGA_VERSION_OPEN, "cpu", {{"T", -1, sdk::kFloatTypes}}, random);
+  reg.kernel<RandomUniformLike>("", "RandomUniformLike", 1, SINGA_VERSION_OPEN, "cpu",
                                 {{"T1", 0, any_input}, {"T2", -1, sdk::kFloatTypes}}, random);
-  reg.kernel<RandomNormalLike>("", "RandomNormalLike", 1, 17, "cpu",
+  reg.kernel<RandomNormalLike>("", "RandomNormalLike", 1, SINGA_VERSION_OPEN, "cpu",
                                {{"T1", 0, any_input}, {"T2", -1, sdk::kFloatTypes}}, random);
-  reg.kernel<Bernoulli>("", "Bernoulli", 15, 17, "cpu", {{"T1", 0, sdk::kFloatTypes}, {"T2", -1, kBernoulliOut}},
+  reg.kernel<Bernoulli>("", "Bernoulli", 15, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, sdk::kFloatTypes}, {"T2", -1, kBernoulliOut}},
                         random);
-  reg.kernel<Multinomial>("", "Multinomial", 7, 17, "cpu",
+  reg.kernel<Multinomial>("", "Multinomial", 7, SINGA_VERSION_OPEN, "cpu",
                           {{"T1", 0, sdk::kFloatTypes}, {"T2", -1, bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64)}},
                           random);
+  // Opset 22 adds bfloat16 (outputs, and Bernoulli's and Multinomial's input).
+  const uint64_t r = kRealTypes;
+  reg.kernel<RandomUniform>("", "RandomUniform", 22, SINGA_VERSION_OPEN, "cpu", {{"T", -1, r}}, random);
+  reg.kernel<RandomNormal>("", "RandomNormal", 22, SINGA_VERSION_OPEN, "cpu", {{"T", -1, r}}, random);
+  reg.kernel<RandomUniformLike>("", "RandomUniformLike", 22, SINGA_VERSION_OPEN, "cpu",
+                                {{"T1", 0, any_input}, {"T2", -1, r}}, random);
+  reg.kernel<RandomNormalLike>("", "RandomNormalLike", 22, SINGA_VERSION_OPEN, "cpu",
+                               {{"T1", 0, any_input}, {"T2", -1, r}}, random);
+  reg.kernel<Bernoulli>("", "Bernoulli", 22, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, r}, {"T2", -1, kBernoulliOut}},
+                        random);
+  reg.kernel<Multinomial>("", "Multinomial", 22, SINGA_VERSION_OPEN, "cpu",
+                          {{"T1", 0, r}, {"T2", -1, bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64)}}, random);
 }
 
 }  // namespace nn

@@ -28,6 +28,17 @@ void register_losses(sdk::Registrar& reg);
 void register_quantize_linear(sdk::Registrar& reg);
 void register_grid_sample(sdk::Registrar& reg);
 void register_random(sdk::Registrar& reg);
+void register_group_norm(sdk::Registrar& reg);
+void register_affine_grid(sdk::Registrar& reg);
+void register_col2im(sdk::Registrar& reg);
+void register_deform_conv(sdk::Registrar& reg);
+void register_lp_norm(sdk::Registrar& reg);
+void register_onnx_attention(sdk::Registrar& reg);
+void register_rotary_embedding(sdk::Registrar& reg);
+void register_rms_norm(sdk::Registrar& reg);
+void register_swiglu(sdk::Registrar& reg);
+void register_causal_conv_state(sdk::Registrar& reg);
+void register_linear_attention(sdk::Registrar& reg);
 
 }  // namespace nn
 }  // namespace singa

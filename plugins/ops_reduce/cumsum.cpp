@@ -1,4 +1,5 @@
-// CumSum: running sums along the axis given by input 1 (exclusive, reverse).
+// CumSum and CumProd (opset 26): running sums / products along the axis given
+// by input 1 (exclusive, reverse).
 #include "reduce_common.hpp"
 
 namespace singa {
@@ -6,8 +7,19 @@ namespace ops {
 namespace reduce {
 namespace {
 
+// Folds v into a running sum or product. Integers wrap (two's complement, done
+// unsigned so that overflow is defined) as in ONNX's reference.
+template <bool Prod, typename A> inline void step(A& acc, A v) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = std::make_unsigned_t<A>;
+    acc = A(Prod ? U(U(acc) * U(v)) : U(U(acc) + U(v)));
+  } else {
+    acc = Prod ? acc * v : acc + v;
+  }
+}
+
 // Each element is read before its output is written, so y may alias x.
-template <typename T>
+template <bool Prod, typename T>
 void run(const sdk::Context& ctx, const AxisSplit& s, bool exclusive, bool reverse, const T* x, T* y) {
   using A = wide_t<T>;
   constexpr int64_t kBlock = 64;
@@ -18,7 +30,7 @@ void run(const sdk::Context& ctx, const AxisSplit& s, bool exclusive, bool rever
     for (int64_t w = b; w < e; ++w) {
       const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, s.inner - k0);
       const int64_t base = o * s.n * s.inner + k0;
-      for (int64_t k = 0; k < kn; ++k) acc[k] = A(0);
+      for (int64_t k = 0; k < kn; ++k) acc[k] = Prod ? A(1) : A(0);
       for (int64_t t = 0; t < s.n; ++t) {
         const int64_t j = reverse ? s.n - 1 - t : t;
         const T* xr = x + base + j * s.inner;
@@ -27,9 +39,9 @@ void run(const sdk::Context& ctx, const AxisSplit& s, bool exclusive, bool rever
           A v = widen<A>(xr[k]);
           if (exclusive) {
             yr[k] = narrow<T>(acc[k]);
-            acc[k] += v;
+            step<Prod>(acc[k], v);
           } else {
-            acc[k] += v;
+            step<Prod>(acc[k], v);
             yr[k] = narrow<T>(acc[k]);
           }
         }
@@ -38,9 +50,9 @@ void run(const sdk::Context& ctx, const AxisSplit& s, bool exclusive, bool rever
   });
 }
 
-class CumSum {
+template <bool Prod> class Cumulative {
  public:
-  explicit CumSum(const sdk::Node& node) {
+  explicit Cumulative(const sdk::Node& node) {
     exclusive_ = node.attr_int("exclusive", 0) != 0;
     reverse_ = node.attr_int("reverse", 0) != 0;
     if (node.num_inputs() < 2 || !node.has_input(1)) sdk::fail("input 'axis' is required");
@@ -64,7 +76,7 @@ class CumSum {
         x.dtype(),
         [&](auto tag) {
           using T = decltype(tag);
-          run<T>(ctx, s, exclusive_, reverse_, x.data<T>(), y.data<T>());
+          run<Prod, T>(ctx, s, exclusive_, reverse_, x.data<T>(), y.data<T>());
         },
         kBaseReduceTypes | kBf16);
   }
@@ -84,14 +96,17 @@ class CumSum {
 }  // namespace
 
 void register_cumsum(sdk::Registrar& reg) {
+  using CumSum = Cumulative<false>;
   const uint64_t v11 = sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE) | sdk::bit(SINGA_ONNX_INT32) |
                        sdk::bit(SINGA_ONNX_INT64) | sdk::bit(SINGA_ONNX_UINT32) | sdk::bit(SINGA_ONNX_UINT64);
+  const uint64_t v14 = v11 | sdk::bit(SINGA_ONNX_FLOAT16) | kBf16;
   const uint64_t axis_types = sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64);
   reg.kernel<CumSum>("", "CumSum", 11, 13, "cpu", {{"T", 0, v11}, {"T2", 1, axis_types}}, SINGA_KERNEL_MAY_INPLACE,
                      uint64_t(1) << 1);
-  reg.kernel<CumSum>("", "CumSum", 14, 17, "cpu",
-                     {{"T", 0, v11 | sdk::bit(SINGA_ONNX_FLOAT16) | kBf16}, {"T2", 1, axis_types}},
-                     SINGA_KERNEL_MAY_INPLACE, uint64_t(1) << 1);
+  reg.kernel<CumSum>("", "CumSum", 14, SINGA_VERSION_OPEN, "cpu", {{"T", 0, v14}, {"T2", 1, axis_types}}, SINGA_KERNEL_MAY_INPLACE,
+                     uint64_t(1) << 1);
+  reg.kernel<Cumulative<true>>("", "CumProd", 26, SINGA_VERSION_OPEN, "cpu", {{"T", 0, v14}, {"T2", 1, axis_types}},
+                               SINGA_KERNEL_MAY_INPLACE, uint64_t(1) << 1);
 }
 
 }  // namespace reduce

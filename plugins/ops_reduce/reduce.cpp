@@ -237,12 +237,16 @@ template <typename Op, bool AxesFromInput> class Reduce {
         x.dtype(),
         [&](auto tag) {
           using T = decltype(tag);
-          run_reduce<Op, T>(ctx, plan, x.data<T>(), y.data<T>());
+          if constexpr (!std::is_same<T, bool>::value || kBoolOk)
+            run_reduce<Op, T>(ctx, plan, x.data<T>(), y.data<T>());
         },
-        kAllNumeric);
+        kAllNumeric | (kBoolOk ? kBool : 0));
   }
 
  private:
+  // Only ReduceMax and ReduceMin accept bool (opset 20: any / all).
+  static constexpr bool kBoolOk = std::is_same<Op, MaxOp>::value || std::is_same<Op, MinOp>::value;
+
   void check_axes_tensor(const sdk::Tensor& a) const {
     if (a.dtype() != SINGA_ONNX_INT64)
       sdk::fail(std::string("input 'axes' must be int64, got ") + sdk::dtype_name(a.dtype()));
@@ -253,15 +257,24 @@ template <typename Op, bool AxesFromInput> class Reduce {
   std::vector<int64_t> axes_;
 };
 
+// Opset 18 moved `axes` from an attribute to the optional input 1 (read on
+// the host) and added noop_with_empty_axes for every Reduce* but ReduceSum
+// (which did so at 13); ReduceMax and ReduceMin take bool from opset 20.
 template <typename Op> void register_attr_reduce(sdk::Registrar& reg, const char* op, bool int8_from_12) {
   using K = Reduce<Op, false>;
+  using K18 = Reduce<Op, true>;
+  const uint64_t axes_on_host = uint64_t(1) << 1;
   if (int8_from_12) {
     reg.kernel<K>("", op, 1, 11, "cpu", {{"T", 0, kBaseReduceTypes}});
     reg.kernel<K>("", op, 12, 12, "cpu", {{"T", 0, kBaseReduceTypes | kInt8Pair}});
     reg.kernel<K>("", op, 13, 17, "cpu", {{"T", 0, kBaseReduceTypes | kInt8Pair | kBf16}});
+    reg.kernel<K18>("", op, 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kBaseReduceTypes | kInt8Pair | kBf16}}, 0, axes_on_host);
+    reg.kernel<K18>("", op, 20, SINGA_VERSION_OPEN, "cpu",
+                    {{"T", 0, kBaseReduceTypes | kInt8Pair | kBf16 | kBool}}, 0, axes_on_host);
   } else {
     reg.kernel<K>("", op, 1, 12, "cpu", {{"T", 0, kBaseReduceTypes}});
     reg.kernel<K>("", op, 13, 17, "cpu", {{"T", 0, kBaseReduceTypes | kBf16}});
+    reg.kernel<K18>("", op, 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kBaseReduceTypes | kBf16}}, 0, axes_on_host);
   }
 }
 
@@ -269,7 +282,7 @@ template <typename Op> void register_attr_reduce(sdk::Registrar& reg, const char
 
 void register_reductions(sdk::Registrar& reg) {
   reg.kernel<Reduce<SumOp, false>>("", "ReduceSum", 1, 12, "cpu", {{"T", 0, kBaseReduceTypes}});
-  reg.kernel<Reduce<SumOp, true>>("", "ReduceSum", 13, 17, "cpu", {{"T", 0, kBaseReduceTypes | kBf16}}, 0,
+  reg.kernel<Reduce<SumOp, true>>("", "ReduceSum", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kBaseReduceTypes | kBf16}}, 0,
                                   uint64_t(1) << 1);
   register_attr_reduce<MeanOp>(reg, "ReduceMean", false);
   register_attr_reduce<ProdOp>(reg, "ReduceProd", false);

@@ -23,6 +23,7 @@ constexpr uint64_t kBaseReduceTypes =
     sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE) | sdk::bit(SINGA_ONNX_FLOAT16) |
     sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64) | sdk::bit(SINGA_ONNX_UINT32) | sdk::bit(SINGA_ONNX_UINT64);
 constexpr uint64_t kBf16 = sdk::bit(SINGA_ONNX_BFLOAT16);
+constexpr uint64_t kBool = sdk::bit(SINGA_ONNX_BOOL);
 constexpr uint64_t kInt8Pair = sdk::bit(SINGA_ONNX_INT8) | sdk::bit(SINGA_ONNX_UINT8);
 constexpr uint64_t kAllNumeric = sdk::kFloatTypes | sdk::kIntTypes | kBf16;
 

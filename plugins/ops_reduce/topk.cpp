@@ -1,6 +1,6 @@
 // TopK: the k largest (or smallest) values along an axis and their int64
 // indices. Opset 1 takes k as an attribute, 10+ as input 1; 11 adds
-// `largest` and `sorted`. Equal values keep their original order (lower index
+// `largest` and `sorted`; 24 bfloat16. Equal values keep their original order (lower index
 // first), as the opset-11 specification requires; results are always sorted.
 #include "reduce_common.hpp"
 
@@ -108,8 +108,11 @@ void register_topk(sdk::Registrar& reg) {
   const uint64_t i64 = sdk::bit(SINGA_ONNX_INT64);
   reg.kernel<TopK<false>>("", "TopK", 1, 9, "cpu", {{"T", 0, sdk::kFloatTypes}, {"I", -2, i64}});
   reg.kernel<TopK<true>>("", "TopK", 10, 10, "cpu", {{"T", 0, sdk::kFloatTypes}, {"I", -2, i64}}, 0, uint64_t(1) << 1);
-  reg.kernel<TopK<true>>("", "TopK", 11, 17, "cpu", {{"T", 0, sdk::kFloatTypes | sdk::kIntTypes}, {"I", -2, i64}}, 0,
+  reg.kernel<TopK<true>>("", "TopK", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, sdk::kFloatTypes | sdk::kIntTypes}, {"I", -2, i64}}, 0,
                          uint64_t(1) << 1);
+  // TopK-24 added bfloat16.
+  reg.kernel<TopK<true>>("", "TopK", 24, SINGA_VERSION_OPEN, "cpu",
+                         {{"T", 0, sdk::kFloatTypes | sdk::kIntTypes | kBf16}, {"I", -2, i64}}, 0, uint64_t(1) << 1);
 }
 
 }  // namespace reduce

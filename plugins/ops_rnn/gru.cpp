@@ -99,7 +99,7 @@ class Gru {
 void register_gru(sdk::Registrar& reg) {
   // 14 added `layout`; one class serves both and checks the opset.
   reg.kernel<Gru>("", "GRU", 7, 13, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
-  reg.kernel<Gru>("", "GRU", 14, 17, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
+  reg.kernel<Gru>("", "GRU", 14, 22, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
 }
 
 }  // namespace rnn

@@ -291,7 +291,7 @@ class Lstm {
 void register_lstm(sdk::Registrar& reg) {
   // 14 added `layout`; one class serves both and checks the opset.
   reg.kernel<Lstm>("", "LSTM", 7, 13, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
-  reg.kernel<Lstm>("", "LSTM", 14, 17, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
+  reg.kernel<Lstm>("", "LSTM", 14, 22, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
 }
 
 }  // namespace rnn

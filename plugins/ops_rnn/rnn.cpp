@@ -53,7 +53,7 @@ class Rnn {
 void register_rnn(sdk::Registrar& reg) {
   // 14 added `layout`; one class serves both and checks the opset.
   reg.kernel<Rnn>("", "RNN", 7, 13, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
-  reg.kernel<Rnn>("", "RNN", 14, 17, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
+  reg.kernel<Rnn>("", "RNN", 14, 22, "cpu", {{"T", 0, kRnnTypes}, {"T1", 4, sdk::bit(SINGA_ONNX_INT32)}});
 }
 
 }  // namespace rnn

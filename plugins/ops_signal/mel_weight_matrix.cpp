@@ -77,7 +77,7 @@ class MelWeightMatrix {
 }  // namespace
 
 void register_mel(sdk::Registrar& reg) {
-  reg.kernel<MelWeightMatrix>("", "MelWeightMatrix", 17, 17, "cpu",
+  reg.kernel<MelWeightMatrix>("", "MelWeightMatrix", 17, SINGA_VERSION_OPEN, "cpu",
                               {{"T1", 0, kIndexTypes}, {"T2", 3, kSignalTypes}, {"T3", -1, kGeneratedTypes}}, 0,
                               input_bit(0) | input_bit(1) | input_bit(2) | input_bit(3) | input_bit(4));
 }

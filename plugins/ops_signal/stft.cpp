@@ -82,7 +82,7 @@ class Stft {
 }  // namespace
 
 void register_stft(sdk::Registrar& reg) {
-  reg.kernel<Stft>("", "STFT", 17, 17, "cpu", {{"T1", 0, kSignalTypes}, {"T2", 1, kIndexTypes}}, 0,
+  reg.kernel<Stft>("", "STFT", 17, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, kSignalTypes}, {"T2", 1, kIndexTypes}}, 0,
                    input_bit(1) | input_bit(3));
 }
 

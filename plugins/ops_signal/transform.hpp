@@ -28,6 +28,10 @@ struct LineLayout {
   int64_t components = 1;  // 1: real input, 2: complex input
   int64_t out_len = 0;     // output bins written per line
   int64_t out_stride = 0;  // elements of T between consecutive output bins (each bin is 2)
+  // Inverse real FFT (DFT with inverse=1, onesided=1): the input line holds
+  // bins 0 .. n/2 of a Hermitian spectrum; the rest are their conjugates, and
+  // only the real part of each output sample is written (one element per bin).
+  bool hermitian = false;
 };
 
 // For each line: x = input line (times window[k] when window is given, k < in_len),
@@ -36,7 +40,7 @@ template <typename T, typename Offsets>
 void transform_lines(const sdk::Context& ctx, const FftPlan& plan, bool inverse, const LineLayout& L, const T* in,
                      const T* window, T* out, Offsets offsets) {
   const int64_t n = plan.size();
-  const int64_t take = std::min(L.in_len, n);
+  const int64_t take = std::min(L.in_len, L.hermitian ? n / 2 + 1 : n);
   const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n));
   ctx.parallel_for(L.count, grain, [&](int64_t b, int64_t e) {
     std::vector<cplx> buf(size_t(n) + plan.scratch_size());
@@ -51,11 +55,22 @@ void transform_lines(const sdk::Context& ctx, const FftPlan& plan, bool inverse,
         x[k] = cplx(load(s, 0) * w, L.components == 2 ? load(s, 1) * w : 0.0);
       }
       for (int64_t k = take; k < n; ++k) x[k] = cplx(0, 0);
+      if (L.hermitian) {
+        // numpy's irfft: the imaginary parts of DC (and of the Nyquist bin
+        // for even n) are ignored; bin n-k is the conjugate of bin k.
+        x[0] = cplx(x[0].real(), 0.0);
+        if (n % 2 == 0) x[n / 2] = cplx(x[n / 2].real(), 0.0);
+        for (int64_t k = n / 2 + 1; k < n; ++k) x[k] = std::conj(x[n - k]);
+      }
       plan.run(x, inverse, scratch);
       T* dst = out + o.out;
-      for (int64_t k = 0; k < L.out_len; ++k) {
-        dst[k * L.out_stride] = store<T>(x[k].real());
-        dst[k * L.out_stride + 1] = store<T>(x[k].imag());
+      if (L.hermitian) {
+        for (int64_t k = 0; k < L.out_len; ++k) dst[k * L.out_stride] = store<T>(x[k].real());
+      } else {
+        for (int64_t k = 0; k < L.out_len; ++k) {
+          dst[k * L.out_stride] = store<T>(x[k].real());
+          dst[k * L.out_stride + 1] = store<T>(x[k].imag());
+        }
       }
     }
   });

@@ -157,7 +157,7 @@ class TfIdfVectorizer {
 void register_tfidf_vectorizer(sdk::Registrar& reg) {
   // String input is accepted here only to be refused with a clear message.
   const uint64_t tokens = bit(SINGA_ONNX_INT32) | bit(SINGA_ONNX_INT64) | bit(SINGA_ONNX_STRING);
-  reg.kernel<TfIdfVectorizer>("", "TfIdfVectorizer", 9, 17, "cpu", {{"T", 0, tokens}, {"T1", -1, bit(SINGA_ONNX_FLOAT)}});
+  reg.kernel<TfIdfVectorizer>("", "TfIdfVectorizer", 9, SINGA_VERSION_OPEN, "cpu", {{"T", 0, tokens}, {"T1", -1, bit(SINGA_ONNX_FLOAT)}});
 }
 
 }  // namespace text

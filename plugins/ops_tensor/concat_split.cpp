@@ -85,6 +85,15 @@ class Split : public KernelBase {
     // Split-2..12 carry `split` as an attribute; Split-1 as attribute or input 1;
     // from 13 only as input 1.
     if (opset_ < 13) attr_split_ = node.attr_ints("split");
+    // Split-18: `num_outputs` instead of `split` gives ceil(dim / n)-sized
+    // parts, the last one smaller.
+    if (opset_ >= 18 && node.has_attr("num_outputs")) {
+      num_outputs_ = node.attr_int("num_outputs", 0);
+      if (num_outputs_ < 1) node.fail("attribute 'num_outputs' must be positive, got " + std::to_string(num_outputs_));
+      if (size_t(num_outputs_) != node.num_outputs())
+        node.fail("attribute 'num_outputs' is " + std::to_string(num_outputs_) + " but the node has " +
+                  std::to_string(node.num_outputs()) + " outputs");
+    }
   }
 
   void compute(Context& ctx) const {
@@ -95,6 +104,14 @@ class Split : public KernelBase {
     const int64_t n = int64_t(ctx.num_outputs()), dim = in[axis];
     std::vector<int64_t> split = attr_split_;
     if (ctx.has_input(1) && (opset_ >= 13 || opset_ == 1)) split = read_ints(ctx.input(1), "split");
+    if (num_outputs_ > 0) {
+      check(split.empty(), "only one of input 'split' and attribute 'num_outputs' may be given");
+      const int64_t part = (dim + n - 1) / n, last = dim - part * (n - 1);
+      check(last >= 0, "axis " + std::to_string(axis) + " of size " + std::to_string(dim) + " cannot be split into " +
+                           std::to_string(n) + " parts of " + std::to_string(part) + " (the last one would be negative)");
+      split.assign(size_t(n), part);
+      split.back() = last;
+    }
     if (split.empty()) {
       check(n > 0 && dim % n == 0, "axis " + std::to_string(axis) + " of size " + std::to_string(dim) +
                                        " cannot be split evenly into " + std::to_string(n) + " outputs");
@@ -133,6 +150,7 @@ class Split : public KernelBase {
  private:
   int64_t axis_;
   int64_t opset_;
+  int64_t num_outputs_ = 0;
   std::vector<int64_t> attr_split_;
 };
 
@@ -143,7 +161,8 @@ void register_concat_split(sdk::Registrar& reg) {
   // Split-1 could take `split` as input 1; 2..12 only as an attribute.
   reg.kernel<Split>("", "Split", 1, 1, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
   reg.kernel<Split>("", "Split", 2, 12, "cpu", {{"T", 0, kMoveTypes}});
-  reg.kernel<Split>("", "Split", 13, 17, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
+  reg.kernel<Split>("", "Split", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
+  reg.kernel<Split>("", "Split", 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
 }
 
 }  // namespace tensor

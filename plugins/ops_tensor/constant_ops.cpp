@@ -142,6 +142,9 @@ class EyeLike : public KernelBase {
   int64_t k_;
 };
 
+constexpr uint64_t kRangeTypes = sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE) | sdk::bit(SINGA_ONNX_INT16) |
+                                  sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64);
+
 class Range : public KernelBase {
  public:
   using KernelBase::KernelBase;
@@ -157,9 +160,21 @@ class Range : public KernelBase {
         [&](auto tag) {
           using T = decltype(tag);
           const T s = *start.data<T>(), l = *limit.data<T>(), d = *delta.data<T>();
-          check(d != T(0), "delta must not be 0");
+          if constexpr (std::is_arithmetic<T>::value) check(d != T(0), "delta must not be 0");
           int64_t n;
-          if constexpr (std::is_floating_point<T>::value) {
+          if constexpr (std::is_same<T, sdk::half>::value || std::is_same<T, sdk::bfloat16>::value) {
+            // Range-27's float16/bfloat16: computed in float, rounded once.
+            const float fs = float(s), fl = float(l), fd = float(d);
+            check(fd != 0.0f, "delta must not be 0");
+            double count = std::ceil((double(fl) - double(fs)) / double(fd));
+            check(std::isfinite(double(fs)) && std::isfinite(count) && count < 9.0e18,
+                  "start, limit and delta give no finite number of elements");
+            n = int64_t(std::max<double>(0.0, count));
+            Tensor y = ctx.output(0, {n}, start.dl_dtype());
+            T* out = y.data<T>();
+            for (int64_t i = 0; i < n; ++i) out[i] = T(fs + float(i) * fd);
+            return;
+          } else if constexpr (std::is_floating_point<T>::value) {
             double count = std::ceil(double((l - s) / d));
             check(std::isfinite(double(s)) && std::isfinite(count) && count < 9.0e18,
                   "start, limit and delta give no finite number of elements");
@@ -173,8 +188,7 @@ class Range : public KernelBase {
           T* out = y.data<T>();
           for (int64_t i = 0; i < n; ++i) out[i] = T(s + T(i) * d);
         },
-        sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE) | sdk::bit(SINGA_ONNX_INT16) | sdk::bit(SINGA_ONNX_INT32) |
-            sdk::bit(SINGA_ONNX_INT64));
+        kRangeTypes | sdk::bit(SINGA_ONNX_FLOAT16) | sdk::bit(SINGA_ONNX_BFLOAT16));
   }
 };
 
@@ -182,15 +196,25 @@ class Range : public KernelBase {
 
 void register_constant_ops(sdk::Registrar& reg) {
   reg.kernel<Constant>("", "Constant", 1, 17, "cpu", {{"T", -1, kMoveTypes}});
-  reg.kernel<ConstantOfShape>("", "ConstantOfShape", 9, 17, "cpu",
+  reg.kernel<ConstantOfShape>("", "ConstantOfShape", 9, SINGA_VERSION_OPEN, "cpu",
                               {{"T1", 0, kInt64}, {"T2", -1, sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL)}}, 0,
                               input_bit(0));
   const uint64_t eye = sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL);
-  reg.kernel<EyeLike>("", "EyeLike", 9, 17, "cpu", {{"T1", 0, eye}, {"T2", -1, eye}});
-  reg.kernel<Range>("", "Range", 11, 17, "cpu",
-                    {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT) | sdk::bit(SINGA_ONNX_DOUBLE) | sdk::bit(SINGA_ONNX_INT16) |
-                                  sdk::bit(SINGA_ONNX_INT32) | sdk::bit(SINGA_ONNX_INT64)}},
-                    0, input_bit(0) | input_bit(1) | input_bit(2));
+  reg.kernel<EyeLike>("", "EyeLike", 9, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, eye}, {"T2", -1, eye}});
+  // Later versions only add element types.
+  for (int v : {19, 21, 23, 24, 25})
+    reg.kernel<Constant>("", "Constant", v, SINGA_VERSION_OPEN, "cpu", {{"T", -1, kMoveTypes | sdk::kFloat8Types}});
+  for (int v : {20, 21, 23, 24, 25})
+    reg.kernel<ConstantOfShape>("", "ConstantOfShape", v, SINGA_VERSION_OPEN, "cpu",
+                                {{"T1", 0, kInt64}, {"T2", -1, sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL) | sdk::kFloat8Types}}, 0,
+                                input_bit(0));
+  reg.kernel<EyeLike>("", "EyeLike", 22, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, eye}, {"T2", -1, eye}});
+  reg.kernel<Range>("", "Range", 11, SINGA_VERSION_OPEN, "cpu",
+                    {{"T", 0, kRangeTypes}}, 0, input_bit(0) | input_bit(1) | input_bit(2));
+  // 27: float16 and bfloat16.
+  reg.kernel<Range>("", "Range", 27, SINGA_VERSION_OPEN, "cpu",
+                    {{"T", 0, kRangeTypes | sdk::bit(SINGA_ONNX_FLOAT16) | sdk::bit(SINGA_ONNX_BFLOAT16)}}, 0,
+                    input_bit(0) | input_bit(1) | input_bit(2));
 }
 
 }  // namespace tensor

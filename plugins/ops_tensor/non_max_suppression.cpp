@@ -105,7 +105,7 @@ class NonMaxSuppression : public KernelBase {
 void register_non_max_suppression(sdk::Registrar& reg) {
   reg.kernel<NonMaxSuppression>("", "NonMaxSuppression", 10, 10, "cpu", {}, 0,
                                 input_bit(2) | input_bit(3) | input_bit(4));
-  reg.kernel<NonMaxSuppression>("", "NonMaxSuppression", 11, 17, "cpu", {}, 0,
+  reg.kernel<NonMaxSuppression>("", "NonMaxSuppression", 11, SINGA_VERSION_OPEN, "cpu", {}, 0,
                                 input_bit(2) | input_bit(3) | input_bit(4));
 }
 

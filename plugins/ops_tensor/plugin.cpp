@@ -13,6 +13,7 @@ SINGA_PLUGIN("ops_tensor", "0.1.0", "ONNX shape and data-movement operators (Res
   register_shape_ops(reg);
   register_constant_ops(reg);
   register_cast_ops(reg);
+  register_bitcast(reg);
   register_expand_tile(reg);
   register_pad(reg);
   register_select_ops(reg);

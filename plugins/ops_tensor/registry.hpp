@@ -17,6 +17,7 @@ void register_scatter_ops(sdk::Registrar& reg);    // Scatter ScatterElements Sc
 void register_shape_ops(sdk::Registrar& reg);      // Shape Size
 void register_constant_ops(sdk::Registrar& reg);   // Constant ConstantOfShape EyeLike Range
 void register_cast_ops(sdk::Registrar& reg);       // Cast CastLike
+void register_bitcast(sdk::Registrar& reg);        // BitCast
 void register_expand_tile(sdk::Registrar& reg);    // Expand Tile
 void register_pad(sdk::Registrar& reg);            // Pad
 void register_select_ops(sdk::Registrar& reg);     // NonZero OneHot

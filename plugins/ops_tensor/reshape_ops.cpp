@@ -114,10 +114,20 @@ void register_reshape_ops(sdk::Registrar& reg) {
   reg.kernel<Reshape>("", "Reshape", 5, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
   reg.kernel<Flatten>("", "Flatten", 1, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace);
   reg.kernel<Squeeze>("", "Squeeze", 1, 12, "cpu", {{"T", 0, kAnyTypes}}, inplace);
-  reg.kernel<Squeeze>("", "Squeeze", 13, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
+  reg.kernel<Squeeze>("", "Squeeze", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
   reg.kernel<Unsqueeze>("", "Unsqueeze", 1, 12, "cpu", {{"T", 0, kAnyTypes}}, inplace);
-  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
+  reg.kernel<Unsqueeze>("", "Unsqueeze", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
   reg.kernel<Identity>("", "Identity", 1, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace);
+  // Later versions only add element types (float8, int4, ...; not handled here).
+  for (int v : {19, 21, 23, 24, 25}) {
+    reg.kernel<Reshape>("", "Reshape", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types}}, inplace, input_bit(1));
+    reg.kernel<Identity>("", "Identity", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types}}, inplace);
+  }
+  for (int v : {21, 23, 24, 25}) {
+    reg.kernel<Flatten>("", "Flatten", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types}}, inplace);
+    reg.kernel<Squeeze>("", "Squeeze", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types}}, inplace, input_bit(1));
+    reg.kernel<Unsqueeze>("", "Unsqueeze", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types}}, inplace, input_bit(1));
+  }
 }
 
 }  // namespace tensor

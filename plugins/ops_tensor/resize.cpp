@@ -19,7 +19,16 @@ namespace tensor {
 namespace {
 
 enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord { kHalfPixel, kTfHalfPixelForNN, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize };
+enum class Coord {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kTfHalfPixelForNN,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfCropAndResize
+};
+enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
 enum class Round { kPreferFloor, kPreferCeil, kFloor, kCeil };
 
 // The taps of one axis: output coordinate o uses taps [o*ntaps, (o+1)*ntaps),
@@ -96,6 +105,7 @@ class Resize : public KernelBase {
     }
     std::string ct = node.attr_string("coordinate_transformation_mode", "half_pixel");
     if (ct == "half_pixel") coord_ = Coord::kHalfPixel;
+    else if (ct == "half_pixel_symmetric" && opset_ >= 19) coord_ = Coord::kHalfPixelSymmetric;
     else if (ct == "pytorch_half_pixel") coord_ = Coord::kPytorchHalfPixel;
     else if (ct == "align_corners") coord_ = Coord::kAlignCorners;
     else if (ct == "asymmetric") coord_ = Coord::kAsymmetric;
@@ -111,6 +121,19 @@ class Resize : public KernelBase {
     cubic_a_ = double(node.attr_float("cubic_coeff_a", -0.75f));
     exclude_outside_ = node.attr_int("exclude_outside", 0) != 0;
     extrapolation_ = double(node.attr_float("extrapolation_value", 0.f));
+    if (opset_ >= 18) {
+      // antialias only changes linear and cubic downscaling.
+      antialias_ = node.attr_int("antialias", 0) != 0 && mode_ != Mode::kNearest;
+      if (node.has_attr("axes")) {
+        axes_ = node.attr_ints("axes");
+        has_axes_ = true;
+      }
+      std::string kp = node.attr_string("keep_aspect_ratio_policy", "stretch");
+      if (kp == "not_larger") policy_ = AspectPolicy::kNotLarger;
+      else if (kp == "not_smaller") policy_ = AspectPolicy::kNotSmaller;
+      else if (kp != "stretch")
+        node.fail("attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or not_smaller, got '" + kp + "'");
+    }
   }
 
   void compute(Context& ctx) const {
@@ -119,8 +142,25 @@ class Resize : public KernelBase {
     const size_t r = in.size();
     std::vector<double> scales;
     std::vector<int64_t> sizes;
-    target(ctx, r, scales, sizes);
-    std::vector<double> roi = read_roi(ctx, r);
+    // The resized axes (all of them unless Resize-18's `axes` says otherwise).
+    std::vector<size_t> axes = resized_axes(r);
+    target(ctx, in, axes, scales, sizes);
+    std::vector<double> roi = read_roi(ctx, r, axes);
+    // keep_aspect_ratio_policy: one scale for every resized axis, the smallest
+    // (not_larger) or largest (not_smaller) that sizes asks for.
+    bool one_scale = !sizes.empty() && policy_ != AspectPolicy::kStretch;
+    double common = 0.0;
+    if (one_scale) {
+      bool first = true;
+      for (size_t d : axes) {
+        check(in[d] > 0, "keep_aspect_ratio_policy cannot resize the empty axis " + std::to_string(d));
+        check(sizes[d] >= 0, "sizes must not be negative");
+        double s = double(sizes[d]) / double(in[d]);
+        if (first || (policy_ == AspectPolicy::kNotLarger ? s < common : s > common)) common = s;
+        first = false;
+      }
+      if (first) one_scale = false;  // no axes: nothing to resize
+    }
 
     std::vector<AxisMap> maps(r);
     Shape out(r);
@@ -130,7 +170,13 @@ class Resize : public KernelBase {
       m.in = in[d];
       double& scale = axis_scale[d];
       double& width = axis_width[d];
-      if (!sizes.empty()) {
+      if (one_scale) {
+        bool resized = std::find(axes.begin(), axes.end(), d) != axes.end();
+        scale = resized ? common : 1.0;
+        width = scale * double(m.in);
+        check(width < 9.0e18, "sizes give axis " + std::to_string(d) + " a size of " + std::to_string(width));
+        m.out = resized ? int64_t(width + 0.5) : m.in;  // rounds half up
+      } else if (!sizes.empty()) {
         m.out = sizes[d];
         check(m.out >= 0, "sizes " + ints_str(sizes) + " must not be negative");
         check(m.in > 0 || m.out == 0, "cannot resize the empty axis " + std::to_string(d) + " to " +
@@ -158,8 +204,46 @@ class Resize : public KernelBase {
   }
 
  private:
-  // Fills either scales (one per axis) or sizes from the attribute/inputs.
-  void target(const Context& ctx, size_t r, std::vector<double>& scales, std::vector<int64_t>& sizes) const {
+  std::vector<size_t> resized_axes(size_t r) const {
+    std::vector<size_t> axes;
+    if (!has_axes_) {
+      for (size_t d = 0; d < r; ++d) axes.push_back(d);
+      return axes;
+    }
+    std::vector<char> seen(r, 0);
+    for (int64_t a : axes_) {
+      size_t d = size_t(normalize_axis(a, int64_t(r), "axes entry"));
+      check(!seen[d], "axes " + ints_str(axes_) + " name axis " + std::to_string(d) + " twice");
+      seen[d] = 1;
+      axes.push_back(d);
+    }
+    return axes;
+  }
+
+  // Fills either scales or sizes (one per axis of X) from the attribute/inputs;
+  // with `axes`, the inputs name only those axes and the others keep their size.
+  void target(const Context& ctx, const Shape& in, const std::vector<size_t>& axes, std::vector<double>& scales,
+              std::vector<int64_t>& sizes) const {
+    const size_t r = in.size();
+    if (has_axes_) {
+      std::vector<double> s;
+      std::vector<int64_t> z;
+      if (ctx.has_input(2)) s = read_floats(ctx.input(2), "scales");
+      if (ctx.has_input(3)) z = read_ints(ctx.input(3), "sizes");
+      check(s.empty() || z.empty(), "only one of 'scales' and 'sizes' may be given");
+      check(!s.empty() || !z.empty(), "one of 'scales' and 'sizes' must be given");
+      const size_t n = s.empty() ? z.size() : s.size();
+      check(n == axes.size(), std::string(s.empty() ? "sizes" : "scales") + " must have one entry per axis in axes " +
+                                  ints_str(axes_) + ", got " + std::to_string(n));
+      if (!s.empty()) {
+        scales.assign(r, 1.0);
+        for (size_t i = 0; i < axes.size(); ++i) scales[axes[i]] = s[i];
+      } else {
+        sizes = in;
+        for (size_t i = 0; i < axes.size(); ++i) sizes[axes[i]] = z[i];
+      }
+      return;
+    }
     if (upsample_ && opset_ < 9) {
       scales = attr_scales_;
     } else if (upsample_ || opset_ < 11) {
@@ -176,20 +260,36 @@ class Resize : public KernelBase {
                                                      std::to_string(r) + "), got " + std::to_string(scales.size()));
   }
 
-  std::vector<double> read_roi(const Context& ctx, size_t r) const {
+  std::vector<double> read_roi(const Context& ctx, size_t r, const std::vector<size_t>& axes) const {
     if (coord_ != Coord::kTfCropAndResize) return {};
     check(ctx.has_input(1) && ctx.input(1).numel() > 0, "tf_crop_and_resize needs the 'roi' input");
     std::vector<double> roi = read_floats(ctx.input(1), "roi");
-    check(roi.size() == 2 * r, "roi must have 2 * rank = " + std::to_string(2 * r) + " entries, got " +
-                                   std::to_string(roi.size()));
-    return roi;
+    const size_t n = axes.size();
+    check(roi.size() == 2 * n, "roi must have 2 * " + std::string(has_axes_ ? "len(axes)" : "rank") + " = " +
+                                   std::to_string(2 * n) + " entries, got " + std::to_string(roi.size()));
+    if (!has_axes_) return roi;
+    std::vector<double> full(2 * r);
+    for (size_t d = 0; d < r; ++d) {
+      full[d] = 0.0;
+      full[d + r] = 1.0;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      full[axes[i]] = roi[i];
+      full[axes[i] + r] = roi[i + n];
+    }
+    return full;
   }
 
   // Position in the input of output coordinate o.
-  double source(int64_t o, int64_t in, double scale, double width, double roi0, double roi1) const {
+  double source(int64_t o, int64_t in, int64_t out, double scale, double width, double roi0, double roi1) const {
     const double x = double(o);
     switch (coord_) {
       case Coord::kHalfPixel: return (x + 0.5) / scale - 0.5;
+      case Coord::kHalfPixelSymmetric: {
+        // Centres the sampled span when the output size was rounded down.
+        const double adjustment = double(out) / width, center = double(in) / 2;
+        return center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
+      }
       case Coord::kTfHalfPixelForNN: return (x + 0.5) / scale;
       case Coord::kPytorchHalfPixel: return width == 1.0 ? -0.5 : (x + 0.5) / scale - 0.5;
       case Coord::kAlignCorners: return width == 1.0 ? 0.0 : x * double(in - 1) / (width - 1.0);
@@ -204,13 +304,32 @@ class Resize : public KernelBase {
   }
 
   void build_axis(AxisMap& m, double scale, double width, double roi0, double roi1) const {
-    const int n = mode_ == Mode::kCubic ? 4 : (mode_ == Mode::kLinear ? 2 : 1);
+    if (m.out == 0) {  // nothing to sample (and a zero scale would give no kernel width)
+      m.ntaps = 1;
+      m.idx.clear();
+      m.w.clear();
+      m.outside.clear();
+      return;
+    }
+    int n = mode_ == Mode::kCubic ? 4 : (mode_ == Mode::kLinear ? 2 : 1);
+    // Antialiased downscaling widens the kernel by 1/scale: taps at offsets
+    // [first, first + n) from the left neighbour.
+    const double aa_scale = std::min(scale, 1.0);
+    const bool aa = antialias_ && mode_ != Mode::kNearest && aa_scale < 1.0;
+    int64_t first = -(n / 2 - 1);
+    if (aa) {
+      const double support = mode_ == Mode::kCubic ? 2.0 : 1.0;
+      const double f = std::floor(-support / aa_scale) + 1;
+      check(f > -1.0e6, "antialias with scale " + std::to_string(scale) + " needs too wide a kernel");
+      first = int64_t(f);
+      n = int(2 - 2 * first);
+    }
     m.ntaps = n;
     m.idx.assign(size_t(m.out * n), 0);
     m.w.assign(size_t(m.out * n), 0.0);
     m.outside.assign(size_t(m.out), 0);
     for (int64_t o = 0; o < m.out; ++o) {
-      double p = source(o, m.in, scale, width, roi0, roi1);
+      double p = source(o, m.in, m.out, scale, width, roi0, roi1);
       if (coord_ == Coord::kTfCropAndResize && !(p >= 0 && p <= double(m.in - 1))) {  // NaN roi too
         m.outside[size_t(o)] = 1;
         continue;
@@ -242,8 +361,24 @@ class Resize : public KernelBase {
         w[0] = 1.0;
         continue;
       }
-      const int64_t start = i0 - (n / 2 - 1);
-      if (mode_ == Mode::kLinear) {
+      const int64_t start = i0 + first;
+      if (aa) {
+        double sum = 0;
+        for (int k = 0; k < n; ++k) {
+          const double a = std::fabs(aa_scale * (double(first + k) - t));
+          double c;
+          if (mode_ == Mode::kLinear) {
+            c = std::max(0.0, 1.0 - a);
+          } else {
+            const double A = cubic_a_;
+            c = a <= 1 ? ((A + 2) * a - (A + 3)) * a * a + 1 : a < 2 ? ((A * a - 5 * A) * a + 8 * A) * a - 4 * A : 0.0;
+          }
+          w[k] = c;
+          sum += c;
+        }
+        if (sum != 0)
+          for (int k = 0; k < n; ++k) w[k] /= sum;
+      } else if (mode_ == Mode::kLinear) {
         w[0] = 1.0 - t;
         w[1] = t;
       } else {
@@ -366,6 +501,10 @@ class Resize : public KernelBase {
   bool exclude_outside_ = false;
   double extrapolation_ = 0.0;
   std::vector<double> attr_scales_;
+  bool antialias_ = false;
+  bool has_axes_ = false;
+  std::vector<int64_t> axes_;
+  AspectPolicy policy_ = AspectPolicy::kStretch;
 };
 
 }  // namespace
@@ -377,8 +516,12 @@ void register_resize(sdk::Registrar& reg) {
   reg.kernel<Resize>("", "Resize", 10, 10, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
   reg.kernel<Resize>("", "Resize", 11, 12, "cpu", {{"T1", 0, kMoveTypes}, {"T2", 1, f}}, 0,
                      input_bit(1) | input_bit(2) | input_bit(3));
-  reg.kernel<Resize>("", "Resize", 13, 17, "cpu", {{"T1", 0, kMoveTypes}, {"T2", 1, f}}, 0,
+  reg.kernel<Resize>("", "Resize", 13, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, kMoveTypes}, {"T2", 1, f}}, 0,
                      input_bit(1) | input_bit(2) | input_bit(3));
+  // 18: antialias, axes, keep_aspect_ratio_policy; 19: half_pixel_symmetric.
+  for (int v : {18, 19})
+    reg.kernel<Resize>("", "Resize", v, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, kMoveTypes}, {"T2", 1, f}}, 0,
+                       input_bit(1) | input_bit(2) | input_bit(3));
 }
 
 }  // namespace tensor

@@ -55,7 +55,7 @@ class ReverseSequence : public KernelBase {
 }  // namespace
 
 void register_reverse_sequence(sdk::Registrar& reg) {
-  reg.kernel<ReverseSequence>("", "ReverseSequence", 10, 17, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
+  reg.kernel<ReverseSequence>("", "ReverseSequence", 10, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
 }
 
 }  // namespace tensor

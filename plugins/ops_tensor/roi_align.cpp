@@ -197,7 +197,9 @@ class RoiAlign : public KernelBase {
 void register_roi_align(sdk::Registrar& reg) {
   const uint64_t f = sdk::kFloatTypes;
   reg.kernel<RoiAlign>("", "RoiAlign", 10, 15, "cpu", {{"T1", 0, f}, {"T2", 2, kInt64}}, 0, input_bit(2));
-  reg.kernel<RoiAlign>("", "RoiAlign", 16, 17, "cpu", {{"T1", 0, f}, {"T2", 2, kInt64}}, 0, input_bit(2));
+  reg.kernel<RoiAlign>("", "RoiAlign", 16, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, f}, {"T2", 2, kInt64}}, 0, input_bit(2));
+  // 22 adds bfloat16 (not handled here).
+  reg.kernel<RoiAlign>("", "RoiAlign", 22, SINGA_VERSION_OPEN, "cpu", {{"T1", 0, f}, {"T2", 2, kInt64}}, 0, input_bit(2));
 }
 
 }  // namespace tensor

@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "registry.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace singa {
@@ -12,19 +13,31 @@ namespace ops {
 namespace tensor {
 namespace {
 
-enum class Reduction { kNone, kAdd, kMul };
+enum class Reduction { kNone, kAdd, kMul, kMin, kMax };
+
+template <typename V>
+V reduce_one(V a, V b, Reduction r) {
+  switch (r) {
+    case Reduction::kAdd: return a + b;
+    case Reduction::kMul: return a * b;
+    // NaN propagates (a != a only for NaN), as numpy's minimum/maximum do.
+    case Reduction::kMin: return (b < a || b != b) ? b : a;
+    default: return (a < b || b != b) ? b : a;
+  }
+}
 
 template <typename T>
 void reduce_into(T* dst, const T* src, int64_t n, Reduction r) {
   constexpr bool narrow_float = std::is_same<T, sdk::half>::value || std::is_same<T, sdk::bfloat16>::value;
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (narrow_float) {
-      float a = float(dst[i]), b = float(src[i]);
-      dst[i] = T(r == Reduction::kAdd ? a + b : a * b);
+      dst[i] = T(reduce_one(float(dst[i]), float(src[i]), r));
     } else if constexpr (std::is_same<T, bool>::value) {
-      dst[i] = r == Reduction::kAdd ? (dst[i] || src[i]) : (dst[i] && src[i]);
+      // add and max are "or", mul and min are "and".
+      bool any = r == Reduction::kAdd || r == Reduction::kMax;
+      dst[i] = any ? (dst[i] || src[i]) : (dst[i] && src[i]);
     } else {
-      dst[i] = T(r == Reduction::kAdd ? dst[i] + src[i] : dst[i] * src[i]);
+      dst[i] = T(reduce_one(dst[i], src[i], r));
     }
   }
 }
@@ -33,9 +46,14 @@ class ScatterBase : public KernelBase {
  public:
   explicit ScatterBase(const Node& node) : KernelBase(node) {
     std::string r = node.attr_string("reduction", "none");
+    const bool minmax = node.opset() >= 18;
     if (r == "add") reduction_ = Reduction::kAdd;
     else if (r == "mul") reduction_ = Reduction::kMul;
-    else if (r != "none") sdk::fail("attribute 'reduction' must be none, add or mul, got '" + r + "'");
+    else if (r == "min" && minmax) reduction_ = Reduction::kMin;
+    else if (r == "max" && minmax) reduction_ = Reduction::kMax;
+    else if (r != "none")
+      sdk::fail("attribute 'reduction' must be none, add, mul" + std::string(minmax ? ", min or max" : " (min and max need opset 18)") +
+                ", got '" + r + "'");
   }
 
  protected:
@@ -141,12 +159,88 @@ class ScatterND : public ScatterBase {
   }
 };
 
+// TensorScatter-24: writes `update` into a copy of the cache `past_cache`
+// along the sequence axis, at write_indices[b] for batch entry b (0 when
+// absent); "circular" wraps positions modulo the cache length.
+class TensorScatter : public KernelBase {
+ public:
+  explicit TensorScatter(const Node& node) : KernelBase(node), axis_(node.attr_int("axis", -2)) {
+    std::string mode = node.attr_string("mode", "linear");
+    if (mode == "circular") circular_ = true;
+    else if (mode != "linear") node.fail("attribute 'mode' must be linear or circular, got '" + mode + "'");
+  }
+
+  void compute(Context& ctx) const {
+    Tensor past = required(ctx, 0, "past_cache"), upd = required(ctx, 1, "update");
+    const Shape ps = past.shape(), us = upd.shape();
+    const int64_t r = int64_t(ps.size());
+    check(r >= 2, "past_cache must have rank >= 2, got shape " + shape_str(ps));
+    const size_t axis = size_t(normalize_axis(axis_, r, "axis"));
+    check(axis != 0, "axis must not be the batch axis 0");
+    check(upd.dl_dtype() == past.dl_dtype(), "update must have the element type of past_cache");
+    bool ok = us.size() == ps.size();
+    for (size_t d = 0; ok && d < ps.size(); ++d) ok = d == axis ? us[d] <= ps[d] : us[d] == ps[d];
+    check(ok, "update of shape " + shape_str(us) + " must match past_cache of shape " + shape_str(ps) +
+                  " except for a sequence axis " + std::to_string(axis) + " no longer than the cache's");
+    const int64_t batch = ps[0], max_len = ps[axis], len = us[axis];
+    std::vector<int64_t> starts(size_t(batch), 0);
+    if (ctx.has_input(2)) {
+      std::vector<int64_t> w = read_ints(ctx.input(2), "write_indices");
+      check(int64_t(w.size()) == batch, "write_indices must hold one index per batch entry (" + std::to_string(batch) +
+                                            "), got " + std::to_string(w.size()));
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t i = w[size_t(b)];
+        if (circular_) {
+          check(max_len > 0 || len == 0, "cannot write circularly into an empty sequence axis");
+          if (max_len > 0) i = ((i % max_len) + max_len) % max_len;
+        } else {
+          check(i >= 0 && i <= max_len - len, "write index " + std::to_string(i) + " of batch entry " + std::to_string(b) +
+                                                  " with " + std::to_string(len) + " new positions exceeds the cache length " +
+                                                  std::to_string(max_len));
+        }
+        starts[size_t(b)] = i;
+      }
+    }
+    Tensor y = ctx.output(0, ps, past.dl_dtype());
+    const size_t es = elem_size(past);
+    parallel_memcpy(ctx, y.data_ptr(), past.data_ptr(), size_t(past.numel()) * es);
+    if (upd.numel() == 0) return;
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 1; d < axis; ++d) outer *= ps[d];
+    for (size_t d = axis + 1; d < ps.size(); ++d) inner *= ps[d];
+    const size_t row = size_t(inner) * es;
+    char* dst = mutable_bytes(y);
+    const char* src = bytes(upd);
+    ctx.parallel_for(batch * outer, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, len * inner)), [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) {
+        const int64_t start = starts[size_t(i / outer)];
+        char* d = dst + size_t(i * max_len) * row;
+        const char* s = src + size_t(i * len) * row;
+        for (int64_t j = 0; j < len; ++j) {
+          int64_t pos = start + j;
+          if (pos >= max_len) pos -= max_len;  // circular only: start < max_len and len <= max_len
+          std::memcpy(d + size_t(pos) * row, s + size_t(j) * row, row);
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  bool circular_ = false;
+};
+
 }  // namespace
 
 void register_scatter_ops(sdk::Registrar& reg) {
   reg.kernel<ScatterElements>("", "Scatter", 9, 10, "cpu", {{"T", 0, kMoveTypes}, {"Tind", 1, kIndexTypes}});
   reg.kernel<ScatterElements>("", "ScatterElements", 11, 17, "cpu", {{"T", 0, kMoveTypes}, {"Tind", 1, kIndexTypes}});
   reg.kernel<ScatterND>("", "ScatterND", 11, 17, "cpu", {{"T", 0, kMoveTypes}});
+  // 18: reduction min and max.
+  reg.kernel<ScatterElements>("", "ScatterElements", 18, SINGA_VERSION_OPEN, "cpu",
+                              {{"T", 0, kMoveTypes}, {"Tind", 1, kIndexTypes}});
+  reg.kernel<ScatterND>("", "ScatterND", 18, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}});
+  reg.kernel<TensorScatter>("", "TensorScatter", 24, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(2));
 }
 
 }  // namespace tensor

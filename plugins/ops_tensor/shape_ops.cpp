@@ -48,8 +48,13 @@ class Size : public KernelBase {
 
 void register_shape_ops(sdk::Registrar& reg) {
   reg.kernel<ShapeOp>("", "Shape", 1, 14, "cpu", {{"T", 0, kAnyTypes}});
-  reg.kernel<ShapeOp>("", "Shape", 15, 17, "cpu", {{"T", 0, kAnyTypes}});
+  reg.kernel<ShapeOp>("", "Shape", 15, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes}});
   reg.kernel<Size>("", "Size", 1, 17, "cpu", {{"T", 0, kAnyTypes}});
+  // Later versions only add element types.
+  for (int v : {19, 21, 23, 24, 25}) {
+    reg.kernel<ShapeOp>("", "Shape", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types | sdk::kPackedTypes}});
+    reg.kernel<Size>("", "Size", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types | sdk::kPackedTypes}});
+  }
 }
 
 }  // namespace tensor

@@ -68,7 +68,7 @@ class StringNormalizer {
 }  // namespace
 
 void register_string_normalizer(sdk::Registrar& reg) {
-  reg.kernel<StringNormalizer>("", "StringNormalizer", 10, 17, "cpu", {{"X", 0, sdk::bit(SINGA_ONNX_STRING)}});
+  reg.kernel<StringNormalizer>("", "StringNormalizer", 10, SINGA_VERSION_OPEN, "cpu", {{"X", 0, sdk::bit(SINGA_ONNX_STRING)}});
 }
 
 }  // namespace tensor

@@ -87,6 +87,12 @@ class SpaceToDepth : public KernelBase {
  public:
   explicit SpaceToDepth(const Node& node) : KernelBase(node), block_(node.attr_int("blocksize", 0)) {
     if (block_ <= 0) sdk::fail("attribute 'blocksize' must be positive, got " + std::to_string(block_));
+    // SpaceToDepth-28's `mode`: DCR (the only order before) or CRD.
+    if (node.opset() >= 28) {
+      std::string mode = node.attr_string("mode", "DCR");
+      if (mode != "DCR" && mode != "CRD") sdk::fail("attribute 'mode' must be DCR or CRD, got '" + mode + "'");
+      crd_ = mode == "CRD";
+    }
   }
 
   void compute(Context& ctx) const {
@@ -97,17 +103,28 @@ class SpaceToDepth : public KernelBase {
     check(h % b == 0 && w % b == 0, "spatial size " + std::to_string(h) + "x" + std::to_string(w) +
                                         " is not divisible by blocksize " + std::to_string(b));
     Tensor y = ctx.output(0, {n, c * b * b, h / b, w / b}, x.dl_dtype());
-    permute_copy(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, bytes(x), mutable_bytes(y), elem_size(x));
+    // The output's C is [b, b, c] (DCR) or [c, b, b] (CRD).
+    if (crd_)
+      permute_copy(ctx, {n, c, h / b, b, w / b, b}, {0, 1, 3, 5, 2, 4}, bytes(x), mutable_bytes(y), elem_size(x));
+    else
+      permute_copy(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, bytes(x), mutable_bytes(y), elem_size(x));
   }
 
  private:
   int64_t block_;
+  bool crd_ = false;
 };
 
 }  // namespace
 
 void register_transpose_ops(sdk::Registrar& reg) {
   reg.kernel<Transpose>("", "Transpose", 1, 17, "cpu", {{"T", 0, kMoveTypes}});
+  // 28: DepthToSpace unchanged (now a function), SpaceToDepth gains `mode`.
+  reg.kernel<DepthToSpace>("", "DepthToSpace", 28, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}});
+  reg.kernel<SpaceToDepth>("", "SpaceToDepth", 28, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}});
+  // Later versions only add element types.
+  for (int v : {21, 23, 24, 25})
+    reg.kernel<Transpose>("", "Transpose", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes | sdk::kFloat8Types}});
   reg.kernel<DepthToSpace>("", "DepthToSpace", 1, 17, "cpu", {{"T", 0, kMoveTypes}});
   reg.kernel<SpaceToDepth>("", "SpaceToDepth", 1, 17, "cpu", {{"T", 0, kMoveTypes}});
 }

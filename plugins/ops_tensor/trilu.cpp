@@ -49,7 +49,7 @@ class Trilu : public KernelBase {
 }  // namespace
 
 void register_trilu(sdk::Registrar& reg) {
-  reg.kernel<Trilu>("", "Trilu", 14, 17, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
+  reg.kernel<Trilu>("", "Trilu", 14, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
 }
 
 }  // namespace tensor

@@ -162,7 +162,7 @@ class Unique : public KernelBase {
 }  // namespace
 
 void register_unique(sdk::Registrar& reg) {
-  reg.kernel<Unique>("", "Unique", 11, 17, "cpu", {{"T", 0, kUniqueTypes}});
+  reg.kernel<Unique>("", "Unique", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kUniqueTypes}});
 }
 
 }  // namespace tensor
