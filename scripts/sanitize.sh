@@ -70,6 +70,19 @@ grep -v '^\s*\(#\|$\)' "$root/tests/conformance/expected_node.txt" | awk -v s=$s
 mapfile -t dirs < <(sed "s|^|$onnx_data/|" "$subset")
 stage conformance "$build/tools/singa" conformance "${dirs[@]}" --expect "$subset" --timeout 600
 
+# The same spread of ONNX 1.23's node suite (IR 9+ and opset 18+ models take singa's own intake
+# path), when its data is beside the checkout (or at $SINGA_ONNX_NODE_1_23).
+node_1_23=${SINGA_ONNX_NODE_1_23:-$root/../shared/onnx-node-1.23/node}
+subset_1_23="$logdir/conformance-1.23-subset.txt"
+: > "$subset_1_23"
+if [ -d "$node_1_23" ]; then
+  total=$(grep -cv '^\s*\(#\|$\)' "$root/tests/conformance/expected_node_1_23.txt")
+  step=$(( total / cases )); [ $step -lt 1 ] && step=1
+  grep -v '^\s*\(#\|$\)' "$root/tests/conformance/expected_node_1_23.txt" | awk -v s=$step -v n=$cases 'NR % s == 0 && c < n {print; c++}' > "$subset_1_23"
+  mapfile -t dirs < <(sed "s|^|$node_1_23/|" "$subset_1_23")
+  stage conformance-1.23 "$build/tools/singa" conformance "${dirs[@]}" --expect "$subset_1_23" --timeout 600
+fi
+
 # A sanitizer report in any log counts even where a runner swallowed the exit status.
 reports=$(grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$logdir"/*.log "$build"/meson-logs/testlog.txt 2>/dev/null | sort -u)
 
@@ -80,7 +93,7 @@ for i in "${!names[@]}"; do
   printf '  %-12s %-6s %5ss\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
   [ "${results[$i]}" = PASS ] || ok=0
 done
-echo "  conformance subset: $(wc -l < "$subset") node cases (every ${step}th expected case)"
+echo "  conformance subset: $(wc -l < "$subset") node cases of ONNX 1.12, $(wc -l < "$subset_1_23") of ONNX 1.23 (a spread of each expected list)"
 echo "  tests: $(grep -E '^(Ok|Fail|Expected Fail|Unexpected Pass|Skipped|Timeout):' "$logdir/tests.log" | tr -s ' ' | paste -sd' ')"
 if [ -n "$reports" ]; then
   ok=0

@@ -18,6 +18,8 @@ if [ "${SINGA_SKIP_SANITIZE:-0}" != 1 ]; then
   sed -n '/^sanitize.sh summary/,$p' sanitize.log
   if [ -f "$ASAN_BUILD/meson-logs/testlog.json" ] && [ -f "$ASAN_BUILD/sanitize-logs/conformance.log" ]; then
     extra=("$ASAN_BUILD/meson-logs/testlog.json" --conformance-log "$ASAN_BUILD/sanitize-logs/conformance.log")
+    [ -f "$ASAN_BUILD/sanitize-logs/conformance-1.23.log" ] &&
+      extra+=(--conformance-log "$ASAN_BUILD/sanitize-logs/conformance-1.23.log")
   fi
   if [ $san -ne 0 ]; then
     rc=1
