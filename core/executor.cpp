@@ -75,9 +75,6 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     }
     e.info = std::move(info);
     select(e, fallback);
-    singa_status* st = e.kernel->def.create(e.kernel->def.user, e.info.get(), &e.state);
-    throw_status(st, g_.source + ": " + e.node->label);
-    check_attribute_reads(*e.info, g_.source + ": " + e.node->label);
     e.host_inputs.assign(e.node->inputs.size(), false);
     if (e.kernel->def.flags & SINGA_KERNEL_HOST_INPUTS)
       for (size_t j = 0; j < e.host_inputs.size() && j < 64; ++j) e.host_inputs[j] = (e.kernel->def.cpu_inputs_mask >> j) & 1u;
@@ -253,7 +250,7 @@ void Executor::select(ExecNode& e, bool fallback) {
   }
   std::vector<Device*> order{device_};
   if (fallback && cpu_ && device_ != cpu_) order.push_back(cpu_);
-  std::string type_error;
+  std::string type_error, declined;
   for (Device* d : order) {
     for (auto* k : by_version) {
       if (k->device != d->name()) continue;
@@ -271,14 +268,29 @@ void Executor::select(ExecNode& e, bool fallback) {
           break;
         }
       }
-      if (ok) {
-        e.kernel = k;
-        e.device = d;
-        e.device_id = d == device_ ? device_id_ : 0;
-        return;
+      if (!ok) continue;
+      // A kernel may decline the node at create (UNIMPLEMENTED: an attribute
+      // value or shape it does not handle); the next candidate, then the
+      // fallback device, is tried. Any other error is the node's error.
+      e.info->attrs_read.clear();
+      e.info->attrs_mistyped.clear();
+      void* state = nullptr;
+      singa_status* st = k->def.create(k->def.user, e.info.get(), &state);
+      if (st && st->code == SINGA_UNIMPLEMENTED) {
+        declined += "; " + (k->plugin_name.empty() ? k->plugin_path : k->plugin_name) + " on " + d->name() + " declined: " +
+                    take_status_message(st);
+        continue;
       }
+      throw_status(st, where);
+      e.kernel = k;
+      e.state = state;
+      e.device = d;
+      e.device_id = d == device_ ? device_id_ : 0;
+      check_attribute_reads(*e.info, where);
+      return;
     }
   }
+  if (!declined.empty()) throw Error(SINGA_UNIMPLEMENTED, where + ": every kernel declined the node" + declined);
   if (!type_error.empty()) throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel for element type " + type_error);
   throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel on device '" + device_->name() + "'" +
                                        (fallback ? " or the cpu" : " (fallback disabled)") + " for opset " + std::to_string(n.opset) +

@@ -52,6 +52,9 @@ class Executor {
   std::vector<Value> run_outputs(const std::vector<Value>& inputs) const;
 
  private:
+  // Picks the node's kernel and creates its state: the requested device's
+  // kernels for the node's opset and types first, then the CPU's (fallback);
+  // a kernel that declines at create makes way for the next.
   void select(ExecNode& e, bool fallback);
   void plan_memory_of_intermediates();
   void plan_concat_inputs_in_place(std::vector<PlanValue>& values) const;

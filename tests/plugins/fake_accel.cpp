@@ -1,7 +1,7 @@
 // A device that is not host-addressable as far as the core can tell (its
 // DLPack type is kDLExtDev), though it keeps buffers in host memory. It has
-// only a Relu kernel, so a model prepared on it runs Relu there and falls back
-// to the CPU for the rest, with copies across the boundary; the copies are
+// only a Relu kernel (for ranks up to 2), so a model prepared on it runs Relu
+// there and falls back to the CPU for the rest, with copies across the boundary; the copies are
 // counted and readable through the host-side FakeAccelCopies op.
 #include <singa/kernel.hpp>
 
@@ -33,8 +33,14 @@ singa_status* fill(void*, int32_t, void* p, size_t off, int v, size_t bytes, voi
   return nullptr;
 }
 
+// Declines (UNIMPLEMENTED at create) inputs of rank above 2, as a vendor's
+// kernel declines what its hardware path does not take: the node then falls
+// through to the next candidate, the CPU's.
 struct Relu {
-  explicit Relu(const singa::sdk::Node&) {}
+  explicit Relu(const singa::sdk::Node& node) {
+    const singa_value_info x = node.input_info(0);
+    if (x.ndim > 2) throw singa::sdk::Error(SINGA_UNIMPLEMENTED, "fake_accel Relu takes rank <= 2, not " + std::to_string(x.ndim));
+  }
   void compute(singa::sdk::Context& ctx) const {
     auto x = ctx.input(0);
     singa::sdk::check(x.raw()->device.device_type == kDLExtDev, "fake_accel Relu got an input that was not copied to it");

@@ -415,3 +415,31 @@ TEST(Backend, ResizeHostileScalesAndRegions) {
   ASSERT_EQ(out[0].second.shape(), (singa::Shape{1, 1, 4, 4}));
   EXPECT_EQ(out[0].second.data<float>()[0], 0.f);  // extrapolation_value's default
 }
+
+// A kernel that declines a node at create (UNIMPLEMENTED) makes way for the
+// next candidate: here the CPU's Relu, or an error naming the decline when
+// fallback is off.
+TEST(Backend, DecliningKernelFallsThrough) {
+  ensure_loaded();
+  auto& rt = singa::Runtime::instance();
+  if (!rt.device("fakeaccel")) {
+    auto info = rt.load_plugin(std::string(TEST_PLUGIN_DIR) + "/singa_test_fake_accel.so");
+    ASSERT_TRUE(info.loaded) << info.error;
+  }
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {1, 2, 2}).node("Relu", {"x"}, {"y"}, "relu3d").output("y", SINGA_ONNX_FLOAT, {1, 2, 2});
+  singa::onnx::PrepareOptions opt;
+  opt.device = "fakeaccel";
+  auto rep = singa::onnx::prepare_bytes(m.bytes(), opt);
+  ASSERT_EQ(rep->placement().size(), 1u);
+  EXPECT_EQ(rep->placement()[0].device, "cpu");
+  auto out = rep->run({floats({1, 2, 2}, {1, -2, 3, -4})});
+  EXPECT_FLOAT_EQ(out[0].second.data<float>()[1], 0.f);
+  EXPECT_FLOAT_EQ(out[0].second.data<float>()[2], 3.f);
+
+  opt.fallback = false;
+  std::string err = error_of([&] { singa::onnx::prepare_bytes(m.bytes(), opt); });
+  EXPECT_NE(err.find("relu3d"), std::string::npos) << err;
+  EXPECT_NE(err.find("declined"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank <= 2"), std::string::npos) << err;
+}
