@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Write end-to-end model cases, exported from PyTorch, in the ONNX backend-test layout.
 
-    /usr/bin/python3 make_models.py OUTDIR [--only CASE ...] [--list]
+    /usr/bin/python3 make_models.py OUTDIR [--suite main|fp16] [--only CASE ...] [--list]
 
 Each case becomes OUTDIR/CASE/model.onnx plus OUTDIR/CASE/test_data_set_N/input_K.pb and
 output_K.pb. Weights are random but seeded, and the expected outputs are PyTorch's own eval-mode
 results, so a case checks singa against an independent implementation rather than against itself.
-Nothing here is committed: the build runs this script into its own folder.
+Nothing here is committed: the build runs this script into its own folder. The float16 cases
+(`--suite fp16`) go to a folder of their own because they are checked with wider tolerances.
 """
 
 import argparse
@@ -22,6 +23,7 @@ import torchvision
 
 # The case modules sit in the source tree; no __pycache__ should appear there during a build.
 sys.dont_write_bytecode = True
+import cases_newer  # noqa: E402
 import cases_nhwc  # noqa: E402
 import cases_sequence  # noqa: E402
 import cases_vision  # noqa: E402
@@ -217,17 +219,27 @@ CASES = {
 CASES.update(cases_vision.CASES)
 CASES.update(cases_sequence.CASES)
 CASES.update(cases_nhwc.CASES)
+# Opset 18+ / IR 10+ rewrites and float16-converter output of the cases above.
+FP16_CASES = cases_newer.fp16_cases(CASES)
+CASES.update(cases_newer.cases(CASES))
+SUITES = {"main": CASES, "fp16": FP16_CASES}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", nargs="?", help="folder to (re)create with one sub-folder per case")
-    parser.add_argument("--only", nargs="+", choices=sorted(CASES), help="write only these cases")
+    parser.add_argument("--suite", choices=sorted(SUITES), default="main",
+                        help="which set of cases (fp16: float16 models, wider tolerances)")
+    parser.add_argument("--only", nargs="+", help="write only these cases (of the suite)")
     parser.add_argument("--list", action="store_true", help="print the case names and exit")
     args = parser.parse_args()
+    cases = SUITES[args.suite]
     if args.list:
-        print("\n".join(CASES))
+        print("\n".join(cases))
         return 0
+    unknown = sorted(set(args.only or ()) - set(cases))
+    if unknown:
+        parser.error(f"not cases of suite {args.suite}: {' '.join(unknown)}")
     if not args.outdir:
         parser.error("OUTDIR is required")
 
@@ -238,8 +250,8 @@ def main():
     # half-written case set that a build system would take as up to date.
     staging = tempfile.mkdtemp(prefix=".models-", dir=parent)
     try:
-        for name in args.only or CASES:
-            CASES[name](staging)
+        for name in args.only or cases:
+            cases[name](staging)
         if os.path.exists(outdir):
             shutil.rmtree(outdir)
         os.rename(staging, outdir)
