@@ -14,19 +14,10 @@ namespace singa {
 namespace image {
 namespace {
 
-struct Memory {
-  const uint8_t* p;
-  size_t n;
-  size_t at;
-};
-
 OPJ_SIZE_T read_fn(void* buf, OPJ_SIZE_T size, void* user) {
   auto* m = static_cast<Memory*>(user);
   if (m->at >= m->n) return OPJ_SIZE_T(-1);
-  const size_t k = std::min(size_t(size), m->n - m->at);
-  std::memcpy(buf, m->p + m->at, k);
-  m->at += k;
-  return k;
+  return m->read(buf, size_t(size));
 }
 OPJ_OFF_T skip_fn(OPJ_OFF_T off, void* user) {
   auto* m = static_cast<Memory*>(user);

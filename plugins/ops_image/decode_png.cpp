@@ -12,17 +12,10 @@ namespace singa {
 namespace image {
 namespace {
 
-struct Reader {
-  const uint8_t* p;
-  size_t n;
-  size_t at;
-};
-
 void read_fn(png_structp png, png_bytep out, png_size_t len) {
-  auto* r = static_cast<Reader*>(png_get_io_ptr(png));
-  if (len > r->n - r->at) png_error(png, "truncated PNG");
-  std::memcpy(out, r->p + r->at, len);
-  r->at += len;
+  auto* r = static_cast<Memory*>(png_get_io_ptr(png));
+  if (len > r->left()) png_error(png, "truncated PNG");
+  r->read(out, len);
 }
 
 void on_error(png_structp png, png_const_charp) { png_longjmp(png, 1); }
@@ -38,7 +31,7 @@ bool decode_png(const uint8_t* p, size_t n, Sink& sink) {
     png_destroy_read_struct(&png, nullptr, nullptr);
     return false;
   }
-  Reader reader{p, n, 0};
+  Memory reader{p, n, 0};
   std::vector<uint8_t> buf;
   std::vector<png_bytep> rows;
   if (setjmp(png_jmpbuf(png))) {

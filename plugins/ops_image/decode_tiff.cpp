@@ -17,19 +17,9 @@ namespace singa {
 namespace image {
 namespace {
 
-struct Memory {
-  const uint8_t* p;
-  size_t n;
-  size_t at;
-};
-
 tmsize_t read_proc(thandle_t h, void* buf, tmsize_t size) {
-  auto* m = static_cast<Memory*>(h);
   if (size < 0) return -1;
-  const size_t k = std::min(size_t(size), m->at < m->n ? m->n - m->at : 0);
-  std::memcpy(buf, m->p + m->at, k);
-  m->at += k;
-  return tmsize_t(k);
+  return tmsize_t(static_cast<Memory*>(h)->read(buf, size_t(size)));
 }
 tmsize_t write_proc(thandle_t, void*, tmsize_t) { return -1; }
 toff_t seek_proc(thandle_t h, toff_t off, int whence) {

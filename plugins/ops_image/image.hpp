@@ -6,8 +6,10 @@
 #ifndef SINGA_OPS_IMAGE_IMAGE_HPP
 #define SINGA_OPS_IMAGE_IMAGE_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace singa {
 namespace image {
@@ -44,6 +46,23 @@ bool decode_webp(const uint8_t* p, size_t n, Sink& sink);
 #ifdef SINGA_HAVE_OPENJPEG
 bool decode_jpeg2000(const uint8_t* p, size_t n, Sink& sink);
 #endif
+
+// The encoded bytes as a stream for the libraries that read through
+// callbacks; `at` may be moved past the end by a seek.
+struct Memory {
+  const uint8_t* p;
+  size_t n;
+  size_t at;
+
+  size_t left() const { return at < n ? n - at : 0; }
+  // Copies up to `size` bytes from the cursor and moves past them.
+  size_t read(void* buf, size_t size) {
+    const size_t k = std::min(size, left());
+    std::memcpy(buf, p + at, k);
+    at += k;
+    return k;
+  }
+};
 
 // The largest width or height any decoder accepts.
 constexpr int64_t kMaxSide = 1 << 20;

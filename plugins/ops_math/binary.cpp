@@ -7,6 +7,27 @@ namespace ops {
 namespace math {
 namespace {
 
+// The kernels whose output takes A's type and the broadcast shape: f(T{}, io,
+// out) runs for A's type T when it is one of kTypes.
+class SameTypeBinary : public BinaryBase {
+ public:
+  using BinaryBase::BinaryBase;
+
+ protected:
+  template <uint64_t kTypes, typename F>
+  void same_type(sdk::Context& ctx, F&& f) const {
+    BinaryOperands io;
+    operands(ctx, io);
+    sdk::Tensor out = ctx.output(0, io.out_shape, io.a.dtype());
+    sdk::dispatch(
+        io.a.dtype(),
+        [&](auto tag) {
+          if constexpr (in_mask<decltype(tag)>(kTypes)) f(tag, io, out);
+        },
+        kTypes);
+  }
+};
+
 struct AddFn {
   template <typename C>
   C operator()(C a, C b) const {
@@ -55,23 +76,15 @@ struct DivFn {
 
 // Add, Sub, Mul, Div: one kernel shape, four functors.
 template <typename Fn, bool kIsDivision>
-class ArithKernel : public BinaryBase {
+class ArithKernel : public SameTypeBinary {
  public:
-  using BinaryBase::BinaryBase;
+  using SameTypeBinary::SameTypeBinary;
   void compute(sdk::Context& ctx) const {
-    BinaryOperands io;
-    operands(ctx, io);
-    sdk::Tensor out = ctx.output(0, io.out_shape, io.a.dtype());
-    sdk::dispatch(
-        io.a.dtype(),
-        [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (in_mask<T>(kNumeric)) {
-            if constexpr (kIsDivision && is_int_v<T>) sdk::check(!has_zero<T>(io.b), "integer division by zero");
-            binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Via<T, Fn>{});
-          }
-        },
-        kNumeric);
+    same_type<kNumeric>(ctx, [&](auto tag, const BinaryOperands& io, sdk::Tensor& out) {
+      using T = decltype(tag);
+      if constexpr (kIsDivision && is_int_v<T>) sdk::check(!has_zero<T>(io.b), "integer division by zero");
+      binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Via<T, Fn>{});
+    });
   }
 };
 
@@ -104,9 +117,9 @@ struct FloorModFn {
   }
 };
 
-class ModKernel : public BinaryBase {
+class ModKernel : public SameTypeBinary {
  public:
-  explicit ModKernel(const sdk::Node& node) : BinaryBase(node) {
+  explicit ModKernel(const sdk::Node& node) : SameTypeBinary(node) {
     int64_t f = node.attr_int("fmod", 0);
     if (f != 0 && f != 1) sdk::fail("attribute fmod must be 0 or 1, got " + std::to_string(f));
     fmod_ = f == 1;
@@ -115,26 +128,20 @@ class ModKernel : public BinaryBase {
       sdk::fail(std::string("fmod must be 1 for floating-point inputs (got ") + sdk::dtype_name(t) + ")");
   }
   void compute(sdk::Context& ctx) const {
-    BinaryOperands io;
-    operands(ctx, io);
-    sdk::Tensor out = ctx.output(0, io.out_shape, io.a.dtype());
-    sdk::dispatch(
-        io.a.dtype(),
-        [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (is_float_v<T>) {
-            sdk::check(fmod_, std::string("fmod must be 1 for floating-point inputs (got ") +
-                                  sdk::dtype_name(io.a.dtype()) + ")");
-            binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Via<T, FmodFn>{});
-          } else if constexpr (is_int_v<T>) {
-            sdk::check(!has_zero<T>(io.b), "integer modulo by zero");
-            if (fmod_)
-              binary_broadcast<T, T, T>(ctx, io.a, io.b, out, FmodFn{});
-            else
-              binary_broadcast<T, T, T>(ctx, io.a, io.b, out, FloorModFn{});
-          }
-        },
-        kNumeric);
+    same_type<kNumeric>(ctx, [&](auto tag, const BinaryOperands& io, sdk::Tensor& out) {
+      using T = decltype(tag);
+      if constexpr (is_float_v<T>) {
+        sdk::check(fmod_, std::string("fmod must be 1 for floating-point inputs (got ") +
+                              sdk::dtype_name(io.a.dtype()) + ")");
+        binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Via<T, FmodFn>{});
+      } else if constexpr (is_int_v<T>) {
+        sdk::check(!has_zero<T>(io.b), "integer modulo by zero");
+        if (fmod_)
+          binary_broadcast<T, T, T>(ctx, io.a, io.b, out, FmodFn{});
+        else
+          binary_broadcast<T, T, T>(ctx, io.a, io.b, out, FloorModFn{});
+      }
+    });
   }
 
  private:
@@ -157,30 +164,22 @@ struct ShiftRightFn {
   }
 };
 
-class BitShiftKernel : public BinaryBase {
+class BitShiftKernel : public SameTypeBinary {
  public:
-  explicit BitShiftKernel(const sdk::Node& node) : BinaryBase(node) {
+  explicit BitShiftKernel(const sdk::Node& node) : SameTypeBinary(node) {
     std::string dir = node.attr_string("direction", "");
     if (dir != "LEFT" && dir != "RIGHT")
       sdk::fail("attribute direction must be \"LEFT\" or \"RIGHT\", got \"" + dir + "\"");
     left_ = dir == "LEFT";
   }
   void compute(sdk::Context& ctx) const {
-    BinaryOperands io;
-    operands(ctx, io);
-    sdk::Tensor out = ctx.output(0, io.out_shape, io.a.dtype());
-    sdk::dispatch(
-        io.a.dtype(),
-        [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (in_mask<T>(sdk::kUnsignedIntTypes)) {
-            if (left_)
-              binary_broadcast<T, T, T>(ctx, io.a, io.b, out, ShiftLeftFn{});
-            else
-              binary_broadcast<T, T, T>(ctx, io.a, io.b, out, ShiftRightFn{});
-          }
-        },
-        sdk::kUnsignedIntTypes);
+    same_type<sdk::kUnsignedIntTypes>(ctx, [&](auto tag, const BinaryOperands& io, sdk::Tensor& out) {
+      using T = decltype(tag);
+      if (left_)
+        binary_broadcast<T, T, T>(ctx, io.a, io.b, out, ShiftLeftFn{});
+      else
+        binary_broadcast<T, T, T>(ctx, io.a, io.b, out, ShiftRightFn{});
+    });
   }
 
  private:
@@ -210,20 +209,14 @@ struct BitXorFn {
 
 // Opset 18: every signed and unsigned integer type, numpy broadcasting.
 template <typename Fn>
-class BitwiseKernel : public BinaryBase {
+class BitwiseKernel : public SameTypeBinary {
  public:
-  using BinaryBase::BinaryBase;
+  using SameTypeBinary::SameTypeBinary;
   void compute(sdk::Context& ctx) const {
-    BinaryOperands io;
-    operands(ctx, io);
-    sdk::Tensor out = ctx.output(0, io.out_shape, io.a.dtype());
-    sdk::dispatch(
-        io.a.dtype(),
-        [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (in_mask<T>(sdk::kIntTypes)) binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Fn{});
-        },
-        sdk::kIntTypes);
+    same_type<sdk::kIntTypes>(ctx, [&](auto tag, const BinaryOperands& io, sdk::Tensor& out) {
+      using T = decltype(tag);
+      binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Fn{});
+    });
   }
 };
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace singa {
@@ -20,6 +21,19 @@ namespace {
 
 enum class Interp { kBilinear, kNearest, kBicubic };
 enum class Padding { kZeros, kBorder, kReflection };
+
+// Keys' cubic convolution weights with a = -0.75 (the value torch uses) for
+// the taps at -1, 0, 1 and 2 from the fraction t.
+template <class A>
+void cubic_weights(A t, A* wt) {
+  const A a = A(-0.75);
+  auto near = [&](A x) { return ((a + A(2)) * x - (a + A(3))) * x * x + A(1); };
+  auto far = [&](A x) { return ((a * x - A(5) * a) * x + A(8) * a) * x - A(4) * a; };
+  wt[0] = far(t + A(1));
+  wt[1] = near(t);
+  wt[2] = near(A(1) - t);
+  wt[3] = far(A(2) - t);
+}
 
 template <class A>
 struct Sampler {
@@ -79,17 +93,6 @@ struct Sampler {
     if (padding == Padding::kZeros) return at(y, x);
     A py = pad_coord(A(y), h), px = pad_coord(A(x), w);
     return at(int64_t(std::nearbyint(py)), int64_t(std::nearbyint(px)));
-  }
-
-  // Keys' cubic convolution kernel with a = -0.75 (the value torch uses).
-  static void cubic_weights(A t, A wt[4]) {
-    const A a = A(-0.75);
-    auto near = [&](A x) { return ((a + A(2)) * x - (a + A(3))) * x * x + A(1); };
-    auto far = [&](A x) { return ((a * x - A(5) * a) * x + A(8) * a) * x - A(4) * a; };
-    wt[0] = far(t + A(1));
-    wt[1] = near(t);
-    wt[2] = near(A(1) - t);
-    wt[3] = far(A(2) - t);
   }
 
   A sample(A gx, A gy) const {
@@ -164,17 +167,6 @@ struct NdSampler {
     if (padding == Padding::kBorder) return k < 0 ? 0 : d - 1;
     const A r = reflect_into(A(k), lo(i), hi(i));
     return std::min<int64_t>(std::max<int64_t>(int64_t(r), 0), d - 1);
-  }
-
-  // Keys' cubic convolution weights with a = -0.75 for the fraction t.
-  static void cubic_weights(A t, A* wt) {
-    const A a = A(-0.75);
-    auto near = [&](A x) { return ((a + A(2)) * x - (a + A(3))) * x * x + A(1); };
-    auto far = [&](A x) { return ((a * x - A(5) * a) * x + A(8) * a) * x - A(4) * a; };
-    wt[0] = far(t + A(1));
-    wt[1] = near(t);
-    wt[2] = near(A(1) - t);
-    wt[3] = far(A(2) - t);
   }
 
   // g: the grid point's coordinates (x first). idx/wt: scratch of 4 per dim.
@@ -276,28 +268,12 @@ class GridSample : public NodeKernel {
     check((h > 0 && w > 0) || n * c == 0, "X has an empty spatial extent " + shape_str(x.shape()));
     sdk::Tensor y = ctx.output(0, {n, c, ho, wo}, x.dl_dtype());
     int64_t out_plane = ho * wo;
-    dispatch_real(x.dtype(), where(), [&](auto xtag) {
-      using T = decltype(xtag);
-      using A = acc_t<T>;
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      dispatch_real(grid.dtype(), where(), [&](auto gtag) {
-        using G = decltype(gtag);
-        const G* pg = grid.data<G>();
-        // Half-precision planes are widened once per plane, not once per tap.
-        ctx.parallel_for(n * c, 1, [&](int64_t b, int64_t e) {
-          std::vector<A> plane(size_t(h * w));
-          for (int64_t nc = b; nc < e; ++nc) {
-            const T* src = px + nc * h * w;
-            for (int64_t i = 0; i < h * w; ++i) plane[size_t(i)] = to_acc<A>(src[i]);
-            Sampler<A> s{interp_, padding_, align_corners_, h, w, plane.data()};
-            const G* g = pg + (nc / c) * out_plane * 2;
-            T* dst = py + nc * out_plane;
-            for (int64_t i = 0; i < out_plane; ++i)
-              dst[i] = from_acc<T>(s.sample(to_acc<A>(g[2 * i]), to_acc<A>(g[2 * i + 1])));
-          }
-        });
-      });
+    each_volume(ctx, x, grid, y, c, h * w, out_plane, 2, [&](const auto* plane, const auto* g, auto* dst) {
+      using A = std::remove_const_t<std::remove_pointer_t<decltype(plane)>>;
+      using T = std::remove_pointer_t<decltype(dst)>;
+      Sampler<A> s{interp_, padding_, align_corners_, h, w, plane};
+      for (int64_t i = 0; i < out_plane; ++i)
+        dst[i] = from_acc<T>(s.sample(to_acc<A>(g[2 * i]), to_acc<A>(g[2 * i + 1])));
     });
   }
 
@@ -323,6 +299,26 @@ class GridSample : public NodeKernel {
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     const int64_t out_points = sdk::numel(ys) / std::max<int64_t>(1, n * c);
     if (sdk::numel(ys) == 0) return;
+    each_volume(ctx, x, grid, y, c, vol, out_points, int64_t(r), [&](const auto* volume, const auto* g, auto* dst) {
+      using A = std::remove_const_t<std::remove_pointer_t<decltype(volume)>>;
+      using T = std::remove_pointer_t<decltype(dst)>;
+      NdSampler<A> s{interp_, padding_, align_corners_, dims, volume};
+      int64_t idx[4 * 8];  // NdSampler::sample's scratch: 4 per dim, at most 8 dims
+      A wt[4 * 8], gp[8];
+      for (int64_t i = 0; i < out_points; ++i) {
+        for (size_t k = 0; k < r; ++k) gp[k] = to_acc<A>(g[i * int64_t(r) + int64_t(k)]);
+        dst[i] = from_acc<T>(s.sample(gp, idx, wt));
+      }
+    });
+  }
+
+  // Runs sample(volume, g, dst) for each (n, c) volume of X: `vol` elements,
+  // widened to the arithmetic type once per volume rather than once per tap;
+  // g the `points` grid points of sample n, `r` coordinates each; dst the
+  // volume's `points` outputs.
+  template <class Sample>
+  void each_volume(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& grid, const sdk::Tensor& y, int64_t c,
+                   int64_t vol, int64_t points, int64_t r, Sample&& sample) const {
     dispatch_real(x.dtype(), where(), [&](auto xtag) {
       using T = decltype(xtag);
       using A = acc_t<T>;
@@ -331,20 +327,13 @@ class GridSample : public NodeKernel {
       dispatch_real(grid.dtype(), where(), [&](auto gtag) {
         using G = decltype(gtag);
         const G* pg = grid.data<G>();
-        ctx.parallel_for(n * c, 1, [&](int64_t b, int64_t e) {
+        ctx.parallel_for(x.dim(0) * c, 1, [&](int64_t b, int64_t e) {
           std::vector<A> volume(static_cast<size_t>(vol));
-          std::vector<int64_t> idx(4 * r);
-          std::vector<A> wt(4 * r), gp(r);
           for (int64_t nc = b; nc < e; ++nc) {
             const T* src = px + nc * vol;
             for (int64_t i = 0; i < vol; ++i) volume[size_t(i)] = to_acc<A>(src[i]);
-            NdSampler<A> s{interp_, padding_, align_corners_, dims, volume.data()};
-            const G* g = pg + (nc / c) * out_points * int64_t(r);
-            T* dst = py + nc * out_points;
-            for (int64_t i = 0; i < out_points; ++i) {
-              for (size_t k = 0; k < r; ++k) gp[k] = to_acc<A>(g[i * int64_t(r) + int64_t(k)]);
-              dst[i] = from_acc<T>(s.sample(gp.data(), idx.data(), wt.data()));
-            }
+            const A* cv = volume.data();
+            sample(cv, pg + (nc / c) * points * r, py + nc * points);
           }
         });
       });

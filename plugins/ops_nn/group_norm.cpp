@@ -4,11 +4,11 @@
 // and bias one value per group, opset 21 one per channel (and adds
 // stash_type, the precision of the statistics; they are taken in double here,
 // which is at least as precise as any of them).
-#include "nn_common.hpp"
+#include "norm_common.hpp"
 #include "register.hpp"
 
-#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace singa {
 namespace nn {
@@ -50,35 +50,19 @@ class GroupNorm : public NodeKernel {
     const int64_t CG = C / G;               // channels per group
     const int64_t len = CG * S;             // elements of one group
     std::vector<double> sc = real_values(scale, where()), b = real_values(bias, where());
-    dispatch_real(x.dtype(), where(), [&](auto tag) {
-      using T = decltype(tag);
+    normalise_runs(ctx, x, y, N * G, len, where(), [&](int64_t ng, const auto* xg, auto* yg, double mean, double var) {
+      using T = std::remove_pointer_t<decltype(yg)>;
       using A = acc_t<T>;
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      ctx.parallel_for(N * G, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, len)), [&](int64_t gb, int64_t ge) {
-        for (int64_t ng = gb; ng < ge; ++ng) {
-          const T* xg = px + ng * len;
-          T* yg = py + ng * len;
-          double s = 0, ss = 0;
-          for (int64_t i = 0; i < len; ++i) s += to_acc<double>(xg[i]);
-          const double mean = len ? s / double(len) : 0.0;
-          for (int64_t i = 0; i < len; ++i) {
-            const double d = to_acc<double>(xg[i]) - mean;
-            ss += d * d;
-          }
-          const double var = len ? ss / double(len) : 0.0;
-          const double inv = 1.0 / std::sqrt(var + double(epsilon_));
-          const int64_t g = ng % G;
-          for (int64_t c = 0; c < CG; ++c) {
-            const size_t k = size_t(per_channel_ ? g * CG + c : g);
-            const double a = sc[k] * inv;
-            const A ap = A(a), cp = A(b[k] - mean * a);
-            const T* xc = xg + c * S;
-            T* yc = yg + c * S;
-            for (int64_t i = 0; i < S; ++i) yc[i] = from_acc<T>(to_acc<A>(xc[i]) * ap + cp);
-          }
-        }
-      });
+      const double inv = 1.0 / std::sqrt(var + double(epsilon_));
+      const int64_t g = ng % G;
+      for (int64_t c = 0; c < CG; ++c) {
+        const size_t k = size_t(per_channel_ ? g * CG + c : g);
+        const double a = sc[k] * inv;
+        const A ap = A(a), cp = A(b[k] - mean * a);
+        const T* xc = xg + c * S;
+        T* yc = yg + c * S;
+        for (int64_t i = 0; i < S; ++i) yc[i] = from_acc<T>(to_acc<A>(xc[i]) * ap + cp);
+      }
     });
   }
 

@@ -1,9 +1,10 @@
 // InstanceNormalization: each (n, c) plane normalised by its own mean and
 // variance, then scaled and shifted per channel.
-#include "nn_common.hpp"
+#include "norm_common.hpp"
 #include "register.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 namespace singa {
 namespace nn {
@@ -28,29 +29,13 @@ class InstanceNorm : public NodeKernel {
     if (N * C == 0) return;
     const int64_t S = x.numel() / (N * C);
     std::vector<double> sc = real_values(scale, where()), b = real_values(bias, where());
-    dispatch_real(x.dtype(), where(), [&](auto tag) {
-      using T = decltype(tag);
+    normalise_runs(ctx, x, y, N * C, S, where(), [&](int64_t p, const auto* xp, auto* yp, double mean, double var) {
+      using T = std::remove_pointer_t<decltype(yp)>;
       using A = acc_t<T>;
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      ctx.parallel_for(N * C, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, S)), [&](int64_t pb, int64_t pe) {
-        for (int64_t p = pb; p < pe; ++p) {
-          const T* xp = px + p * S;
-          T* yp = py + p * S;
-          double s = 0, ss = 0;
-          for (int64_t i = 0; i < S; ++i) s += to_acc<double>(xp[i]);
-          const double mean = S ? s / double(S) : 0.0;
-          for (int64_t i = 0; i < S; ++i) {
-            const double d = to_acc<double>(xp[i]) - mean;
-            ss += d * d;
-          }
-          const double var = S ? ss / double(S) : 0.0;
-          const size_t c = size_t(p % C);
-          const double a = sc[c] / std::sqrt(var + double(epsilon_));
-          const A ap = A(a), cp = A(b[c] - mean * a);
-          for (int64_t i = 0; i < S; ++i) yp[i] = from_acc<T>(to_acc<A>(xp[i]) * ap + cp);
-        }
-      });
+      const size_t c = size_t(p % C);
+      const double a = sc[c] / std::sqrt(var + double(epsilon_));
+      const A ap = A(a), cp = A(b[c] - mean * a);
+      for (int64_t i = 0; i < S; ++i) yp[i] = from_acc<T>(to_acc<A>(xp[i]) * ap + cp);
     });
   }
 

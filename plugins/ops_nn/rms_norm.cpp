@@ -1,7 +1,7 @@
 // RMSNormalization (opset 23): Y = X / sqrt(mean(X^2) + epsilon) * Scale,
 // the mean over the trailing dims from `axis`; Scale broadcasts (numpy
 // style) to those dims, and Y takes Scale's element type.
-#include "nn_common.hpp"
+#include "norm_common.hpp"
 #include "register.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
@@ -26,29 +26,17 @@ SINGA_VEC_CLONES void rms_norm_row_f32(const float* x, float* y, int64_t D, cons
   for (i = 0; i < D; ++i) y[i] = x[i] * inv * sc[i];
 }
 
-class RmsNorm : public NodeKernel {
+class RmsNorm : public TrailingNorm {
  public:
-  explicit RmsNorm(const sdk::Node& node)
-      : NodeKernel(node), axis_(node.attr_int("axis", -1)), epsilon_(node.attr_float("epsilon", 1e-5f)) {
-    const int64_t stash = node.attr_int("stash_type", 1);
-    if (stash != SINGA_ONNX_FLOAT)
-      fail("attribute stash_type " + std::to_string(stash) + " is not supported (only 1, float)");
-    if (!(epsilon_ >= 0)) fail("attribute epsilon must not be negative, got " + std::to_string(epsilon_));
-  }
+  using TrailingNorm::TrailingNorm;
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor scale = required(ctx, 1, "scale");
-    const Shape xs = x.shape();
-    const int64_t rank = int64_t(xs.size());
-    check(rank >= 1, "X must have at least one dim");
-    check(axis_ >= -rank && axis_ < rank,
-          "attribute axis " + std::to_string(axis_) + " is out of range for X of rank " + std::to_string(rank));
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    const Shape norm(xs.begin() + axis, xs.end());
-    const int64_t D = sdk::numel(norm), outer = D ? x.numel() / D : 0;
-    const std::vector<double> sc = expand(scale, norm);
-    sdk::Tensor y = ctx.output(0, xs, scale.dl_dtype());
+    const Split sp = split(x);
+    const int64_t D = sp.D, outer = sp.outer;
+    const std::vector<double> sc = broadcast_values(scale, sp.norm, "scale", where());
+    sdk::Tensor y = ctx.output(0, x.shape(), scale.dl_dtype());
     if (outer == 0 || D == 0) return;
     if (x.dtype() == SINGA_ONNX_FLOAT && y.dtype() == SINGA_ONNX_FLOAT) {
       const std::vector<float> scf(sc.begin(), sc.end());
@@ -83,40 +71,6 @@ class RmsNorm : public NodeKernel {
       });
     });
   }
-
- private:
-  // Scale broadcast (numpy-style) to the normalised shape, flattened.
-  std::vector<double> expand(const sdk::Tensor& t, const Shape& target) const {
-    const Shape ts = t.shape();
-    bool ok = ts.size() <= target.size();
-    for (size_t i = 0; ok && i < ts.size(); ++i) {
-      const int64_t d = ts[ts.size() - 1 - i];
-      ok = d == 1 || d == target[target.size() - 1 - i];
-    }
-    check(ok, "scale of shape " + shape_str(ts) + " does not broadcast to the normalised shape " + shape_str(target));
-    std::vector<double> v = real_values(t, where());
-    if (ts == target) return v;
-    const int64_t n = sdk::numel(target);
-    std::vector<double> out(static_cast<size_t>(n));
-    const size_t r = target.size(), off = r - ts.size();
-    std::vector<int64_t> stride(r, 0);
-    for (int64_t i = int64_t(ts.size()) - 1, st = 1; i >= 0; --i) {
-      stride[size_t(i) + off] = ts[size_t(i)] == 1 ? 0 : st;
-      st *= ts[size_t(i)];
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t rem = i, src = 0;
-      for (size_t dd = r; dd-- > 0;) {
-        src += (rem % target[dd]) * stride[dd];
-        rem /= target[dd];
-      }
-      out[size_t(i)] = v[size_t(src)];
-    }
-    return out;
-  }
-
-  int64_t axis_;
-  float epsilon_;
 };
 
 }  // namespace

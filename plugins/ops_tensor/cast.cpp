@@ -366,13 +366,8 @@ class CastBase : public KernelBase {
       std::vector<double> d(as_int ? 0 : size_t(x.numel()));
       std::vector<int64_t> k(as_int ? size_t(x.numel()) : 0);
       for (int64_t i = 0; i < x.numel(); ++i) {
-        const char* text = src[i] ? src[i] : "";
-        char* end = nullptr;
-        errno = 0;
-        if (as_int) k[size_t(i)] = std::strtoll(text, &end, 10);
-        else d[size_t(i)] = std::strtod(text, &end);
-        if (end == text || *end != '\0' || (as_int && errno != 0))
-          fail(std::string("cannot parse '") + text + "' as " + sdk::dtype_name(to));
+        if (as_int) k[size_t(i)] = parse_as<int64_t>(src[i], to);
+        else d[size_t(i)] = parse_as<double>(src[i], to);
       }
       if (as_int) store(ctx, k.data(), x.numel(), y, to);
       else store(ctx, d.data(), x.numel(), y, to);
@@ -383,23 +378,31 @@ class CastBase : public KernelBase {
         [&](auto ttag) {
           using T = decltype(ttag);
           T* dst = y.data<T>();
-          for (int64_t i = 0; i < x.numel(); ++i) {
-            const char* text = src[i] ? src[i] : "";
-            char* end = nullptr;
-            errno = 0;
-            if constexpr (std::is_unsigned<T>::value && !std::is_same<T, bool>::value) {
-              dst[i] = static_cast<T>(std::strtoull(text, &end, 10));
-            } else if constexpr (std::is_integral<T>::value && !std::is_same<T, bool>::value) {
-              dst[i] = static_cast<T>(std::strtoll(text, &end, 10));
-            } else {
-              dst[i] = convert<T>(std::strtod(text, &end));
-              errno = 0;  // out-of-range floats become +-inf or 0, as in numpy
-            }
-            if (end == text || *end != '\0' || errno != 0)
-              fail(std::string("cannot parse '") + text + "' as " + sdk::dtype_name(to));
-          }
+          for (int64_t i = 0; i < x.numel(); ++i) dst[i] = parse_as<T>(src[i], to);
         },
         kCastTypes);
+  }
+
+  // One string element (null reads as "") parsed as a decimal number of type
+  // T; an integer out of T's parse range, or any text left over, fails naming
+  // `to`.
+  template <typename T>
+  T parse_as(const char* s, int32_t to) const {
+    const char* text = s ? s : "";
+    char* end = nullptr;
+    errno = 0;
+    T v;
+    if constexpr (std::is_unsigned<T>::value && !std::is_same<T, bool>::value) {
+      v = static_cast<T>(std::strtoull(text, &end, 10));
+    } else if constexpr (std::is_integral<T>::value && !std::is_same<T, bool>::value) {
+      v = static_cast<T>(std::strtoll(text, &end, 10));
+    } else {
+      v = convert<T>(std::strtod(text, &end));
+      errno = 0;  // out-of-range floats become +-inf or 0, as in numpy
+    }
+    if (end == text || *end != '\0' || errno != 0)
+      fail(std::string("cannot parse '") + text + "' as " + sdk::dtype_name(to));
+    return v;
   }
 
  private:

@@ -20,6 +20,18 @@ int64_t KernelBase::normalize_axis(int64_t axis, int64_t rank, const char* what)
   return axis < 0 ? axis + rank : axis;
 }
 
+std::vector<size_t> KernelBase::distinct_axes(const std::vector<int64_t>& axes, size_t rank) const {
+  std::vector<size_t> out;
+  std::vector<char> seen(rank, 0);
+  for (int64_t a : axes) {
+    const size_t d = size_t(normalize_axis(a, int64_t(rank), "axes entry"));
+    check(!seen[d], "axes " + ints_str(axes) + " name axis " + std::to_string(d) + " twice");
+    seen[d] = 1;
+    out.push_back(d);
+  }
+  return out;
+}
+
 std::vector<int64_t> KernelBase::read_ints(const Tensor& t, const char* what) const {
   check(t.present(), std::string("input '") + what + "' is missing");
   check(t.ndim() <= 1, std::string("input '") + what + "' must be 0-d or 1-d, got shape " + shape_str(t.shape()));

@@ -52,6 +52,8 @@ class KernelBase {
   }
   // Maps axis in [-rank, rank) to [0, rank); `what` names the attribute/input.
   int64_t normalize_axis(int64_t axis, int64_t rank, const char* what) const;
+  // An `axes` list normalised to [0, rank), failing on an axis named twice.
+  std::vector<size_t> distinct_axes(const std::vector<int64_t>& axes, size_t rank) const;
   // Reads a 0-d or 1-d integer input (a shape, axes, pads...) on the host.
   std::vector<int64_t> read_ints(const Tensor& t, const char* what) const;
   // Reads a tensor that must hold exactly one integer.

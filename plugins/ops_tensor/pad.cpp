@@ -161,11 +161,9 @@ class Pad : public KernelBase {
     check(pads.size() == 2 * axes.size(), "pads " + ints_str(pads) + " must have 2 * len(axes) = " +
                                               std::to_string(2 * axes.size()) + " entries for axes " + ints_str(axes));
     std::vector<int64_t> full(2 * r, 0);
-    std::vector<char> seen(r, 0);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      size_t a = size_t(normalize_axis(axes[i], int64_t(r), "axes entry"));
-      check(!seen[a], "axes " + ints_str(axes) + " name axis " + std::to_string(a) + " twice");
-      seen[a] = 1;
+    const std::vector<size_t> named = distinct_axes(axes, r);
+    for (size_t i = 0; i < named.size(); ++i) {
+      const size_t a = named[i];
       full[a] = pads[i];
       full[a + r] = pads[i + axes.size()];
     }
@@ -217,17 +215,10 @@ class CenterCropPad : public KernelBase {
     const Shape in = x.shape();
     const size_t r = in.size();
     std::vector<size_t> axes;
-    if (has_axes_) {
-      std::vector<char> seen(r, 0);
-      for (int64_t a : axes_) {
-        size_t d = size_t(normalize_axis(a, int64_t(r), "axes entry"));
-        check(!seen[d], "axes " + ints_str(axes_) + " name axis " + std::to_string(d) + " twice");
-        seen[d] = 1;
-        axes.push_back(d);
-      }
-    } else {
+    if (has_axes_)
+      axes = distinct_axes(axes_, r);
+    else
       for (size_t d = 0; d < r; ++d) axes.push_back(d);
-    }
     check(shape.size() == axes.size(), "shape " + ints_str(shape) + " must have one entry per " +
                                            (has_axes_ ? "axis in axes " + ints_str(axes_) : "axis of the input (rank " + std::to_string(r) + ")"));
     Shape out = in, src_off(r, 0), dst_off(r, 0), copy = in;

@@ -205,18 +205,9 @@ class Resize : public KernelBase {
 
  private:
   std::vector<size_t> resized_axes(size_t r) const {
+    if (has_axes_) return distinct_axes(axes_, r);
     std::vector<size_t> axes;
-    if (!has_axes_) {
-      for (size_t d = 0; d < r; ++d) axes.push_back(d);
-      return axes;
-    }
-    std::vector<char> seen(r, 0);
-    for (int64_t a : axes_) {
-      size_t d = size_t(normalize_axis(a, int64_t(r), "axes entry"));
-      check(!seen[d], "axes " + ints_str(axes_) + " name axis " + std::to_string(d) + " twice");
-      seen[d] = 1;
-      axes.push_back(d);
-    }
+    for (size_t d = 0; d < r; ++d) axes.push_back(d);
     return axes;
   }
 
