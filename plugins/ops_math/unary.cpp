@@ -2,6 +2,7 @@
 // trigonometry, sign/abs/neg and the IsNaN/IsInf predicates.
 #include "math_common.hpp"
 #include "registry.hpp"
+#include "unary_f32.hpp"
 #include "vec_math.hpp"
 
 namespace singa {
@@ -123,6 +124,27 @@ struct BitNotFn {
   }
 };
 
+// The ops with an AVX-512 form (unary_f32.hpp) for float, float16 and
+// bfloat16: Fn -> its kind; other ops and types run the scalar loop.
+template <typename Fn>
+constexpr bool vec_kind(vec::UnaryKind* k) {
+  if constexpr (std::is_same<Fn, ExpFn>::value) return *k = vec::UnaryKind::kExp, true;
+  if constexpr (std::is_same<Fn, LogFn>::value) return *k = vec::UnaryKind::kLog, true;
+  if constexpr (std::is_same<Fn, SqrtFn>::value) return *k = vec::UnaryKind::kSqrt, true;
+  if constexpr (std::is_same<Fn, ReciprocalFn>::value) return *k = vec::UnaryKind::kReciprocal, true;
+  if constexpr (std::is_same<Fn, NegFn>::value) return *k = vec::UnaryKind::kNeg, true;
+  if constexpr (std::is_same<Fn, AbsFn>::value) return *k = vec::UnaryKind::kAbs, true;
+  return false;
+}
+
+template <typename T>
+constexpr bool vec_type(vec::UnaryType* t) {
+  if constexpr (std::is_same<T, float>::value) return *t = vec::UnaryType::kFloat, true;
+  if constexpr (std::is_same<T, half>::value) return *t = vec::UnaryType::kHalf, true;
+  if constexpr (std::is_same<T, bfloat16>::value) return *t = vec::UnaryType::kBFloat16, true;
+  return false;
+}
+
 template <typename Fn>
 class UnaryKernel {
  public:
@@ -144,6 +166,16 @@ class UnaryKernel {
               vec::erf_inplace(out + b, e - b);
             });
           } else if constexpr (in_mask<T>(Fn::kTypes)) {
+            vec::UnaryKind k{};
+            vec::UnaryType t{};
+            if (vec_kind<Fn>(&k) && vec_type<T>(&t) && vec::unary_avx512()) {
+              const T* in = x.data<T>();
+              T* out = y.data<T>();
+              ctx.parallel_for(x.numel(), kCheap, [&](int64_t b, int64_t e) {
+                vec::unary_run(k, t, vec::UnaryParams(), in + b, out + b, e - b);
+              });
+              return;
+            }
             unary_map<T, T>(ctx, x, y, Fn::kGrain, [](T v) { return convert<T>(Fn{}(compute_t<T>(v))); });
           }
         },

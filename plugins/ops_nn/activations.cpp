@@ -1,6 +1,7 @@
 // Elementwise activations (Relu, Sigmoid, Elu, ...) and PRelu.
 #include "nn_common.hpp"
 #include "register.hpp"
+#include "unary_f32.hpp"
 #include "vec_math.hpp"
 
 #include <broadcast.hpp>
@@ -18,6 +19,34 @@ constexpr int64_t kGrain = 16384;
 template <class T>
 using arith_t = std::conditional_t<std::is_integral<T>::value, T, acc_t<T>>;
 
+// Ops with an AVX-512 form name it as `static constexpr vec::UnaryKind kVec`
+// and give its attributes through params().
+template <class Op, class = void>
+struct has_vec_kind : std::false_type {};
+template <class Op>
+struct has_vec_kind<Op, std::void_t<decltype(Op::kVec)>> : std::true_type {};
+
+// The element types unary_f32.hpp converts through float.
+template <class T>
+struct vec_type {
+  static constexpr bool known = false;
+};
+template <>
+struct vec_type<float> {
+  static constexpr bool known = true;
+  static constexpr vec::UnaryType value = vec::UnaryType::kFloat;
+};
+template <>
+struct vec_type<half> {
+  static constexpr bool known = true;
+  static constexpr vec::UnaryType value = vec::UnaryType::kHalf;
+};
+template <>
+struct vec_type<bfloat16> {
+  static constexpr bool known = true;
+  static constexpr vec::UnaryType value = vec::UnaryType::kBFloat16;
+};
+
 // y = Op(x) elementwise. Op is built from the node (attributes) and applied
 // to each element in arith_t<T>. With kInts the op also takes signed integers.
 template <class Op, bool kInts = false>
@@ -33,6 +62,16 @@ class Unary : public NodeKernel {
       using A = arith_t<T>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
+      if constexpr (has_vec_kind<Op>::value && vec_type<T>::known) {
+        // AVX-512, 16 lanes at a time (unary_f32.hpp); false: no AVX-512.
+        if (vec::unary_avx512()) {
+          const vec::UnaryParams prm = op_.params();
+          ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+            vec::unary_run(Op::kVec, vec_type<T>::value, prm, px + b, py + b, e - b);
+          });
+          return;
+        }
+      }
       ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) py[i] = from_acc<T>(op_(to_acc<A>(px[i])));
       });
@@ -48,12 +87,20 @@ class Unary : public NodeKernel {
 };
 
 struct ReluOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kRelu;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   ReluOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
   A operator()(A x) const { return x < A(0) ? A(0) : x; }  // NaN passes through
 };
 
 struct LeakyReluOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kLeakyRelu;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha;
+    return p;
+  }
   float alpha;
   LeakyReluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 0.01f)) {}
   template <class A>
@@ -61,6 +108,8 @@ struct LeakyReluOp {
 };
 
 struct SigmoidOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSigmoid;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   SigmoidOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
   A operator()(A x) const {
@@ -72,12 +121,20 @@ struct SigmoidOp {
 };
 
 struct TanhOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kTanh;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   TanhOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
   A operator()(A x) const { return std::tanh(x); }
 };
 
 struct EluOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kElu;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha;
+    return p;
+  }
   float alpha;
   EluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
   template <class A>
@@ -85,6 +142,12 @@ struct EluOp {
 };
 
 struct SeluOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSelu;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha, p.gamma = gamma;
+    return p;
+  }
   float alpha, gamma;
   SeluOp(const sdk::Node& n, const NodeKernel&)
       : alpha(n.attr_float("alpha", 1.67326319217681884765625f)), gamma(n.attr_float("gamma", 1.05070102214813232421875f)) {}
@@ -93,6 +156,12 @@ struct SeluOp {
 };
 
 struct CeluOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kCelu;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha;
+    return p;
+  }
   float alpha;
   CeluOp(const sdk::Node& n, const NodeKernel& k) : alpha(n.attr_float("alpha", 1.0f)) {
     if (alpha == 0.0f) k.fail("attribute alpha must not be 0 (it divides the input)");
@@ -102,19 +171,35 @@ struct CeluOp {
 };
 
 struct HardSigmoidOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kHardSigmoid;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha, p.beta = beta;
+    return p;
+  }
   float alpha, beta;
   HardSigmoidOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
   template <class A>
-  A operator()(A x) const { return std::min(A(1), std::max(A(0), A(alpha) * x + A(beta))); }
+  A operator()(A x) const {
+    const A v = A(alpha) * x + A(beta);
+    return v != v ? v : std::min(A(1), std::max(A(0), v));  // NaN through, as np.clip
+  }
 };
 
 struct HardSwishOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kHardSwish;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   HardSwishOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
-  A operator()(A x) const { return x * std::min(A(1), std::max(A(0), x / A(6) + A(0.5))); }
+  A operator()(A x) const {
+    // (x + 3) / 6, which does not cancel near -3 as x / 6 + 1/2 does; NaN through.
+    return x != x ? x : x * std::min(A(1), std::max(A(0), (x + A(3)) / A(6)));
+  }
 };
 
 struct SoftplusOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSoftplus;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   SoftplusOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
   A operator()(A x) const {
@@ -124,12 +209,20 @@ struct SoftplusOp {
 };
 
 struct SoftsignOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSoftsign;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   SoftsignOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
   A operator()(A x) const { return x / (A(1) + std::abs(x)); }
 };
 
 struct ThresholdedReluOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kThresholdedRelu;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha;
+    return p;
+  }
   float alpha;
   ThresholdedReluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
   template <class A>
@@ -138,6 +231,8 @@ struct ThresholdedReluOp {
 
 // Mish (opset 18): x * tanh(softplus(x)).
 struct MishOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kMish;
+  vec::UnaryParams params() const { return vec::UnaryParams(); }
   MishOp(const sdk::Node&, const NodeKernel&) {}
   template <class A>
   A operator()(A x) const {
@@ -148,6 +243,12 @@ struct MishOp {
 
 // Swish (opset 24): x * sigmoid(alpha * x).
 struct SwishOp {
+  static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSwish;
+  vec::UnaryParams params() const {
+    vec::UnaryParams p;
+    p.alpha = alpha;
+    return p;
+  }
   float alpha;
   SwishOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
   template <class A>
@@ -230,9 +331,11 @@ class Shrink : public NodeKernel {
 };
 
 // Gelu (opset 20): approximate "none" is x/2 * (1 + erf(x/sqrt(2))),
-// "tanh" is x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). Floats with
-// "none" run through vec_math.hpp's gelu (a rational erf: GELU needs absolute
-// accuracy only; the GELU fusion pass, core/passes/fuse_gelu.cpp, writes it).
+// "tanh" is x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). float,
+// float16 and bfloat16 run unary_f32.hpp's AVX-512 forms where the CPU has
+// them; without, float with "none" runs vec_math.hpp's gelu (a rational erf,
+// absolute accuracy only; the GELU fusion pass, core/passes/fuse_gelu.cpp,
+// writes the node).
 class Gelu : public NodeKernel {
  public:
   explicit Gelu(const sdk::Node& node) : NodeKernel(node) {
@@ -246,6 +349,22 @@ class Gelu : public NodeKernel {
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
+    if (vec::unary_avx512() &&
+        (x.dtype() == SINGA_ONNX_FLOAT || x.dtype() == SINGA_ONNX_FLOAT16 || x.dtype() == SINGA_ONNX_BFLOAT16)) {
+      // AVX-512 (unary_f32.hpp): "none" through an erfc with relative
+      // accuracy in the negative tail, "tanh" as x sigmoid(2u).
+      const vec::UnaryKind k = tanh_ ? vec::UnaryKind::kGeluTanh : vec::UnaryKind::kGelu;
+      const vec::UnaryType t = x.dtype() == SINGA_ONNX_FLOAT     ? vec::UnaryType::kFloat
+                               : x.dtype() == SINGA_ONNX_FLOAT16 ? vec::UnaryType::kHalf
+                                                                 : vec::UnaryType::kBFloat16;
+      const size_t es = x.dtype() == SINGA_ONNX_FLOAT ? 4 : 2;
+      const char* px = static_cast<const char*>(x.data_ptr());
+      char* py = static_cast<char*>(y.data_ptr());
+      ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+        vec::unary_run(k, t, vec::UnaryParams(), px + size_t(b) * es, py + size_t(b) * es, e - b);
+      });
+      return;
+    }
     if (x.dtype() == SINGA_ONNX_FLOAT && !tanh_) {
       const float* px = x.data<float>();
       float* py = y.data<float>();
