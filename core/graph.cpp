@@ -423,7 +423,9 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope,
     }
   }
 
-  // Topological order (Kahn); what is left over sits on a cycle.
+  // Topological order (Kahn, always taking the ready node that comes first in
+  // the file, so a sorted file keeps its order: `last_layers` and
+  // Rep::nodes() count the model's own order); what is left over sits on a cycle.
   std::vector<int> indeg(nodes.size(), 0);
   std::vector<std::vector<int>> users(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -436,11 +438,11 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope,
     }
   }
   std::vector<int> order;
-  std::queue<int> ready;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (indeg[i] == 0) ready.push(int(i));
   while (!ready.empty()) {
-    int i = ready.front();
+    int i = ready.top();
     ready.pop();
     order.push_back(i);
     for (int u : users[size_t(i)])

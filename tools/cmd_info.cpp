@@ -150,10 +150,38 @@ std::vector<onnx::NodePlacement> placement_on(const std::string& path, const Glo
   }
 }
 
+// The prepared model's nodes in the order `--last-layers` counts.
+std::vector<onnx::NodeInfo> node_order(const std::string& path, const GlobalOptions& g, std::string& error) {
+  try {
+    onnx::PrepareOptions popts;
+    apply_prepare_options(g, popts);
+    return onnx::prepare(path, popts)->nodes();
+  } catch (const std::exception& e) {
+    error = e.what();
+    return {};
+  }
+}
+
+std::string outputs_text(const onnx::NodeInfo& n) {
+  std::string s;
+  for (const auto& v : n.outputs) {
+    if (v.name.empty()) continue;
+    std::string shape = "?";
+    if (v.rank_known) {
+      shape = "[";
+      for (size_t i = 0; i < v.dims.size(); ++i)
+        shape += (i ? "," : "") + (v.dims[i] >= 0 ? std::to_string(v.dims[i]) : v.dim_names[i].empty() ? "?" : v.dim_names[i]);
+      shape += "]";
+    }
+    s += (s.empty() ? "" : ", ") + v.name + " " + (v.dtype ? dtype_name(v.dtype) : "?") + shape;
+  }
+  return s;
+}
+
 }  // namespace
 
 int cmd_info(const std::vector<std::string>& args) {
-  CommandSpec spec{"info", "MODEL [--device D] [--optimized] [--json]",
+  CommandSpec spec{"info", "MODEL [--device D] [--optimized] [--nodes] [--json]",
                    "Describes an ONNX model: IR version, opsets, producer, inputs and outputs with their shapes\n"
                    "(symbolic dimensions by name), the op histogram (subgraphs included) and the ops that have no\n"
                    "kernel on the chosen device for the model's opset. With a device other than the cpu (or\n"
@@ -161,7 +189,9 @@ int cmd_info(const std::vector<std::string>& args) {
   po::options_description own("Options");
   own.add_options()("json", "print one JSON object")(
       "optimized", "describe the graph as prepare() runs it, after its passes (folding, fusions), and list its nodes")(
-      "placement", "list the device each node runs on (default when --device is not the cpu)");
+      "placement", "list the device each node runs on (default when --device is not the cpu)")(
+      "nodes", "prepare the model and list its nodes in the order --last-layers counts, each with the --last-layers\n"
+               "value that makes it the last node run, its op and its outputs' shapes");
   Parsed p = parse_command(spec, args, own, "model");
   if (p.help) {
     print_command_help(spec, own);
@@ -211,6 +241,9 @@ int cmd_info(const std::vector<std::string>& args) {
   const bool show_placement = p.vm.count("placement") > 0 || device != "cpu";
   std::string placement_error;
   const auto placement = show_placement ? placement_on(path, p.global, placement_error) : std::vector<onnx::NodePlacement>{};
+  const bool show_nodes = p.vm.count("nodes") > 0;
+  std::string nodes_error;
+  const auto order = show_nodes ? node_order(path, p.global, nodes_error) : std::vector<onnx::NodeInfo>{};
   std::vector<std::pair<OpKey, int64_t>> ranked(hist.begin(), hist.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
 
@@ -263,6 +296,19 @@ int cmd_info(const std::vector<std::string>& args) {
       o.raw("placement", json_array(pl));
       if (!placement_error.empty()) o.str("placement_error", placement_error);
     }
+    if (show_nodes) {
+      std::vector<std::string> items;
+      for (size_t i = 0; i < order.size(); ++i)
+        items.push_back(JsonObject()
+                            .integer("index", int64_t(i))
+                            .integer("last_layers", int64_t(i) - int64_t(order.size()) + 1)
+                            .str("node", order[i].name)
+                            .str("op", order[i].op_type)
+                            .str("outputs", outputs_text(order[i]))
+                            .dump());
+      o.raw("node_order", json_array(items));
+      if (!nodes_error.empty()) o.str("nodes_error", nodes_error);
+    }
     std::cout << o.dump() << "\n";
     return kExitOk;
   }
@@ -293,6 +339,14 @@ int cmd_info(const std::vector<std::string>& args) {
   std::cout << "\n";
   for (const auto& m : missing) std::cout << "  " << op_label(m.key) << ": " << describe_missing(m, device) << "\n";
   if (optimized) print_nodes(g);
+  if (show_nodes) {
+    if (!nodes_error.empty()) std::cout << "nodes: not available: " << nodes_error << "\n";
+    else std::cout << "nodes in the order --last-layers counts (" << order.size() << "; K = the --last-layers that ends there):\n";
+    for (size_t i = 0; i < order.size(); ++i)
+      std::cout << "  " << i << "  K=" << int64_t(i) - int64_t(order.size()) + 1 << "  "
+                << (order[i].name.empty() ? std::string("(unnamed)") : order[i].name) << "  " << order[i].op_type << "  -> "
+                << outputs_text(order[i]) << "\n";
+  }
   if (show_placement) {
     if (!placement_error.empty()) std::cout << "placement: not available: " << placement_error << "\n";
     else std::cout << "placement (" << placement.size() << " nodes):\n";

@@ -233,7 +233,8 @@ int cmd_run(const std::vector<std::string>& args) {
       ("input,i", po::value<std::vector<std::string>>()->value_name("NAME=FILE"), "input from a .pb or .npy file (repeatable)")
       ("dim", po::value<std::vector<std::string>>()->value_name("NAME=VALUE"), "bind a symbolic dimension (repeatable)")
       ("all-outputs", "return every intermediate value, not only the graph outputs")
-      ("last-layers", po::value<int>()->value_name("K")->default_value(0), "stop |K| nodes before the end (K <= 0, as in sonnx)")
+      ("last-layers", po::value<std::string>()->value_name("K|NODE")->default_value("0"),
+       "stop |K| nodes before the end (K <= 0, as in sonnx), or after the node named NODE\n(`singa info --nodes` lists them)")
       ("output-dir,o", po::value<std::string>()->value_name("DIR"), "write each output to DIR/NAME.pb")
       ("top", po::value<int>()->value_name("K")->default_value(5), "how many top values of float outputs to show")
       ("seed", po::value<uint64_t>()->value_name("S")->default_value(0), "seed of the random inputs")
@@ -248,8 +249,20 @@ int cmd_run(const std::vector<std::string>& args) {
   if (models.size() != 1) throw UsageError("run: give exactly one MODEL file (inputs go with --input NAME=FILE)");
   const std::string path = models[0];
   const bool json = p.vm.count("json") > 0;
-  const int last_layers = p.vm["last-layers"].as<int>();
-  if (last_layers > 0) throw UsageError("--last-layers must be 0 or negative (e.g. -1 stops one node before the end)");
+  // A number is a count from the end; anything else names the node to stop after.
+  const std::string cut = p.vm["last-layers"].as<std::string>();
+  int last_layers = 0;
+  std::string last_node;
+  if (!cut.empty() && cut.find_first_not_of("-+0123456789") == std::string::npos) {
+    try {
+      last_layers = std::stoi(cut);
+    } catch (const std::exception&) {
+      throw UsageError("--last-layers " + cut + ": not a number of nodes");
+    }
+    if (last_layers > 0) throw UsageError("--last-layers must be 0 or negative (e.g. -1 stops one node before the end)");
+  } else {
+    last_node = cut;
+  }
   const int top = p.vm["top"].as<int>();
   if (top < 0) throw UsageError("--top must be >= 0");
   std::map<std::string, int64_t> dims;
@@ -302,6 +315,7 @@ int cmd_run(const std::vector<std::string>& args) {
 
   onnx::RunOptions ropts;
   ropts.last_layers = last_layers;
+  ropts.last_node = last_node;
   ropts.all_outputs = p.vm.count("all-outputs") > 0;
   auto t0 = std::chrono::steady_clock::now();
   onnx::NamedTensors outputs = rep->run(inputs, ropts);

@@ -50,6 +50,22 @@ ValueInfo value_info(const graph::Value& v) {
   return info;
 }
 
+// The node `name` of `g` (the order last_layers counts), as an index.
+size_t node_named(const graph::Graph& g, const std::string& name, const std::string& src) {
+  size_t found = g.nodes.size(), count = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].proto.name() == name) {
+      found = i;
+      ++count;
+    }
+  if (count == 0)
+    throw Error(SINGA_INVALID_ARGUMENT, src + ": last_node '" + name + "' names no node of the model (Rep::nodes() and `singa info --nodes` list them)");
+  if (count > 1)
+    throw Error(SINGA_INVALID_ARGUMENT, src + ": last_node '" + name + "' names " + std::to_string(count) +
+                                            " nodes; use last_layers with the position `singa info --nodes` gives");
+  return found;
+}
+
 std::pair<Device*, int32_t> resolve_device(const std::string& spec) {
   std::string name = spec;
   int32_t id = 0;
@@ -81,6 +97,21 @@ std::pair<Device*, int32_t> resolve_device(const std::string& spec) {
 }
 
 }  // namespace
+
+std::vector<NodeInfo> Rep::nodes() const {
+  const graph::Graph& g = impl_->plain_graph ? *impl_->plain_graph : impl_->exec->graph();
+  std::vector<NodeInfo> out;
+  out.reserve(g.nodes.size());
+  for (const auto& n : g.nodes) {
+    NodeInfo info;
+    info.name = n.proto.name();
+    info.op_type = n.proto.op_type();
+    info.domain = n.proto.domain();
+    for (int v : n.outputs) info.outputs.push_back(v >= 0 ? value_info(g.values[size_t(v)]) : ValueInfo{});
+    out.push_back(std::move(info));
+  }
+  return out;
+}
 
 std::shared_ptr<Rep> prepare(const ::onnx::ModelProto& model, const PrepareOptions& options, const std::string& source) {
   return prepare_at(model, options, source, "");
@@ -175,7 +206,8 @@ NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& optio
 }
 
 NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& options) const {
-  const Executor& exec = (options.last_layers != 0 || options.all_outputs) ? impl_->plain() : *impl_->exec;
+  const bool cut = options.last_layers != 0 || !options.last_node.empty();
+  const Executor& exec = (cut || options.all_outputs) ? impl_->plain() : *impl_->exec;
   const auto& g = exec.graph();
   const std::string& src = impl_->source;
   if (inputs.size() > impl_->inputs.size())
@@ -232,7 +264,11 @@ NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& 
   if (options.last_layers > 0 && size_t(options.last_layers) != total)
     throw Error(SINGA_INVALID_ARGUMENT, src + ": last_layers must be <= 0 (stop |k| nodes before the end)");
   size_t stop = total;
-  if (options.last_layers < 0) {
+  if (!options.last_node.empty()) {
+    if (options.last_layers != 0)
+      throw Error(SINGA_INVALID_ARGUMENT, src + ": give last_layers or last_node, not both");
+    stop = node_named(g, options.last_node, src) + 1;
+  } else if (options.last_layers < 0) {
     if (size_t(-options.last_layers) >= total)
       throw Error(SINGA_INVALID_ARGUMENT, src + ": last_layers " + std::to_string(options.last_layers) + " leaves no node to run (the graph has " +
                                               std::to_string(total) + ")");

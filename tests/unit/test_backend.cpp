@@ -101,6 +101,52 @@ TEST(Backend, LastLayersStopsBeforeTheEnd) {
   EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("leaves no node"), std::string::npos);
 }
 
+// Rep::nodes() lists the order last_layers counts: the file's order (a
+// Constant written late stays late, where a queue of ready nodes moved every
+// Constant first), and last_node cuts after a node by name.
+TEST(Backend, NodesListTheOrderLastLayersCounts) {
+  ensure_loaded();
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {1, 4})
+      .node("Relu", {"x"}, {"r"}, "relu")
+      .node("Constant", {}, {"b"}, "bias")
+      .node("Add", {"r", "b"}, {"a"}, "add")
+      .node("Neg", {"a"}, {"y"}, "neg")
+      .output("y", SINGA_ONNX_FLOAT, {1, 4});
+  auto* value = m.g->mutable_node(1)->add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  *value->mutable_t() = singa::onnx::to_proto(floats({4}, {1, 1, 1, 1}), "");
+  auto rep = singa::onnx::prepare_bytes(m.bytes());
+  const auto nodes = rep->nodes();
+  ASSERT_EQ(nodes.size(), 4u);
+  const char* names[] = {"relu", "bias", "add", "neg"};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(nodes[i].name, names[i]);
+  EXPECT_EQ(nodes[2].op_type, "Add");
+  ASSERT_EQ(nodes[2].outputs.size(), 1u);
+  EXPECT_EQ(nodes[2].outputs[0].name, "a");
+  EXPECT_EQ(nodes[2].outputs[0].dims, (std::vector<int64_t>{1, 4}));
+
+  std::vector<float> x = {1, -2, 3, -4};
+  singa::onnx::RunOptions ro;
+  ro.last_layers = -2;  // stops after "bias", the second node in the file
+  auto out = rep->run({floats({1, 4}, x)}, ro);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, "b");
+  ro.last_layers = 0;
+  ro.last_node = "add";
+  out = rep->run({floats({1, 4}, x)}, ro);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, "a");
+  EXPECT_FLOAT_EQ(out[0].second.data<float>()[0], 2.f);
+  EXPECT_FLOAT_EQ(out[0].second.data<float>()[1], 1.f);
+  ro.last_node = "nowhere";
+  EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("names no node"), std::string::npos);
+  ro.last_node = "add";
+  ro.last_layers = -1;
+  EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("not both"), std::string::npos);
+}
+
 TEST(Backend, AllOutputsReturnsEveryIntermediate) {
   ensure_loaded();
   auto rep = singa::onnx::prepare_bytes(mlp().bytes());

@@ -45,6 +45,9 @@ struct RunOptions {
   // <= 0: stop |last_layers| nodes before the end (the outputs are then those
   // of the last node that runs), as in sonnx.
   int last_layers = 0;
+  // When set, stop after the node of this name instead (Rep::nodes() lists
+  // them); give last_layers or last_node, not both.
+  std::string last_node;
   bool all_outputs = false;  // return every intermediate value by name
   // When set, each node that runs appends its timing here, in run order (the
   // top-level graph's nodes; a Loop/If/Scan counts as one). Profiling waits for
@@ -62,6 +65,12 @@ struct ValueInfo {
   bool rank_known = false;            // false: nothing is known of the shape
   std::vector<int64_t> dims;          // -1 where symbolic/unknown
   std::vector<std::string> dim_names; // symbolic names ("" when fixed)
+};
+
+// One node of a prepared model (Rep::nodes()).
+struct NodeInfo {
+  std::string name, op_type, domain;
+  std::vector<ValueInfo> outputs;  // an absent optional output has an empty name
 };
 
 struct NodePlacement {
@@ -93,6 +102,10 @@ class Rep {
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   const std::vector<NodePlacement>& placement() const;
+  // The model's nodes in the order `last_layers` counts and `last_node` names
+  // (the file's order, where the file lists producers before their readers),
+  // each with its outputs' types and shapes as known at prepare time.
+  std::vector<NodeInfo> nodes() const;
   MemoryPlanInfo memory_plan() const;
   // Initializers by name (trainable parameters for the training API).
   std::map<std::string, Tensor> parameters() const;
