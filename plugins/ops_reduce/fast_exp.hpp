@@ -28,8 +28,14 @@ inline float fast_exp(float x) {
   // branches and stop the loops around this from vectorising.
   const float xc = x > 100.f ? 100.f : (x < -104.f ? -104.f : x);
   const float t = xc * kLog2e;
-  const int32_t n = static_cast<int32_t>(t + std::copysign(0.5f, t));
-  const float nf = static_cast<float>(n);
+  // n = round(t) without a float-to-int conversion (undefined for NaN): adding
+  // 1.5 * 2^23 leaves the rounded integer in the low mantissa bits.
+  constexpr float kRound = 12582912.f;
+  const float tr = t + kRound;
+  int32_t n;
+  std::memcpy(&n, &tr, 4);
+  n -= 0x4B400000;
+  const float nf = tr - kRound;
   const float r = (xc - nf * kLn2Hi) - nf * kLn2Lo;
   float p = 1.f / 5040.f;
   p = p * r + 1.f / 720.f;

@@ -491,20 +491,22 @@ inline int64_t numel(const Shape& s) {
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(const DLTensor* t) : t_(t) {}
+  // `input`: the node's input index this tensor stands for, named in the
+  // error when a kernel reads an input the node left out.
+  explicit Tensor(const DLTensor* t, int input = -1) : t_(t), input_(input) {}
   bool present() const { return t_ != nullptr; }
   const DLTensor* raw() const { return t_; }
-  int ndim() const { return t_->ndim; }
-  int64_t dim(int i) const { return t_->shape[i < 0 ? i + t_->ndim : i]; }
-  Shape shape() const { return Shape(t_->shape, t_->shape + t_->ndim); }
+  int ndim() const { return get().ndim; }
+  int64_t dim(int i) const { return get().shape[i < 0 ? i + t_->ndim : i]; }
+  Shape shape() const { return Shape(get().shape, t_->shape + t_->ndim); }
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < t_->ndim; ++i) n *= t_->shape[i];
+    for (int i = 0; i < get().ndim; ++i) n *= t_->shape[i];
     return n;
   }
-  DLDataType dl_dtype() const { return t_->dtype; }
-  int32_t dtype() const { return onnx_dtype(t_->dtype); }
-  void* data_ptr() const { return static_cast<char*>(t_->data) + t_->byte_offset; }
+  DLDataType dl_dtype() const { return get().dtype; }
+  int32_t dtype() const { return onnx_dtype(get().dtype); }
+  void* data_ptr() const { return static_cast<char*>(get().data) + t_->byte_offset; }
   template <typename T>
   T* data() const { return reinterpret_cast<T*>(data_ptr()); }
   // Reads element i of an integer or float tensor as int64 (for shape inputs).
@@ -520,7 +522,16 @@ class Tensor {
   }
 
  private:
+  // An absent optional input (an empty name in the model) read as if it were
+  // there is the model's error, not a null dereference in the kernel.
+  const DLTensor& get() const {
+    if (!t_)
+      throw Error(SINGA_INVALID_ARGUMENT, input_ >= 0 ? "input " + std::to_string(input_) + " is absent (the node leaves it out) but the op needs it"
+                                                      : std::string("a tensor the op needs is absent"));
+    return *t_;
+  }
   const DLTensor* t_ = nullptr;
+  int input_ = -1;
 };
 
 // ------------------------------------------------------------- node
@@ -624,7 +635,7 @@ class Context {
   singa_kernel_context* raw() const { return c_; }
   size_t num_inputs() const { return host().ctx_num_inputs(c_); }
   size_t num_outputs() const { return host().ctx_num_outputs(c_); }
-  Tensor input(size_t i) const { return Tensor(i < num_inputs() ? host().ctx_input(c_, i) : nullptr); }
+  Tensor input(size_t i) const { return Tensor(i < num_inputs() ? host().ctx_input(c_, i) : nullptr, int(i)); }
   bool has_input(size_t i) const { return i < num_inputs() && host().ctx_input(c_, i) != nullptr; }
   Tensor output(size_t i, const Shape& shape, DLDataType dtype) const {
     DLTensor* out = nullptr;
