@@ -372,6 +372,8 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope,
       }
       int v = add_value(out);
       Value& val = g.values[v];
+      if (val.producer == i)  // this node lists the name twice (it is not in `nodes` yet)
+        throw Error(SINGA_INVALID_ARGUMENT, source + ": " + n.label + " lists output '" + out + "' twice");
       if (val.producer >= 0 || val.is_initializer || val.is_input)
         throw Error(SINGA_INVALID_ARGUMENT, source + ": " + n.label + " output '" + out + "' is already produced by " +
                                                 (val.producer >= 0 ? nodes[size_t(val.producer)].label : std::string("the graph's inputs/initializers")));
