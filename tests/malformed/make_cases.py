@@ -215,6 +215,13 @@ def _(d):
     save(d, make(nodes, [vi("x", shape=(2, 3))], [vi("y", shape=(2, 3))]))
 
 
+@case("node_lists_output_twice", "'p'", "one Split node naming the same output twice")
+def _(d):
+    nodes = [helper.make_node("Split", ["x"], ["p", "p"], name="split", axis=1),
+             helper.make_node("Relu", ["p"], ["y"], name="relu")]
+    save(d, make(nodes, [vi("x", shape=(2, 4))], [vi("y", shape=(2, 2))]))
+
+
 @case("output_never_produced", "ghost_out", "a graph output no node writes")
 def _(d):
     save(d, make([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", shape=(2, 3))],
@@ -706,6 +713,7 @@ NEWER_IR_EXPECT = {
     "unknown_op": "NoSuchOp",
     "unknown_domain": "com.example.evil",
     "missing_required_attribute": "to",
+    "node_lists_output_twice": "lists output 'p' twice",
 }
 
 
