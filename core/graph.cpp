@@ -264,6 +264,39 @@ std::string strip_source(const std::string& message, const std::string& source) 
   return message.compare(0, source.size() + 2, source + ": ") == 0 ? message.substr(source.size() + 2) : message;
 }
 
+// Kahn's algorithm over nodes 0..n-1 (`deps[i]`: the nodes node i reads
+// from), always taking the ready node that comes first in the file, so that a
+// file already in order keeps it. Nodes on a cycle are left out of the order;
+// `first_stuck` gets the first of them (-1 when there is none).
+std::vector<int> stable_topological_order(const std::vector<std::set<int>>& deps, int* first_stuck) {
+  const size_t n = deps.size();
+  std::vector<int> indeg(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int d : deps[i]) {
+      users[size_t(d)].push_back(int(i));
+      ++indeg[i];
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (indeg[i] == 0) ready.push(int(i));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[size_t(i)])
+      if (--indeg[size_t(u)] == 0) ready.push(u);
+  }
+  *first_stuck = -1;
+  for (size_t i = 0; i < n && order.size() != n; ++i)
+    if (indeg[i] > 0) {
+      *first_stuck = int(i);
+      break;
+    }
+  return order;
+}
+
 // Converts one GraphProto (the model's or a subgraph) into `g`. `converted`:
 // initializers already turned into tensors (whose data the proto no longer
 // holds), by name.
@@ -425,35 +458,15 @@ void build_body(const ::onnx::GraphProto& gp, Graph& g, const Scope* scope,
     }
   }
 
-  // Topological order (Kahn, always taking the ready node that comes first in
-  // the file, so a sorted file keeps its order: `last_layers` and
-  // Rep::nodes() count the model's own order); what is left over sits on a cycle.
-  std::vector<int> indeg(nodes.size(), 0);
-  std::vector<std::vector<int>> users(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::set<int> deps;
-    for (int v : nodes[i].inputs)
-      if (v >= 0 && g.values[size_t(v)].producer >= 0) deps.insert(g.values[size_t(v)].producer);
-    for (int d : deps) {
-      users[size_t(d)].push_back(int(i));
-      ++indeg[i];
-    }
-  }
-  std::vector<int> order;
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  // Topological order, the file's where it is one (`last_layers` and
+  // Rep::nodes() count the model's own order); a cycle is an error.
+  std::vector<std::set<int>> deps(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (indeg[i] == 0) ready.push(int(i));
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[size_t(i)])
-      if (--indeg[size_t(u)] == 0) ready.push(u);
-  }
-  if (order.size() != nodes.size()) {
-    for (size_t i = 0; i < nodes.size(); ++i)
-      if (indeg[i] > 0) throw Error(SINGA_INVALID_ARGUMENT, source + ": the graph has a cycle through " + nodes[i].label);
-  }
+    for (int v : nodes[i].inputs)
+      if (v >= 0 && g.values[size_t(v)].producer >= 0) deps[i].insert(g.values[size_t(v)].producer);
+  int stuck = -1;
+  const std::vector<int> order = stable_topological_order(deps, &stuck);
+  if (stuck >= 0) throw Error(SINGA_INVALID_ARGUMENT, source + ": the graph has a cycle through " + nodes[size_t(stuck)].label);
   std::vector<int> new_index(nodes.size());
   for (size_t k = 0; k < order.size(); ++k) new_index[size_t(order[k])] = int(k);
   for (int o : order) g.nodes.push_back(std::move(nodes[size_t(o)]));
@@ -508,8 +521,7 @@ void sort_nodes(::onnx::GraphProto& g, const std::string& source, int depth = 0)
   for (int i = 0; i < n; ++i)
     for (const auto& out : g.node(i).output())
       if (!out.empty()) producer.emplace(out, i);
-  std::vector<std::vector<int>> users(static_cast<size_t>(n));
-  std::vector<int> indeg(static_cast<size_t>(n), 0);
+  std::vector<std::set<int>> deps(static_cast<size_t>(n));
   bool sorted = true;
   for (int i = 0; i < n; ++i) {
     std::set<std::string> reads(g.node(i).input().begin(), g.node(i).input().end());
@@ -517,35 +529,19 @@ void sort_nodes(::onnx::GraphProto& g, const std::string& source, int depth = 0)
       if (a.has_g()) names_read(a.g(), reads);
       for (const auto& sg : a.graphs()) names_read(sg, reads);
     }
-    std::set<int> deps;
     for (const auto& name : reads) {
       auto it = name.empty() ? producer.end() : producer.find(name);
-      if (it != producer.end() && it->second != i) deps.insert(it->second);
-    }
-    for (int d : deps) {
-      users[size_t(d)].push_back(i);
-      ++indeg[size_t(i)];
-      sorted = sorted && d < i;
+      if (it == producer.end() || it->second == i) continue;
+      deps[size_t(i)].insert(it->second);
+      sorted = sorted && it->second < i;
     }
   }
   if (sorted) return;
-  // Kahn's algorithm, always taking the ready node that comes first in the file.
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i)
-    if (indeg[size_t(i)] == 0) ready.push(i);
-  std::vector<int> order;
-  while (!ready.empty()) {
-    const int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[size_t(i)])
-      if (--indeg[size_t(u)] == 0) ready.push(u);
-  }
-  if (int(order.size()) != n) {
+  int stuck = -1;
+  const std::vector<int> order = stable_topological_order(deps, &stuck);
+  if (stuck >= 0) {
     if (depth > 0) return;
-    for (int i = 0; i < n; ++i)
-      if (indeg[size_t(i)] > 0)
-        throw Error(SINGA_INVALID_ARGUMENT, source + ": the graph has a cycle through " + node_label(g.node(i), size_t(i)));
+    throw Error(SINGA_INVALID_ARGUMENT, source + ": the graph has a cycle through " + node_label(g.node(stuck), size_t(stuck)));
   }
   google::protobuf::RepeatedPtrField<::onnx::NodeProto> nodes;
   nodes.Swap(g.mutable_node());
