@@ -30,9 +30,9 @@ SINGA_AVX512_BEGIN
 // intrinsics trip -Wmaybe-uninitialized (their unused source operand).
 constexpr __mmask16 kAllLanes = 0xFFFF;
 
-inline __m512 exp16(__m512 x) {
-  // max_ps returns its second operand when either is NaN, so a NaN stays one.
-  x = _mm512_maskz_max_ps(kAllLanes, _mm512_set1_ps(-87.f), x);
+// e^x = p * 2^n for an x already clamped by the caller: n = round(x / ln 2)
+// and p = e^r, r = x - n ln 2, from its degree-7 polynomial.
+inline __m512 exp16_reduce(__m512 x, __m512* n_out) {
   const __m512 n = _mm512_maskz_roundscale_ps(kAllLanes, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // r = x - n ln 2 with ln 2 split in two, so that n * 0.693359375 is exact.
@@ -44,7 +44,15 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  *n_out = n;
+  return _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+}
+
+inline __m512 exp16(__m512 x) {
+  // max_ps returns its second operand when either is NaN, so a NaN stays one.
+  x = _mm512_maskz_max_ps(kAllLanes, _mm512_set1_ps(-87.f), x);
+  __m512 n;
+  const __m512 p = exp16_reduce(x, &n);
   return _mm512_maskz_scalef_ps(kAllLanes, p, n);
 }
 
@@ -84,18 +92,7 @@ inline __m512 tanh16(__m512 v) {
 inline __m512 exp16_parts(__m512 x, __m512* n_out) {
   x = _mm512_maskz_max_ps(kAllLanes, _mm512_set1_ps(-120.f), x);  // NaN stays NaN
   x = _mm512_maskz_min_ps(kAllLanes, _mm512_set1_ps(89.f), x);
-  const __m512 n = _mm512_maskz_roundscale_ps(kAllLanes, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  *n_out = n;
-  return _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  return exp16_reduce(x, n_out);
 }
 
 // e^x, subnormal results rounded once (vscalefps).
