@@ -96,11 +96,7 @@ struct ReluOp {
 
 struct LeakyReluOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kLeakyRelu;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha}; }
   float alpha;
   LeakyReluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 0.01f)) {}
   template <class A>
@@ -130,11 +126,7 @@ struct TanhOp {
 
 struct EluOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kElu;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha}; }
   float alpha;
   EluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
   template <class A>
@@ -143,11 +135,7 @@ struct EluOp {
 
 struct SeluOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSelu;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha, p.gamma = gamma;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha, 0.f, gamma}; }
   float alpha, gamma;
   SeluOp(const sdk::Node& n, const NodeKernel&)
       : alpha(n.attr_float("alpha", 1.67326319217681884765625f)), gamma(n.attr_float("gamma", 1.05070102214813232421875f)) {}
@@ -157,11 +145,7 @@ struct SeluOp {
 
 struct CeluOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kCelu;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha}; }
   float alpha;
   CeluOp(const sdk::Node& n, const NodeKernel& k) : alpha(n.attr_float("alpha", 1.0f)) {
     if (alpha == 0.0f) k.fail("attribute alpha must not be 0 (it divides the input)");
@@ -172,11 +156,7 @@ struct CeluOp {
 
 struct HardSigmoidOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kHardSigmoid;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha, p.beta = beta;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha, beta}; }
   float alpha, beta;
   HardSigmoidOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
   template <class A>
@@ -218,11 +198,7 @@ struct SoftsignOp {
 
 struct ThresholdedReluOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kThresholdedRelu;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha}; }
   float alpha;
   ThresholdedReluOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
   template <class A>
@@ -244,11 +220,7 @@ struct MishOp {
 // Swish (opset 24): x * sigmoid(alpha * x).
 struct SwishOp {
   static constexpr vec::UnaryKind kVec = vec::UnaryKind::kSwish;
-  vec::UnaryParams params() const {
-    vec::UnaryParams p;
-    p.alpha = alpha;
-    return p;
-  }
+  vec::UnaryParams params() const { return {alpha}; }
   float alpha;
   SwishOp(const sdk::Node& n, const NodeKernel&) : alpha(n.attr_float("alpha", 1.0f)) {}
   template <class A>
