@@ -139,26 +139,16 @@ void print_nodes(const ::onnx::GraphProto& g) {
 
 // Where each node of the prepared model runs (op types, dtypes and fallback
 // decide it), or why the model could not be prepared.
-std::vector<onnx::NodePlacement> placement_on(const std::string& path, const GlobalOptions& g, std::string& error) {
+// The model prepared for --placement and --nodes (once for both); null with
+// `error` set when it cannot be.
+std::shared_ptr<onnx::Rep> prepared(const std::string& path, const GlobalOptions& g, std::string& error) {
   try {
     onnx::PrepareOptions popts;
     apply_prepare_options(g, popts);
-    return onnx::prepare(path, popts)->placement();
+    return onnx::prepare(path, popts);
   } catch (const std::exception& e) {
     error = e.what();
-    return {};
-  }
-}
-
-// The prepared model's nodes in the order `--last-layers` counts.
-std::vector<onnx::NodeInfo> node_order(const std::string& path, const GlobalOptions& g, std::string& error) {
-  try {
-    onnx::PrepareOptions popts;
-    apply_prepare_options(g, popts);
-    return onnx::prepare(path, popts)->nodes();
-  } catch (const std::exception& e) {
-    error = e.what();
-    return {};
+    return nullptr;
   }
 }
 
@@ -239,11 +229,12 @@ int cmd_info(const std::vector<std::string>& args) {
     if (!init_names.count(v.name())) inputs.push_back(&v);
   for (const auto& v : g.output()) outputs.push_back(&v);
   const bool show_placement = p.vm.count("placement") > 0 || device != "cpu";
-  std::string placement_error;
-  const auto placement = show_placement ? placement_on(path, p.global, placement_error) : std::vector<onnx::NodePlacement>{};
   const bool show_nodes = p.vm.count("nodes") > 0;
-  std::string nodes_error;
-  const auto order = show_nodes ? node_order(path, p.global, nodes_error) : std::vector<onnx::NodeInfo>{};
+  std::string placement_error;
+  const auto rep = show_placement || show_nodes ? prepared(path, p.global, placement_error) : nullptr;
+  const std::string& nodes_error = placement_error;
+  const auto placement = rep && show_placement ? rep->placement() : std::vector<onnx::NodePlacement>{};
+  const auto order = rep && show_nodes ? rep->nodes() : std::vector<onnx::NodeInfo>{};
   std::vector<std::pair<OpKey, int64_t>> ranked(hist.begin(), hist.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
 
