@@ -550,6 +550,10 @@ void sort_nodes(::onnx::GraphProto& g, const std::string& source, int depth = 0)
 
 }  // namespace
 
+std::vector<int> topological_order(const std::vector<std::set<int>>& deps, int* first_stuck) {
+  return stable_topological_order(deps, first_stuck);
+}
+
 std::string type_string(const Value& v) {
   std::string t = std::string("tensor(") + (v.dtype ? dtype_name(v.dtype) : "?") + ")";
   switch (v.kind) {

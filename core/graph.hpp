@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -76,6 +77,11 @@ Graph build(::onnx::ModelProto model, const std::string& source, const std::stri
 // type only. Lenient: where inference fails the values stay as they were.
 // Returns how many values it refined.
 int refine_shapes(Graph& g);
+
+// Kahn's algorithm over nodes 0..n-1 (`deps[i]`: the nodes node i reads
+// from), taking the ready node that comes first, so that an order already
+// valid is kept. Nodes on a cycle are left out; `first_stuck` gets the first.
+std::vector<int> topological_order(const std::vector<std::set<int>>& deps, int* first_stuck);
 
 // "tensor(float)", "seq(tensor(int64))", "optional(tensor(float))" for messages.
 std::string type_string(const Value& v);

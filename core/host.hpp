@@ -45,6 +45,11 @@ struct singa_node {
   // asked for as the wrong type is an error after create (check_attribute_reads).
   mutable std::set<std::string> attrs_read;
   mutable std::map<std::string, std::string> attrs_mistyped;
+  // The prepare's named options (null: none).
+  const std::map<std::string, std::string>* options = nullptr;
+  // Set on the handles a graph pass sees (core/graph_pass.cpp).
+  const singa_graph* graph = nullptr;
+  size_t index = 0;  // the node's position in that graph
 };
 
 namespace singa {

@@ -1,6 +1,8 @@
 // The host table: what every plugin calls back into. Nothing here may throw
 // across the C boundary: each entry point catches and converts.
 #include "host.hpp"
+#include "graph_pass.hpp"
+#include "autograd/grad_builder.hpp"
 #include <singa/op_versions.hpp>
 
 #include <singa/onnx.hpp>
@@ -143,12 +145,26 @@ void check_attribute_reads(const singa_node& node, const std::string& context) {
 
 namespace {
 
-const char* node_name(const singa_node* n) { return n->proto->name().c_str(); }
-const char* node_op_type(const singa_node* n) { return n->proto->op_type().c_str(); }
-const char* node_domain(const singa_node* n) { return n->proto->domain().c_str(); }
-int64_t node_opset(const singa_node* n) { return n->opset; }
-size_t node_num_inputs(const singa_node* n) { return n->inputs.size(); }
-size_t node_num_outputs(const singa_node* n) { return n->outputs.size(); }
+// A NULL node (a graph pass asking for the producer of a graph input, say)
+// reads as an empty one: a plugin's slip must not crash the host.
+const char* node_name(const singa_node* n) { return n && n->proto ? n->proto->name().c_str() : ""; }
+const char* node_op_type(const singa_node* n) { return n && n->proto ? n->proto->op_type().c_str() : ""; }
+const char* node_domain(const singa_node* n) { return n && n->proto ? n->proto->domain().c_str() : ""; }
+int64_t node_opset(const singa_node* n) { return n ? n->opset : 0; }
+size_t node_num_inputs(const singa_node* n) { return n ? n->inputs.size() : 0; }
+size_t node_num_outputs(const singa_node* n) { return n ? n->outputs.size() : 0; }
+
+const char* node_input_name(const singa_node* n, size_t i) {
+  return n && n->proto && i < size_t(n->proto->input_size()) ? n->proto->input(int(i)).c_str() : "";
+}
+const char* node_output_name(const singa_node* n, size_t i) {
+  return n && n->proto && i < size_t(n->proto->output_size()) ? n->proto->output(int(i)).c_str() : "";
+}
+const char* node_option(const singa_node* n, const char* key) {
+  if (!n || !n->options || !key) return nullptr;
+  auto it = n->options->find(key);
+  return it == n->options->end() ? nullptr : it->second.c_str();
+}
 
 int32_t copy_info(const singa_value_info& src, singa_value_info* out) {
   if (!out) return 1;
@@ -160,15 +176,15 @@ int32_t copy_info(const singa_value_info& src, singa_value_info* out) {
 }
 
 int32_t node_input_info(const singa_node* n, size_t i, singa_value_info* out) {
-  if (i >= n->inputs.size() || !n->input_present[i]) return 0;
+  if (!n || i >= n->inputs.size() || !n->input_present[i]) return 0;
   return copy_info(n->inputs[i], out);
 }
 int32_t node_output_info(const singa_node* n, size_t i, singa_value_info* out) {
-  if (i >= n->outputs.size() || (i < n->output_present.size() && !n->output_present[i])) return 0;
+  if (!n || i >= n->outputs.size() || (i < n->output_present.size() && !n->output_present[i])) return 0;
   return copy_info(n->outputs[i], out);
 }
 const DLTensor* node_input_constant(const singa_node* n, size_t i) {
-  if (i >= n->constants.size() || !n->constants[i]) return nullptr;
+  if (!n || i >= n->constants.size() || !n->constants[i]) return nullptr;
   if (n->constant_views.size() != n->constants.size()) n->constant_views.assign(n->constants.size(), DLTensor{});
   n->constant_views[i] = n->constants[i]->dl();
   return &n->constant_views[i];
@@ -365,6 +381,29 @@ singa_host_api make_table() {
   h.ctx_num_outputs = ctx_num_outputs;
   h.ctx_output = ctx_output;
   h.ctx_set_string = ctx_set_string;
+  h.node_input_name = node_input_name;
+  h.node_output_name = node_output_name;
+  h.node_option = node_option;
+  h.graph_num_nodes = host_graph::num_nodes;
+  h.graph_node = host_graph::node;
+  h.graph_device = host_graph::device;
+  h.graph_option = host_graph::option;
+  h.graph_producer = host_graph::producer;
+  h.graph_num_consumers = host_graph::num_consumers;
+  h.graph_consumer = host_graph::consumer;
+  h.graph_is_output = host_graph::is_output;
+  h.graph_value_info = host_graph::value_info;
+  h.graph_constant = host_graph::constant;
+  h.graph_add_constant = host_graph::add_constant;
+  h.graph_replace = host_graph::replace;
+  h.graph_has_kernel = host_graph::has_kernel;
+  h.grad_input_name = host_grad::input_name;
+  h.grad_output_name = host_grad::output_name;
+  h.grad_output_grad_name = host_grad::output_grad_name;
+  h.grad_input_needed = host_grad::input_needed;
+  h.grad_value_info = host_grad::value_info;
+  h.grad_emit = host_grad::emit;
+  h.grad_set_input_grad = host_grad::set_input_grad;
   h.ctx_workspace = ctx_workspace;
   h.ctx_stream = ctx_stream;
   h.ctx_parallel_for = ctx_parallel_for;

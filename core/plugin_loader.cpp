@@ -36,6 +36,7 @@ void Runtime::reset() {
     if (l->shutdown) l->shutdown();
   kernels_.clear();
   kernel_store_.clear();
+  graph_passes_.clear();
   devices_.clear();
   plugins_.clear();
   libs_.clear();
@@ -161,6 +162,35 @@ static bool kernels_collide(const KernelEntry& a, const KernelEntry& b) {
   return true;
 }
 
+// Walks a plugin's extension chain (ABI 1.3): graph passes are kept; types
+// this host does not know are skipped. Returns an error text, or "".
+static std::string read_plugin_extensions(const singa_extension* ext, const std::string& path,
+                                          const std::vector<GraphPassEntry>& loaded, std::vector<GraphPassEntry>& out) {
+  for (int links = 0; ext; ext = ext->next, ++links) {
+    if (links >= 1024) return path + ": its extension chain does not end (a cycle?)";
+    if (ext->struct_size < sizeof(singa_extension))
+      return path + ": extension " + std::to_string(links) + " has struct_size " + std::to_string(ext->struct_size);
+    if (ext->type != SINGA_EXTENSION_GRAPH_PASS) continue;
+    const auto* gp = reinterpret_cast<const singa_graph_pass_ext*>(ext);
+    if (!SINGA_EXTENSION_HAS_FIELD(gp, singa_graph_pass_ext, run) || !gp->run || !gp->name || !*gp->name)
+      return path + ": a graph pass extension needs a name and run";
+    GraphPassEntry e;
+    e.name = gp->name;
+    e.device = gp->device ? gp->device : "";
+    e.plugin_path = path;
+    e.priority = gp->priority;
+    e.self = gp->self;
+    e.run = gp->run;
+    std::vector<const GraphPassEntry*> known;
+    for (const auto& o : loaded) known.push_back(&o);
+    for (const auto& o : out) known.push_back(&o);
+    for (const GraphPassEntry* other : known)
+        if (other->name == e.name) return path + ": graph pass '" + e.name + "' is already registered by " + other->plugin_path;
+    out.push_back(std::move(e));
+  }
+  return "";
+}
+
 PluginInfo Runtime::load_plugin(const std::string& path) {
   PluginInfo info;
   info.path = path;
@@ -217,6 +247,14 @@ PluginInfo Runtime::load_plugin(const std::string& path) {
   }
 
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<GraphPassEntry> passes;
+  if (SINGA_HAS_FIELD(&plugin, singa_plugin, extensions)) {
+    info.error = read_plugin_extensions(plugin.extensions, path, graph_passes_, passes);
+    if (!info.error.empty()) {
+      plugins_.push_back(info);
+      return info;
+    }
+  }
   // Duplicate kernels, within the plugin or against what is loaded.
   for (size_t i = 0; i < handle.kernels.size(); ++i) {
     auto& k = *handle.kernels[i];
@@ -246,6 +284,10 @@ PluginInfo Runtime::load_plugin(const std::string& path) {
     if (it == devices_.end() || it->second->score() < dev->score()) devices_[dev->name()] = std::move(dev);
   }
   info.kernel_count = handle.kernels.size();
+  for (auto& p : passes) {
+    info.graph_passes.push_back(p.name);
+    graph_passes_.push_back(std::move(p));
+  }
   for (auto& k : handle.kernels) {
     k->plugin_name = info.name;
     kernels_[{k->domain, k->op_type}].push_back(k.get());
@@ -276,6 +318,11 @@ const std::vector<KernelEntry*>& Runtime::kernels(const std::string& domain, con
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find({normalize_domain(domain), op_type});
   return it == kernels_.end() ? none : it->second;
+}
+
+std::vector<GraphPassEntry> Runtime::graph_passes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return graph_passes_;
 }
 
 size_t Runtime::kernel_count() const {

@@ -93,6 +93,37 @@ Tensor::Tensor(const Shape& shape, int32_t onnx_dtype, Device* device, int32_t d
 Tensor::Tensor(std::shared_ptr<Storage> storage, const Shape& shape, int32_t onnx_dtype, size_t offset)
     : storage_(std::move(storage)), shape_(shape), dtype_(onnx_dtype), offset_(offset) {}
 
+Tensor Tensor::copy_of(const DLTensor& t) {
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost)
+    throw Error(SINGA_INVALID_ARGUMENT, "copy_of: the DLTensor is not in host memory");
+  if (t.ndim < 0 || t.ndim > SINGA_MAX_DIMS) throw Error(SINGA_INVALID_ARGUMENT, "copy_of: bad rank " + std::to_string(t.ndim));
+  const int32_t dtype = from_dl(t.dtype);
+  if (dtype == 0) throw Error(SINGA_INVALID_ARGUMENT, "copy_of: an element type singa does not know");
+  Shape shape(t.shape, t.shape + t.ndim);
+  for (int64_t d : shape)
+    if (d < 0) throw Error(SINGA_INVALID_ARGUMENT, "copy_of: negative dimension in " + shape_to_string(shape));
+  if (t.strides) {
+    int64_t expect = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (shape[size_t(i)] != 1 && t.strides[i] != expect) throw Error(SINGA_INVALID_ARGUMENT, "copy_of: a strided DLTensor");
+      expect *= shape[size_t(i)];
+    }
+  }
+  const char* src = static_cast<const char*>(t.data) + t.byte_offset;
+  if (dtype == SINGA_ONNX_STRING) {
+    std::vector<std::string> texts;
+    const int64_t n = shape_numel(shape);
+    for (int64_t i = 0; i < n; ++i) {
+      const char* s = reinterpret_cast<const char* const*>(src)[i];
+      texts.emplace_back(s ? s : "");
+    }
+    return from_strings(shape, texts);
+  }
+  Tensor out(shape, dtype);
+  if (out.nbytes() > 0) std::memcpy(out.raw_data(), src, out.nbytes());
+  return out;
+}
+
 Tensor Tensor::zeros(const Shape& shape, int32_t onnx_dtype) {
   Tensor t(shape, onnx_dtype);
   if (onnx_dtype != SINGA_ONNX_STRING) std::memset(t.raw_data(), 0, t.nbytes());

@@ -231,3 +231,23 @@ TEST_F(Abi, ResetUnloadsPluginsAndTheyLoadAgain) {
 }
 
 }  // namespace
+
+// The layout is the ABI: fields are only ever appended. These offsets (LP64)
+// fail the build when a field moves, and the STRUCT_SIZE constants stay the
+// size up to each struct's last field.
+#if defined(__LP64__)
+static_assert(offsetof(singa_kernel_def, create) == 72, "singa_kernel_def layout changed");
+static_assert(offsetof(singa_kernel_def, gradient) == 104, "singa_kernel_def layout changed");
+static_assert(offsetof(singa_kernel_def, cpu_inputs_mask) == 112, "singa_kernel_def layout changed");
+static_assert(offsetof(singa_kernel_def, extensions) == 120, "singa_kernel_def layout changed (ABI 1.3)");
+static_assert(SINGA_KERNEL_DEF_STRUCT_SIZE == 128, "singa_kernel_def size");
+static_assert(offsetof(singa_plugin, shutdown) == 48 && offsetof(singa_plugin, extensions) == 56,
+              "singa_plugin layout changed");
+static_assert(offsetof(singa_host_api, ctx_set_string) + sizeof(void*) == offsetof(singa_host_api, node_input_name),
+              "ABI 1.3's host calls follow ctx_set_string");
+static_assert(offsetof(singa_extension, type) == 8 && offsetof(singa_extension, next) == 16, "singa_extension layout");
+static_assert(offsetof(singa_graph_pass_ext, name) == sizeof(singa_extension), "extensions embed the header first");
+static_assert(offsetof(singa_gradient_ext, user) == sizeof(singa_extension), "extensions embed the header first");
+static_assert(SINGA_VALUE_INFO_STRUCT_SIZE == 16 + 8 * SINGA_MAX_DIMS, "singa_value_info size");
+#endif
+static_assert(SINGA_HOST_API_STRUCT_SIZE == sizeof(singa_host_api), "no padding after the host table's last call");

@@ -57,12 +57,21 @@ struct KernelEntry {
   std::string plugin_path, plugin_name;
 };
 
+// A plugin's graph pass (singa_graph_pass_ext, ABI 1.3) as the runtime keeps it.
+struct GraphPassEntry {
+  std::string name, device, plugin_path;
+  int32_t priority = 0;
+  void* self = nullptr;
+  singa_status* (*run)(void* self, singa_graph* graph, int32_t* rewrites) = nullptr;
+};
+
 struct PluginInfo {
   std::string path;
   std::string name, version, description;
   uint32_t abi_major = 0, abi_minor = 0;
   std::vector<std::string> devices;
   size_t kernel_count = 0;
+  std::vector<std::string> graph_passes;  // names of its graph passes
   bool loaded = false;
   std::string error;  // why it was skipped
 };
@@ -97,6 +106,8 @@ class Runtime {
   // Candidate kernels for an op (any version/device), in registration order.
   const std::vector<KernelEntry*>& kernels(const std::string& domain, const std::string& op_type) const;
   size_t kernel_count() const;
+  // The loaded plugins' graph passes, in load order.
+  std::vector<GraphPassEntry> graph_passes() const;
   std::vector<std::string> search_dirs(const LoadOptions& options) const;
 
   ~Runtime();
@@ -110,6 +121,7 @@ class Runtime {
   std::map<std::string, std::unique_ptr<Device>> devices_;
   std::map<std::pair<std::string, std::string>, std::vector<KernelEntry*>> kernels_;
   std::vector<std::unique_ptr<KernelEntry>> kernel_store_;
+  std::vector<GraphPassEntry> graph_passes_;
   mutable std::mutex mu_;
   friend struct HostRegistration;
 };

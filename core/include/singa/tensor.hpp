@@ -52,6 +52,10 @@ class Tensor {
   template <typename T>
   static Tensor from_vector(const Shape& shape, int32_t onnx_dtype, const std::vector<T>& values);
   static Tensor from_strings(const Shape& shape, const std::vector<std::string>& values);
+  // A new host tensor holding a copy of a host DLTensor (compact row-major
+  // strides or none; strings copied by text). Throws on other devices, types
+  // singa has no ONNX code for, and strided views.
+  static Tensor copy_of(const DLTensor& t);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

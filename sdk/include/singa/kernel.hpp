@@ -24,8 +24,10 @@
 
 #include <singa/singa_abi.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -619,6 +621,35 @@ class Node {
     host().node_attr_tensor(n_, name, &t);
     return Tensor(t);
   }
+
+  // A named option of the prepare (PrepareOptions::options, the CLI's
+  // --option, docs/options.md), or NULL when it is unset or the runtime
+  // predates options (ABI 1.3). Read options at create time.
+  const char* option(const char* key) const {
+    if (!SINGA_HAS_FIELD(&host(), singa_host_api, node_option) || !host().node_option) return nullptr;
+    return host().node_option(n_, key);
+  }
+  // A 0/1 option; `def` when unset. Any other value fails (naming the key),
+  // so that a typo never silently keeps the default path.
+  bool option_bool(const char* key, bool def) const {
+    const char* v = option(key);
+    if (!v) return def;
+    if (v[0] == '0' && v[1] == '\0') return false;
+    if (v[0] == '1' && v[1] == '\0') return true;
+    throw Error(SINGA_INVALID_ARGUMENT, std::string("option ") + key + "=" + v + ": expected 0 or 1");
+  }
+  // A whole-number option in [lo, hi]; `def` when unset.
+  int64_t option_int(const char* key, int64_t def, int64_t lo, int64_t hi) const {
+    const char* v = option(key);
+    if (!v) return def;
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < lo || n > hi)
+      throw Error(SINGA_INVALID_ARGUMENT, std::string("option ") + key + "=" + v + ": expected a whole number from " +
+                                              std::to_string(lo) + " to " + std::to_string(hi));
+    return int64_t(n);
+  }
   // The core prefixes every kernel error with the node's name and op type,
   // so the message need only say what is wrong.
   [[noreturn]] void fail(const std::string& msg) const { throw Error(SINGA_INVALID_ARGUMENT, msg); }
@@ -685,6 +716,9 @@ class Context {
   singa_kernel_context* c_;
 };
 
+template <typename K>
+void attach_gradient(singa_kernel_def& def);  // gradient.hpp: hangs the plugin's gradient hooks on a def
+
 // ------------------------------------------------------------- registration
 
 struct Constraint {
@@ -734,6 +768,7 @@ class Registrar {
     def.compute = &KernelTrampolines<K>::compute;
     def.destroy = &KernelTrampolines<K>::destroy;
     def.cpu_inputs_mask = cpu_inputs_mask;
+    attach_gradient<K>(def);  // gradient.hpp: this plugin's gradient hooks for the op
     throw_if(host_->register_kernel(plugin_, &def));
   }
   // Registers a raw C definition (for infer/gradient hooks).
@@ -744,6 +779,8 @@ class Registrar {
   void on_shutdown(void (*fn)(void)) {
     if (info_ && SINGA_HAS_FIELD(info_, singa_plugin, shutdown)) info_->shutdown = fn;
   }
+  // The plugin record being filled (for extensions: singa/graph_pass.hpp).
+  singa_plugin* plugin_info() const { return info_; }
 
  private:
   const singa_host_api* host_;
@@ -790,5 +827,7 @@ inline singa_status* plugin_preamble(const singa_host_api* h, singa_plugin* p, c
     SINGA_TRY_END                                                                                          \
   }                                                                                                        \
   static void singa_plugin_register_(::singa::sdk::Registrar& reg)
+
+#include <singa/gradient.hpp>  // GradBuilder, SINGA_GRADIENT, attach_gradient
 
 #endif  // SINGA_KERNEL_HPP

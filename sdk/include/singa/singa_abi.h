@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define SINGA_ABI_MAJOR 1
-#define SINGA_ABI_MINOR 2
+#define SINGA_ABI_MINOR 3
 
 /* True when a struct written by the other side (struct_size set by it)
  * contains `field`. */
@@ -149,6 +149,98 @@ typedef struct singa_device_def {
   void (*set_num_threads)(void* self, int32_t n);
 } singa_device_def;
 
+/* ------------------------------------------- typed extensions (ABI 1.3) */
+
+/* Optional capabilities hang off chains of typed structs, as PJRT's do. Each
+ * starts with singa_extension: its own struct_size, a type and the next link.
+ * A reader walks the chain, skips types it does not know and reads a known
+ * one only within its struct_size, so either side may be older. */
+typedef enum singa_extension_type {
+  SINGA_EXTENSION_GRAPH_PASS = 1, /* singa_graph_pass_ext, on singa_plugin.extensions */
+  SINGA_EXTENSION_GRADIENT = 2    /* singa_gradient_ext, on singa_kernel_def.extensions */
+} singa_extension_type;
+
+typedef struct singa_extension {
+  size_t struct_size; /* of the whole extension struct that embeds this header */
+  int32_t type;       /* singa_extension_type */
+  const struct singa_extension* next;
+} singa_extension;
+
+/* SINGA_HAS_FIELD for an extension struct (its size is in base.struct_size). */
+#define SINGA_EXTENSION_HAS_FIELD(ptr, type, field) \
+  ((ptr) != NULL && (ptr)->base.struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+typedef struct singa_graph singa_graph;               /* a graph during a graph pass */
+typedef struct singa_grad_builder singa_grad_builder; /* one backward, being built */
+
+/* Attributes of a node a plugin writes (graph passes, gradient builders). */
+typedef enum singa_attr_type {
+  SINGA_ATTR_INT = 1, SINGA_ATTR_FLOAT = 2, SINGA_ATTR_STRING = 3,
+  SINGA_ATTR_INTS = 4, SINGA_ATTR_FLOATS = 5, SINGA_ATTR_TENSOR = 6
+} singa_attr_type;
+
+typedef struct singa_attr {
+  size_t struct_size;
+  const char* name;
+  int32_t type;            /* singa_attr_type */
+  int64_t i;               /* INT */
+  float f;                 /* FLOAT */
+  const char* s;           /* STRING (s_len bytes) */
+  size_t s_len;
+  const int64_t* ints;     /* INTS (count) */
+  const float* floats;     /* FLOATS (count) */
+  size_t count;
+  const DLTensor* tensor;  /* TENSOR, on the host; copied */
+} singa_attr;
+
+/* A node a plugin asks the host to insert. Values are named: existing values
+ * by their names, new ones by names the plugin chooses (the host makes them
+ * unique in a graph pass and reports nothing back: use the outputs' names
+ * only within the same call). "" is an absent optional input or output. */
+typedef struct singa_node_spec {
+  size_t struct_size;
+  const char* name;        /* NULL: derived from the first node it replaces */
+  const char* domain;      /* "" for the default ONNX domain */
+  const char* op_type;
+  int64_t opset;           /* 0: the graph's opset for domain (1 where it has none) */
+  const char* const* inputs;
+  size_t num_inputs;
+  const char* const* outputs;
+  size_t num_outputs;
+  const singa_node* attrs_from; /* NULL, or a node whose attributes are copied first */
+  const singa_attr* attrs;      /* then these, replacing same-named ones */
+  size_t num_attrs;
+} singa_node_spec;
+
+/* A graph pass: how a device plugin or an op pack optimizes the graph it
+ * will run. The host calls `run` once per prepare, after its own
+ * device-neutral passes (folding, dead nodes, shape simplification,
+ * Conv+BatchNorm, MatMul+Add), when the graph is prepared for `device`. The
+ * pass reads the graph and replaces the node groups it claims with ops of its
+ * own domain (host->graph_replace), for which it registers kernels. A pass
+ * whose name is switched off by the named option "pass.NAME=0" is not run. */
+typedef struct singa_graph_pass_ext {
+  singa_extension base;    /* type SINGA_EXTENSION_GRAPH_PASS */
+  const char* name;        /* unique, e.g. "cpu.fusions": options, stats, errors */
+  const char* device;      /* the device it optimizes for ("" = every device) */
+  int32_t priority;        /* higher runs first among passes for one device */
+  void* self;
+  /* Sets *rewrites to the number of rewrites made. A non-NULL status fails
+   * prepare, naming the pass. */
+  singa_status* (*run)(void* self, singa_graph* graph, int32_t* rewrites);
+} singa_graph_pass_ext;
+
+/* A builder of backward nodes: the second form of an op's gradient (the
+ * first is singa_gradient_def's backward kernel). `build` reads the forward
+ * node through the builder (host->grad_*), emits backward nodes made of
+ * registered ops, and names the value that holds each needed input's
+ * gradient. Autograd finds an op's gradient only through these two hooks. */
+typedef struct singa_gradient_ext {
+  singa_extension base;    /* type SINGA_EXTENSION_GRADIENT */
+  void* user;
+  singa_status* (*build)(void* user, const singa_node* node, singa_grad_builder* builder);
+} singa_gradient_ext;
+
 /* ---------------------------------------------------------- kernel API */
 
 /* A type constraint such as ONNX's "T": the element type seen at `index`
@@ -217,6 +309,8 @@ typedef struct singa_kernel_def {
   const singa_gradient_def* gradient; /* optional */
   /* With SINGA_KERNEL_HOST_INPUTS: bit i set = input i is read on the host. */
   uint64_t cpu_inputs_mask;
+  /* ABI 1.3: optional capabilities of this kernel (singa_gradient_ext). */
+  const singa_extension* extensions;
 } singa_kernel_def;
 
 /* ------------------------------------------------------------ host API */
@@ -279,7 +373,85 @@ typedef struct singa_host_api {
    * (copied). Element pointers copied from an input tensor are also fine: the
    * host copies their text when compute returns. Check SINGA_HAS_FIELD first. */
   singa_status* (*ctx_set_string)(singa_kernel_context* ctx, size_t output, int64_t element, const char* data, size_t len);
+
+  /* ABI 1.3. Value names of a node's inputs and outputs ("" when absent):
+   * at create time and in graph passes. */
+  const char* (*node_input_name)(const singa_node* node, size_t i);
+  const char* (*node_output_name)(const singa_node* node, size_t i);
+  /* A named option of the prepare (PrepareOptions::options, the config file,
+   * --option key=value), or NULL when not set. At create time and in passes. */
+  const char* (*node_option)(const singa_node* node, const char* key);
+
+  /* ABI 1.3. Graphs, during a graph pass. Nodes are in topological order; a
+   * node handle stays valid until that node is replaced. Node handles answer
+   * every node_* call above. */
+  size_t (*graph_num_nodes)(const singa_graph* graph);
+  const singa_node* (*graph_node)(const singa_graph* graph, size_t i);
+  const char* (*graph_device)(const singa_graph* graph); /* the device prepared for */
+  const char* (*graph_option)(const singa_graph* graph, const char* key);
+  /* The node producing `value`, or NULL (graph input, constant, unknown). */
+  const singa_node* (*graph_producer)(const singa_graph* graph, const char* value);
+  /* The nodes reading `value` (a node reading it twice is listed once). */
+  size_t (*graph_num_consumers)(const singa_graph* graph, const char* value);
+  const singa_node* (*graph_consumer)(const singa_graph* graph, const char* value, size_t i);
+  /* 1 when `value` is an output of the graph (callers outside read it). */
+  int32_t (*graph_is_output)(const singa_graph* graph, const char* value);
+  /* 1 when `value` is known, filling its type and shape. */
+  int32_t (*graph_value_info)(const singa_graph* graph, const char* value, singa_value_info* out);
+  /* A constant value (initializer or folded) on the host, or NULL. */
+  const DLTensor* (*graph_constant)(const singa_graph* graph, const char* value);
+  /* Adds a constant (copied) under a new unique name derived from `hint`;
+   * the name is written to `name` (capacity `cap`, NUL-terminated). */
+  singa_status* (*graph_add_constant)(singa_graph* graph, const char* hint, const DLTensor* value, char* name,
+                                      size_t cap);
+  /* Replaces `nodes` with `specs`, in one step. Every output of the replaced
+   * nodes that something else reads (another node, the graph's outputs) must
+   * be an output of a spec; the host re-sorts the graph, checks that each
+   * new node has a kernel on some loaded device, and refuses the edit (a
+   * status, the graph unchanged) otherwise. */
+  singa_status* (*graph_replace)(singa_graph* graph, const singa_node* const* nodes, size_t num_nodes,
+                                 const singa_node_spec* specs, size_t num_specs);
+  /* 1 when a kernel for op_type/domain at `opset` is registered for `device`
+   * ("" = any device): a pass rewrites to a standard op only where one runs. */
+  int32_t (*graph_has_kernel)(const singa_graph* graph, const char* domain, const char* op_type, int64_t opset,
+                              const char* device);
+
+  /* ABI 1.3. Gradient builders (singa_gradient_ext). The forward node's
+   * values are named: grad_input_name(b, i) (input i, "" when absent),
+   * grad_output_name(b, i) (output i, "" when not kept) and
+   * grad_output_grad_name(b, i) (the gradient reaching output i, "" when
+   * none does). */
+  const char* (*grad_input_name)(singa_grad_builder* builder, size_t i);
+  const char* (*grad_output_name)(singa_grad_builder* builder, size_t i);
+  const char* (*grad_output_grad_name)(singa_grad_builder* builder, size_t i);
+  /* 1 when input i needs a gradient. */
+  int32_t (*grad_input_needed)(singa_grad_builder* builder, size_t i);
+  /* Shape and type of a named value of this backward. */
+  int32_t (*grad_value_info)(singa_grad_builder* builder, const char* value, singa_value_info* out);
+  /* Appends a backward node, run at once; its outputs become named values.
+   * Here a spec's opset 0 means opset 17 for the default domain (autograd's
+   * eager opset) and 1 for other domains, whatever the forward node's opset. */
+  singa_status* (*grad_emit)(singa_grad_builder* builder, const singa_node_spec* spec);
+  /* Names the value that is the gradient of input i. */
+  singa_status* (*grad_set_input_grad)(singa_grad_builder* builder, size_t i, const char* value);
 } singa_host_api;
+
+/* ------------------------------------------------------ struct sizes */
+
+/* The size of a struct up to and including `last_field`: what struct_size
+ * says for a writer that knew the struct up to that field (as PJRT does). */
+#define SINGA_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+
+#define SINGA_VALUE_INFO_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_value_info, dims)
+#define SINGA_DEVICE_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_device_def, set_num_threads)
+#define SINGA_GRADIENT_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_gradient_def, backward)
+#define SINGA_KERNEL_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_kernel_def, extensions)
+#define SINGA_HOST_API_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_host_api, grad_set_input_grad)
+#define SINGA_EXTENSION_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_extension, next)
+#define SINGA_ATTR_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_attr, tensor)
+#define SINGA_NODE_SPEC_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_node_spec, num_attrs)
+#define SINGA_GRAPH_PASS_EXT_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_graph_pass_ext, run)
+#define SINGA_GRADIENT_EXT_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_gradient_ext, build)
 
 /* ---------------------------------------------------------- the plugin */
 
@@ -294,7 +466,12 @@ typedef struct singa_plugin {
   const char* version;
   const char* description;
   void (*shutdown)(void);    /* optional, called before unload */
+  /* ABI 1.3: optional capabilities of the plugin (singa_graph_pass_ext). The
+   * chain must stay valid until shutdown. */
+  const singa_extension* extensions;
 } singa_plugin;
+
+#define SINGA_PLUGIN_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_plugin, extensions)
 
 /* The one exported symbol. Register devices and kernels through host and
  * plugin->handle; a non-NULL status means the plugin is not usable and

@@ -1,0 +1,112 @@
+// Graph passes owned by plugins (ABI 1.3): a test device claims Add -> Relu
+// chains and fuses each into its own op; results match the plain path, and
+// every edit the host must refuse is refused with a message naming it.
+#include "test_util.hpp"
+#include "model_builder.hpp"
+
+#include <singa/onnx.hpp>
+#include <singa/runtime.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using singa::Tensor;
+using testing_util::ensure_loaded;
+using testing_util::ModelBuilder;
+
+Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
+
+void load_fuser() {
+  ensure_loaded();
+  auto& rt = singa::Runtime::instance();
+  if (rt.device("fuser")) return;
+  auto info = rt.load_plugin(std::string(TEST_PLUGIN_DIR) + "/singa_test_fusing_accel.so");
+  ASSERT_TRUE(info.loaded) << info.error;
+  ASSERT_EQ(info.graph_passes, std::vector<std::string>{"fuser.add_relu"});
+}
+
+// x + b -> Relu -> (y) and, beside it, x + b2 whose sum is also an output
+// (not claimable) followed by Relu; then Sigmoid, which the device lacks.
+std::string model() {
+  ModelBuilder m;
+  m.input("x", SINGA_ONNX_FLOAT, {2, 3})
+      .initializer("b", floats({2, 3}, {1, -2, 3, -4, 5, -6}))
+      .initializer("b2", floats({2, 3}, {-1, 2, -3, 4, -5, 6}))
+      .node("Add", {"x", "b"}, {"s"}, "add1")
+      .node("Relu", {"s"}, {"r"}, "relu1")
+      .node("Sigmoid", {"r"}, {"y"}, "sig")
+      .node("Add", {"x", "b2"}, {"s2"}, "add2")
+      .node("Relu", {"s2"}, {"r2"}, "relu2")
+      .output("y", SINGA_ONNX_FLOAT, {2, 3})
+      .output("s2", SINGA_ONNX_FLOAT, {2, 3})
+      .output("r2", SINGA_ONNX_FLOAT, {2, 3});
+  return m.bytes();
+}
+
+std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
+
+TEST(GraphPass, DeviceClaimsAndFusesAndResultsMatchThePlainPath) {
+  load_fuser();
+  const Tensor x = floats({2, 3}, {0.5f, 1, -2, 3, -0.25f, 7});
+  auto plain = singa::onnx::prepare_bytes(model())->run({x});
+
+  singa::onnx::PrepareOptions o;
+  o.device = "fuser";
+  auto rep = singa::onnx::prepare_bytes(model(), o);
+  int fused = 0;
+  for (const auto& p : rep->placement()) {
+    if (p.op_type == "AddRelu") {
+      ++fused;
+      EXPECT_EQ(p.device, "fuser");
+      EXPECT_EQ(p.plugin, "test_fusing_accel");
+    } else {
+      EXPECT_EQ(p.device, "cpu") << p.op_type;  // fell back
+    }
+  }
+  EXPECT_EQ(fused, 1) << "only the chain whose sum nobody else reads is claimed";
+  auto out = rep->run({x});
+  ASSERT_EQ(out.size(), plain.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].first, plain[i].first);
+    EXPECT_EQ(values(out[i].second), values(plain[i].second)) << out[i].first;
+  }
+  // The user's view of the model is the file's: nodes() lists the plain graph.
+  bool listed_add = false;
+  for (const auto& n : rep->nodes()) listed_add = listed_add || n.name == "add1";
+  EXPECT_TRUE(listed_add);
+}
+
+TEST(GraphPass, SwitchedOffByNamedOptionAndNotRunForOtherDevices) {
+  load_fuser();
+  singa::onnx::PrepareOptions o;
+  o.device = "fuser";
+  o.options["pass.fuser.add_relu"] = "0";
+  // (Each Rep held in a local: placement() refers into it.)
+  const auto off = singa::onnx::prepare_bytes(model(), o);
+  for (const auto& p : off->placement()) EXPECT_NE(p.op_type, "AddRelu");
+  const auto on_cpu = singa::onnx::prepare_bytes(model());
+  for (const auto& p : on_cpu->placement()) EXPECT_NE(p.op_type, "AddRelu");
+}
+
+void expect_refused(const std::string& mode, const std::string& needle) {
+  load_fuser();
+  singa::onnx::PrepareOptions o;
+  o.device = "fuser";
+  o.options["fuser.test"] = mode;
+  try {
+    singa::onnx::prepare_bytes(model(), o);
+    ADD_FAILURE() << mode << ": prepare succeeded";
+  } catch (const singa::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("graph pass 'fuser.add_relu'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+}
+
+TEST(GraphPass, HostRefusesAnEditThatDropsAValueReadElsewhere) { expect_refused("drop_output", "no new node computes it"); }
+TEST(GraphPass, HostRefusesAnOpWithoutKernel) { expect_refused("no_kernel", "no loaded plugin has a kernel"); }
+TEST(GraphPass, HostRefusesACycle) { expect_refused("cycle", "cycle"); }
+TEST(GraphPass, HostRefusesAReplacedNodeHandle) { expect_refused("stale", "not a node of this graph"); }
+
+}  // namespace
