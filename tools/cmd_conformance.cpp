@@ -3,6 +3,7 @@
 // FAIL and the run goes on.
 #include "cli.hpp"
 #include "conformance_case.hpp"
+#include "gradient_check.hpp"
 #include "isolate.hpp"
 #include "json.hpp"
 #include "tensor_values.hpp"
@@ -84,6 +85,107 @@ void load_and_check_device(const GlobalOptions& g, bool isolate) {
   if (result != "ok") throw Error(SINGA_UNAVAILABLE, result.substr(6));
 }
 
+// The names of `expected` that are not on disk (missing) or were selected
+// and did not pass (regressions); the rest were not selected.
+struct ExpectCheck {
+  std::vector<std::string> regressions, missing;
+  size_t not_selected = 0;
+};
+ExpectCheck check_expected(const std::vector<std::string>& expected, const CaseSelection& sel,
+                           const std::set<std::string>& passing) {
+  ExpectCheck e;
+  std::set<std::string> selected;
+  for (const auto& c : sel.cases) selected.insert(c.name);
+  for (const auto& name : expected) {
+    if (!sel.on_disk.count(name))
+      e.missing.push_back(name);
+    else if (!selected.count(name))
+      ++e.not_selected;
+    else if (!passing.count(name))
+      e.regressions.push_back(name);
+  }
+  for (const auto& name : e.missing)
+    std::cerr << "singa: error: --expect: case '" << name << "' is not found under the given folders\n";
+  return e;
+}
+
+void write_passing(const Parsed& p, const std::set<std::string>& passing) {
+  if (!p.vm.count("write-passing")) return;
+  const std::string file = p.vm["write-passing"].as<std::string>();
+  std::ofstream out(file);
+  for (const auto& name : passing) out << name << "\n";  // std::set keeps them sorted
+  out.close();
+  if (!out) throw Error(SINGA_NOT_FOUND, "--write-passing: cannot write '" + file + "'");
+}
+
+// `conformance --gradients`: one gradient check per case (gradient_check.hpp).
+int run_gradients(const Parsed& p, const CaseSelection& sel, const std::vector<std::string>& expected, bool isolate,
+                  int timeout, bool json) {
+  GradCheckOptions o;
+  if (!p.vm["rtol"].defaulted()) o.rtol = p.vm["rtol"].as<double>();
+  if (!p.vm["atol"].defaulted()) o.atol = p.vm["atol"].as<double>();
+  o.max_points = p.vm["points"].as<int>();
+  if (o.max_points <= 0) throw UsageError("--points must be > 0");
+  Progress progress(sel.cases.size());
+  size_t counts[4] = {0, 0, 0, 0};  // by GradStatus
+  std::set<std::string> passing;
+  for (size_t i = 0; i < sel.cases.size(); ++i) {
+    const TestCase& c = sel.cases[i];
+    progress.show(i, c.name);
+    GradResult r;
+    if (isolate) {
+      ChildOutcome out = run_isolated([&]() { return encode_grad_result(check_case_gradient(c, o)); }, timeout);
+      if (out.completed) {
+        r = decode_grad_result(out.result);
+      } else {
+        r.status = GradStatus::kFail;
+        r.reason = out.failure;
+      }
+    } else {
+      r = check_case_gradient(c, o);
+    }
+    progress.clear();
+    ++counts[int(r.status)];
+    if (r.status == GradStatus::kPass) passing.insert(c.name);
+    const bool measured = r.status == GradStatus::kPass || (r.status == GradStatus::kFail && r.max_abs > 0);
+    if (json) {
+      JsonObject j;
+      j.str("case", c.name).str("op", r.op).str("status", grad_status_word(r.status));
+      if (!r.reason.empty()) j.str("reason", r.reason);
+      if (measured) j.num("max_abs", r.max_abs).num("max_rel", r.max_rel);
+      j.num("time_ms", r.ms);
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << grad_status_word(r.status) << " " << c.name << " [" << (r.op.empty() ? "?" : r.op) << "]";
+      if (r.status == GradStatus::kPass)
+        std::cout << ": max abs " << format_value(r.max_abs) << ", rel " << format_value(r.max_rel)
+                  << (r.reason.empty() ? "" : "; " + r.reason);
+      else
+        std::cout << ": " << r.reason;
+      std::cout << "\n";
+    }
+    std::cout.flush();
+  }
+  progress.clear();
+  ExpectCheck e = check_expected(expected, sel, passing);
+  write_passing(p, passing);
+  const size_t passed = counts[int(GradStatus::kPass)], failed = counts[int(GradStatus::kFail)];
+  const size_t nograd = counts[int(GradStatus::kNoGradient)], skipped = counts[int(GradStatus::kSkip)];
+  if (json) {
+    JsonObject s;
+    s.boolean("summary", true).integer("passed", int64_t(passed)).integer("failed", int64_t(failed));
+    s.integer("no_gradient", int64_t(nograd)).integer("skipped", int64_t(skipped));
+    if (p.vm.count("expect")) s.raw("regressions", json_string_array(e.regressions)).raw("missing", json_string_array(e.missing));
+    std::cout << s.dump() << "\n";
+  } else {
+    for (const auto& name : e.regressions) std::cout << "REGRESSION " << name << "\n";
+    std::cout << passed << " passed, " << failed << " failed, " << nograd << " without gradient, " << skipped
+              << " skipped\n";
+  }
+  if (p.vm.count("expect")) return e.regressions.empty() && e.missing.empty() ? kExitOk : kExitFailure;
+  return failed ? kExitFailure : kExitOk;
+}
+
 }  // namespace
 
 int cmd_conformance(const std::vector<std::string>& args) {
@@ -93,7 +195,12 @@ int cmd_conformance(const std::vector<std::string>& args) {
                    "position; outputs must have the expected dtype and shape, floats within atol + rtol*|expected|\n"
                    "(NaN matches NaN), other types exactly. Prints `PASS name`, `FAIL name: reason` or\n"
                    "`SKIP name: reason` per case, then `N passed, M failed, K skipped`.\n"
-                   "Exit status: 1 when a case failed, or with --expect when an expected case did not pass."};
+                   "Exit status: 1 when a case failed, or with --expect when an expected case did not pass.\n"
+                   "With --gradients, checks each case's op gradient instead (docs/training.md, \"Gradient\n"
+                   "coverage\"): singa's backward against float64 central differences on the case's inputs, and\n"
+                   "the float64 forward against the case's outputs. Prints PASS, FAIL, NOGRAD (the op has no\n"
+                   "gradient) or SKIP (nothing differentiable to check) per case, with the op and the worst\n"
+                   "error; the cases run on the CPU."};
   po::options_description own("Options");
   own.add_options()
       ("filter", po::value<std::string>()->value_name("REGEX"), "only cases whose name contains a match")
@@ -104,7 +211,11 @@ int cmd_conformance(const std::vector<std::string>& args) {
       ("atol", po::value<double>()->value_name("A")->default_value(1e-7, "1e-7"), "absolute tolerance")
       ("timeout", po::value<int>()->value_name("SEC")->default_value(60), "per-case time limit (isolated runs)")
       ("no-isolate", "run the cases in this process (faster; a crash ends the run, no time limit)")
-      ("json", "one JSON object per case, then a summary object");
+      ("json", "one JSON object per case, then a summary object")
+      ("gradients", "check gradients instead of outputs (--rtol/--atol, when given, compare gradients; "
+                    "defaults 1e-3/1e-5)")
+      ("points", po::value<int>()->value_name("N")->default_value(48),
+       "with --gradients: elements perturbed per input (larger inputs are sampled)");
   Parsed p = parse_command(spec, args, own, "dir");
   if (p.help) {
     print_command_help(spec, own);
@@ -118,6 +229,7 @@ int cmd_conformance(const std::vector<std::string>& args) {
   copts.fallback = p.global.fallback;
   copts.threads = p.global.threads;
   copts.max_tensor_bytes = p.global.max_tensor_bytes;
+  copts.options = p.global.options;
   copts.tol.rtol = p.vm["rtol"].as<double>();
   copts.tol.atol = p.vm["atol"].as<double>();
   if (!(copts.tol.rtol >= 0) || !(copts.tol.atol >= 0)) throw UsageError("--rtol and --atol must be >= 0");
@@ -140,6 +252,7 @@ int cmd_conformance(const std::vector<std::string>& args) {
   if (p.vm.count("expect")) expected = read_expect_file(p.vm["expect"].as<std::string>());
 
   load_and_check_device(p.global, isolate);
+  if (p.vm.count("gradients")) return run_gradients(p, sel, expected, isolate, timeout, json);
 
   Progress progress(sel.cases.size());
   size_t passed = 0, failed = 0, skipped = 0;
@@ -176,20 +289,10 @@ int cmd_conformance(const std::vector<std::string>& args) {
   }
   progress.clear();
 
-  std::vector<std::string> regressions, missing;
-  std::set<std::string> selected;
-  for (const auto& c : sel.cases) selected.insert(c.name);
-  size_t not_selected = 0;
-  for (const auto& name : expected) {
-    if (!sel.on_disk.count(name))
-      missing.push_back(name);
-    else if (!selected.count(name))
-      ++not_selected;
-    else if (!passing.count(name))
-      regressions.push_back(name);
-  }
-  for (const auto& name : missing)
-    std::cerr << "singa: error: --expect: case '" << name << "' is not found under the given folders\n";
+  ExpectCheck e = check_expected(expected, sel, passing);
+  const auto& regressions = e.regressions;
+  const auto& missing = e.missing;
+  const size_t not_selected = e.not_selected;
   if (p.global.verbose) {
     if (not_selected) std::cerr << "singa: " << not_selected << " expected cases were not selected by the arguments or --filter\n";
     std::sort(timings.rbegin(), timings.rend());
@@ -198,13 +301,7 @@ int cmd_conformance(const std::vector<std::string>& args) {
     std::cerr << "\n";
   }
 
-  if (p.vm.count("write-passing")) {
-    const std::string file = p.vm["write-passing"].as<std::string>();
-    std::ofstream out(file);
-    for (const auto& name : passing) out << name << "\n";  // std::set keeps them sorted
-    out.close();
-    if (!out) throw Error(SINGA_NOT_FOUND, "--write-passing: cannot write '" + file + "'");
-  }
+  write_passing(p, passing);
 
   if (json) {
     JsonObject s;

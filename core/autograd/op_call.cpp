@@ -156,16 +156,9 @@ class Profile {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-}  // namespace
-
-std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
-  Profile* prof = Profile::get();
-  const Clock::time_point t0 = prof ? Clock::now() : Clock::time_point();
-  Runtime& rt = Runtime::instance();
-  if (!rt.loaded()) rt.load();
-  CachedKernel& c = cache().get(node, opset, inputs);
-  singa_kernel_context ctx;
-  KernelCall& call = ctx.call;
+// A kernel call on the instance's device with `inputs` (copied to the host
+// when elsewhere) and room for `num_outputs` outputs.
+void prepare_call(const CachedKernel& c, const std::vector<Tensor>& inputs, size_t num_outputs, KernelCall& call) {
   call.node_name = &c.proto.name();
   call.device = c.device;
   call.pool = c.device && c.device->has_parallel_for() ? c.device : nullptr;
@@ -177,8 +170,43 @@ std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const 
     call.inputs[i] = inputs[i].on_host() ? inputs[i] : inputs[i].to_host();
     call.input_views[i] = call.inputs[i].dl();
   }
-  call.outputs.resize(size_t(node.output_size()));
-  call.output_views.resize(size_t(node.output_size()));
+  call.outputs.resize(num_outputs);
+  call.output_views.resize(num_outputs);
+}
+
+CachedKernel& cached(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
+  Runtime& rt = Runtime::instance();
+  if (!rt.loaded()) rt.load();
+  return cache().get(node, opset, inputs);
+}
+
+}  // namespace
+
+KernelInstance kernel_for(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
+  CachedKernel& c = cached(node, opset, inputs);
+  return KernelInstance{c.kernel, c.state, &c.label};
+}
+
+std::vector<Tensor> call_backward(const KernelInstance& instance, const std::vector<Tensor>& inputs,
+                                  size_t num_outputs) {
+  const singa_gradient_def* g = instance.kernel->def.gradient;
+  if (!g || !SINGA_HAS_FIELD(g, singa_gradient_def, backward) || !g->backward)
+    throw Error(SINGA_INTERNAL, *instance.label + ": the kernel has no backward kernel");
+  CachedKernel c;
+  c.device = Runtime::instance().device(instance.kernel->device);
+  singa_kernel_context ctx;
+  prepare_call(c, inputs, num_outputs, ctx.call);
+  throw_status(g->backward(instance.state, &ctx), *instance.label + " backward kernel");
+  return std::move(ctx.call.outputs);
+}
+
+std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs) {
+  Profile* prof = Profile::get();
+  const Clock::time_point t0 = prof ? Clock::now() : Clock::time_point();
+  CachedKernel& c = cached(node, opset, inputs);
+  singa_kernel_context ctx;
+  KernelCall& call = ctx.call;
+  prepare_call(c, inputs, size_t(node.output_size()), call);
   const Clock::time_point t1 = prof ? Clock::now() : Clock::time_point();
   throw_status(c.kernel->def.compute(c.state, &ctx), c.label);
   const double kernel = prof ? since(t1) : 0.0;

@@ -4,6 +4,7 @@
 #ifndef SINGA_CORE_AUTOGRAD_OP_CALL_HPP
 #define SINGA_CORE_AUTOGRAD_OP_CALL_HPP
 
+#include <singa/runtime.hpp>
 #include <singa/tensor.hpp>
 
 #include <onnx/onnx_pb.h>
@@ -21,6 +22,21 @@ namespace autograd {
 // ranks, wanted outputs) and reused by later calls. Throws an Error naming
 // the op when no kernel fits or the kernel fails.
 std::vector<Tensor> call_op(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs);
+
+// The kernel instance call_op runs for these arguments (created on first
+// use, then shared): its definition carries the op's gradient hooks.
+struct KernelInstance {
+  const KernelEntry* kernel = nullptr;
+  void* state = nullptr;
+  const std::string* label = nullptr;  // "op 'Conv' (opset 17)"
+};
+KernelInstance kernel_for(const ::onnx::NodeProto& node, int64_t opset, const std::vector<Tensor>& inputs);
+
+// Runs `instance`'s backward kernel (singa_gradient_def) on `inputs` (the
+// forward inputs, outputs and output gradients); returns its `num_outputs`
+// outputs, undefined where it produced none.
+std::vector<Tensor> call_backward(const KernelInstance& instance, const std::vector<Tensor>& inputs,
+                                  size_t num_outputs);
 
 // The opset eager ops of the default domain run at.
 constexpr int64_t kEagerOpset = 17;

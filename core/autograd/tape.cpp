@@ -1,5 +1,7 @@
 #include "tape.hpp"
 
+#include "grad_builder.hpp"
+
 #include <singa/error.hpp>
 
 #include <algorithm>
@@ -164,54 +166,9 @@ Variable apply1(const std::string& op_type, const std::vector<Variable>& inputs,
   return apply(op_type, inputs, attrs, 1)[0];
 }
 
-// ---------------------------------------------------------------- rules
-namespace {
-struct RuleTable {
-  std::mutex mu;
-  std::map<std::pair<std::string, std::string>, GradRule> rules;
-};
-RuleTable& rule_table() {
-  static RuleTable* t = new RuleTable();
-  return *t;
-}
-std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
-}  // namespace
-
-void register_rule(const std::string& domain, const std::string& op_type, GradRule rule) {
-  auto& t = rule_table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  t.rules[{norm_domain(domain), op_type}] = std::move(rule);
-}
-
-void register_builtin_rules();  // rules_*.cpp, through rules.cpp
-
-const GradRule* find_rule(const std::string& domain, const std::string& op_type) {
-  static std::once_flag once;
-  std::call_once(once, register_builtin_rules);
-  auto& t = rule_table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  auto it = t.rules.find({norm_domain(domain), op_type});
-  return it == t.rules.end() ? nullptr : &it->second;
-}
-
-bool has_gradient(const std::string& op_type, const std::string& domain) { return find_rule(domain, op_type) != nullptr; }
-
-const ::onnx::AttributeProto* GradContext::attr(const std::string& name) const {
-  for (const auto& a : node.proto.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-int64_t GradContext::attr_int(const std::string& name, int64_t def) const {
-  auto* a = attr(name);
-  return a ? a->i() : def;
-}
-float GradContext::attr_float(const std::string& name, float def) const {
-  auto* a = attr(name);
-  return a ? a->f() : def;
-}
-std::vector<int64_t> GradContext::attr_ints(const std::string& name) const {
-  auto* a = attr(name);
-  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+// ---------------------------------------------------------------- hooks
+bool has_gradient(const std::string& op_type, const std::string& domain) {
+  return has_gradient_hook(domain, op_type, 0);
 }
 
 // ---------------------------------------------------------------- helpers
@@ -227,30 +184,6 @@ std::vector<Tensor> run(const std::string& op, const std::vector<Tensor>& in, co
 
 Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs, const std::string& domain) {
   return run(op, in, attrs, 1, domain)[0];
-}
-
-std::vector<Tensor> run_grad(const std::string& op, const ::onnx::NodeProto& forward, const std::vector<Tensor>& in,
-                             const std::vector<bool>& want, const Attrs& extra) {
-  ::onnx::NodeProto node;
-  node.set_op_type(op);
-  node.set_domain(kGradDomain);
-  *node.mutable_attribute() = forward.attribute();
-  add_attrs(node, extra);
-  for (size_t k = 0; k < want.size(); ++k) node.add_output(want[k] ? "y" + std::to_string(k) : "");
-  return call_op(node, kGradOpset, in);
-}
-
-Tensor reduce_to(const Tensor& g, const Shape& shape) {
-  if (g.shape() == shape) return g;
-  const Shape& gs = g.shape();
-  const size_t lead = gs.size() - shape.size();
-  std::vector<int64_t> axes;
-  for (size_t i = 0; i < gs.size(); ++i) {
-    int64_t want = i < lead ? 1 : shape[i - lead];
-    if (i < lead || (want == 1 && gs[i] != 1)) axes.push_back(int64_t(i));
-  }
-  Tensor r = axes.empty() ? g : run1("ReduceSum", {g, int64s(axes)}, Attrs().set("keepdims", int64_t(1)));
-  return r.reshaped(shape);
 }
 
 Tensor scalar(double v, int32_t dtype) {
@@ -276,12 +209,23 @@ static Tensor ones_like(const Tensor& t) {
   return o;
 }
 
+// "op 'Conv' (output 'conv1')": tape nodes carry no node names, but an
+// imported model names the Variables a node produces.
+static std::string node_label(const TapeNode& n) {
+  std::string l = "op '" + n.proto.op_type() + "'";
+  if (!n.proto.domain().empty()) l += " of domain '" + n.proto.domain() + "'";
+  for (const auto& w : n.outputs)
+    if (auto s = w.lock())
+      if (!s->name.empty()) return l + " (output '" + s->name + "')";
+  return l;
+}
+
 static Tensor accumulate(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   return run1("Add", {a, b});
 }
 
-void backward(const Variable& loss, const Tensor& seed) {
+void backward(const Variable& loss, const Tensor& seed, const std::function<void(const Variable&)>& on_final) {
   if (!loss.defined()) throw Error(SINGA_INVALID_ARGUMENT, "backward: the loss is an undefined Variable");
   Tensor g0 = seed;
   if (!g0.defined()) {
@@ -318,6 +262,20 @@ void backward(const Variable& loss, const Tensor& seed) {
   }
   std::unordered_map<Variable::State*, Tensor> grads;
   grads[loss.state().get()] = g0;
+  // For on_final: how many nodes still to visit read each leaf.
+  std::unordered_map<Variable::State*, int> leaf_readers;
+  auto is_leaf_input = [](const Variable& in) {
+    return in.defined() && in.requires_grad() && !(in.creator() && in.creator()->needs_grad);
+  };
+  if (on_final)
+    for (TapeNode* n : order)
+      for (const Variable& in : n->inputs)
+        if (is_leaf_input(in)) ++leaf_readers[in.state().get()];
+  auto visited = [&](TapeNode& n) {
+    if (!on_final) return;
+    for (const Variable& in : n.inputs)
+      if (is_leaf_input(in) && --leaf_readers[in.state().get()] == 0) on_final(in);
+  };
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     TapeNode& n = **it;
     std::vector<Tensor> gy(n.outputs.size());
@@ -331,32 +289,32 @@ void backward(const Variable& loss, const Tensor& seed) {
       grads.erase(g);
       any = true;
     }
-    if (!any) continue;
-    const GradRule* rule = find_rule(n.proto.domain(), n.proto.op_type());
-    if (!rule)
-      throw Error(SINGA_UNIMPLEMENTED, "backward: no gradient rule for op '" + n.proto.op_type() + "'" +
-                                           (n.proto.domain().empty() ? "" : " of domain '" + n.proto.domain() + "'"));
-    std::vector<Tensor> x(n.inputs.size()), gx(n.inputs.size());
+    if (!any) {
+      visited(n);
+      continue;
+    }
+    std::vector<Tensor> x(n.inputs.size());
     std::vector<bool> need(n.inputs.size(), false);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (!n.inputs[i].defined()) continue;
       x[i] = n.inputs[i].data();
       need[i] = n.inputs[i].requires_grad();
     }
-    for (size_t k = 0; k < gy.size(); ++k)
-      if (!gy[k].defined() && n.output_data[k].defined() && is_real(n.output_data[k].dtype()) && k == 0)
-        gy[k] = Tensor::zeros(n.output_data[k].shape(), n.output_data[k].dtype());
-    GradContext ctx{n, x, n.output_data, gy, need, gx};
-    try {
-      (*rule)(ctx);
-    } catch (const Error& e) {
-      throw Error(e.code(), "backward of op '" + n.proto.op_type() + "': " + e.what());
-    }
+    // Output 0 always has a gradient (zeros when nothing reached it), so
+    // builders of single-output ops need not check.
+    if (!gy.empty() && !gy[0].defined() && n.output_data[0].defined() && is_real(n.output_data[0].dtype()))
+      gy[0] = Tensor::zeros(n.output_data[0].shape(), n.output_data[0].dtype());
+    const std::string label = "backward of " + node_label(n);
+    GradientHooks hooks = gradient_hooks(n.proto, n.opset, x);
+    if (!hooks.any())
+      throw Error(SINGA_UNIMPLEMENTED, label + ": the op has no gradient (no loaded kernel of it offers a backward "
+                                               "kernel or a gradient builder)");
+    std::vector<Tensor> gx = run_gradient(hooks, n.proto, n.opset, x, n.output_data, gy, need, label);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (!need[i] || !gx[i].defined()) continue;
       auto& st = *n.inputs[i].state();
       if (gx[i].shape() != st.data.shape())
-        throw Error(SINGA_INTERNAL, "backward of op '" + n.proto.op_type() + "': gradient of input " + std::to_string(i) +
+        throw Error(SINGA_INTERNAL, label + ": gradient of input " + std::to_string(i) +
                                         " has shape " + shape_to_string(gx[i].shape()) + ", the input " +
                                         shape_to_string(st.data.shape()));
       if (st.creator && st.creator->needs_grad) {
@@ -366,6 +324,7 @@ void backward(const Variable& loss, const Tensor& seed) {
         st.grad = accumulate(st.grad, gx[i]);
       }
     }
+    visited(n);
   }
 }
 

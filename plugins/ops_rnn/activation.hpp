@@ -20,6 +20,10 @@ struct Activation {
 
   template <typename T>
   T operator()(T x) const;
+  // d/dx of the function at x, given y = f(x): the common functions' slopes
+  // come from y without another exp or tanh (the backward kernels' chain rule).
+  template <typename T>
+  T derivative(T x, T y) const;
 };
 
 // Resolves the node's `activations` (with `activation_alpha`/`activation_beta`

@@ -36,6 +36,40 @@ T Activation::operator()(T x) const {
   return x;
 }
 
+template <typename T>
+T Activation::derivative(T x, T y) const {
+  const T a = T(alpha), b = T(beta);
+  switch (kind) {
+    case ActKind::Relu: return x > T(0) ? T(1) : T(0);
+    case ActKind::Tanh: return T(1) - y * y;
+    case ActKind::Sigmoid: return y * (T(1) - y);
+    case ActKind::Affine: return a;
+    case ActKind::LeakyRelu: return x >= T(0) ? T(1) : a;
+    case ActKind::ThresholdedRelu: return x > a ? T(1) : T(0);
+    case ActKind::ScaledTanh: {  // y = a tanh(bx)
+      if (a == T(0)) return T(0);
+      const T t = y / a;
+      return a * b * (T(1) - t * t);
+    }
+    case ActKind::HardSigmoid: {
+      const T v = a * x + b;
+      return v > T(0) && v < T(1) ? a : T(0);
+    }
+    case ActKind::Elu: return x >= T(0) ? T(1) : y + a;  // a (e^x - 1) + a
+    case ActKind::Softsign: {
+      const T d = T(1) + std::abs(x);
+      return T(1) / (d * d);
+    }
+    case ActKind::Softplus: {
+      if (x > T(20)) return T(1);
+      Activation s;
+      s.kind = ActKind::Sigmoid;
+      return s(x);
+    }
+  }
+  return T(1);
+}
+
 }  // namespace rnn
 }  // namespace ops
 }  // namespace singa

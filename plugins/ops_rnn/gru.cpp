@@ -4,6 +4,7 @@
 //   n = g(Xh + r.*(Hp*Rh + Rbh) + Wbh)        linear_before_reset != 0
 //   H = (1 - z).*n + z.*Hp
 #include "recurrent.hpp"
+#include "recurrent_grad.hpp"
 #include "registry.hpp"
 
 namespace singa {
@@ -20,6 +21,9 @@ class Gru {
     const int32_t dt = ctx.input(0).dtype();
     dispatch_real(dt, [&](auto tag) { this->run<decltype(tag)>(ctx, dt); });
   }
+
+  // Gradients of X, W, R, B and initial_h (gru_grad.cpp).
+  void backward(sdk::Context& ctx) const { gru_backward(ctx, attrs_, linear_before_reset_); }
 
  private:
   template <typename T>

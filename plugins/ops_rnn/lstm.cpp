@@ -6,6 +6,7 @@
 #include "dnnl_sgemm.hpp"
 #include "lstm_step_f32.hpp"
 #include "recurrent.hpp"
+#include "recurrent_grad.hpp"
 #include "registry.hpp"
 #include "step_barrier.hpp"
 #include "sgemm.hpp"
@@ -43,6 +44,9 @@ class Lstm {
     const int32_t dt = ctx.input(0).dtype();
     dispatch_real(dt, [&](auto tag) { this->run<decltype(tag)>(ctx, dt); });
   }
+
+  // Gradients of X, W, R, B, initial_h, initial_c and P (lstm_grad.cpp).
+  void backward(sdk::Context& ctx) const { lstm_backward(ctx, attrs_, input_forget_); }
 
  private:
   template <typename T>

@@ -69,8 +69,9 @@ blasint blas_dim(int64_t d) {
 void check_state_input(const sdk::Tensor& t, const sdk::Shape& want, const char* name) { expect_shape(t, want, name); }
 
 template <typename T>
-Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64_t gates) {
+Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64_t gates, size_t forward_inputs) {
   ops::use_blas_threads(ctx);
+  auto has_input = [&](size_t i) { return i < forward_inputs && ctx.has_input(i); };
   Problem<T> p;
   p.ctx = &ctx;
   p.gates = gates;
@@ -90,13 +91,13 @@ Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64
   expect_shape(r, {p.dirs, gates * p.hidden, p.hidden}, "R");
   p.W = typed<T>(w, dt, "W");
   p.R = typed<T>(r, dt, "R");
-  if (ctx.has_input(3)) {
+  if (has_input(3)) {
     sdk::Tensor b = ctx.input(3);
     expect_shape(b, {p.dirs, 2 * gates * p.hidden}, "B");
     p.B = typed<T>(b, dt, "B");
   }
   p.lens.assign(size_t(p.batch), p.seq);
-  if (ctx.has_input(4)) {
+  if (has_input(4)) {
     sdk::Tensor l = ctx.input(4);
     expect_shape(l, {p.batch}, "sequence_lens");
     for (int64_t b = 0; b < p.batch; ++b) {
@@ -107,7 +108,7 @@ Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64
       p.lens[size_t(b)] = v;
     }
   }
-  if (ctx.has_input(5)) {
+  if (has_input(5)) {
     sdk::Tensor h = ctx.input(5);
     expect_shape(h, p.state_shape(), "initial_h");
     p.init_h = typed<T>(h, dt, "initial_h");
@@ -115,8 +116,8 @@ Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64
   return p;
 }
 
-template Problem<float> read_problem<float>(const sdk::Context&, const CommonAttrs&, int64_t);
-template Problem<double> read_problem<double>(const sdk::Context&, const CommonAttrs&, int64_t);
+template Problem<float> read_problem<float>(const sdk::Context&, const CommonAttrs&, int64_t, size_t);
+template Problem<double> read_problem<double>(const sdk::Context&, const CommonAttrs&, int64_t, size_t);
 
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
              float* C, int64_t ldc) {

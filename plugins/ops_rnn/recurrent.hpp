@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -61,9 +62,12 @@ struct Problem {
 
 std::string shape_str(const sdk::Shape& s);
 
-// Reads and checks X, W, R, B, sequence_lens and initial_h.
+// Reads and checks X, W, R, B, sequence_lens and initial_h. Only the first
+// forward_inputs inputs are the node's (a backward kernel's context has the
+// forward outputs and their gradients after them).
 template <typename T>
-Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64_t gates);
+Problem<T> read_problem(const sdk::Context& ctx, const CommonAttrs& attrs, int64_t gates,
+                        size_t forward_inputs = SIZE_MAX);
 
 // Checks an extra per-state input (initial_c) has the state shape.
 void check_state_input(const sdk::Tensor& t, const sdk::Shape& want, const char* name);

@@ -1,5 +1,6 @@
 // rnn.cpp - the plain recurrent cell: H = f(X*W^T + H_prev*R^T + Wb + Rb).
 #include "recurrent.hpp"
+#include "recurrent_grad.hpp"
 #include "registry.hpp"
 
 namespace singa {
@@ -15,6 +16,9 @@ class Rnn {
     const int32_t dt = ctx.input(0).dtype();
     dispatch_real(dt, [&](auto tag) { this->run<decltype(tag)>(ctx, dt); });
   }
+
+  // Gradients of X, W, R, B and initial_h (rnn_grad.cpp).
+  void backward(sdk::Context& ctx) const { rnn_backward(ctx, attrs_); }
 
  private:
   template <typename T>

@@ -12,6 +12,7 @@
 #include <singa/tensor.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,7 +96,10 @@ Variable apply1(const std::string& op_type, const std::vector<Variable>& inputs,
 
 // Accumulates d(loss)/d(leaf) into the grad() of every leaf that requires a
 // gradient. `loss` must hold one element unless `seed` (its gradient) is given.
-void backward(const Variable& loss, const Tensor& seed = {});
+// `on_final`, when given, is called for each leaf as soon as its gradient is
+// complete, while backward goes on (DistOpt starts all-reduces there).
+void backward(const Variable& loss, const Tensor& seed = {},
+              const std::function<void(const Variable&)>& on_final = {});
 
 // While one lives on this thread, ops are run but not recorded (evaluation).
 class NoGradGuard {

@@ -6,6 +6,11 @@
 //   output  C: T            C = A + alpha * B
 //   attribute alpha: float, default 1.0
 //   T: float or double
+//
+// It is trainable: `backward` below is its backward kernel, which the host
+// finds on the kernel (Registrar::kernel sees the member) and runs in
+// autograd's backward pass: dA = dC, dB = alpha * dC (summed when B holds a
+// single element).
 #include <singa/kernel.hpp>
 
 #include <cmath>
@@ -49,6 +54,18 @@ class ScaledAdd {
     else run<float>(ctx, a, b, c);
   }
 
+  // Inputs: the forward inputs A, B, the forward output C, then dC (absent
+  // when no gradient reached C). Outputs: dA and dB.
+  void backward(Context& ctx) const {
+    auto a = ctx.input(0), b = ctx.input(1);
+    if (!ctx.has_input(3)) singa::sdk::fail("ScaledAdd node '" + name_ + "': backward without dC");
+    auto dc = ctx.input(3);
+    auto da = ctx.output(0, a.shape(), a.dtype());
+    auto db = ctx.output(1, b.shape(), b.dtype());
+    if (a.dtype() == SINGA_ONNX_DOUBLE) run_backward<double>(dc, da, db);
+    else run_backward<float>(dc, da, db);
+  }
+
   static constexpr uint64_t kTypes = singa::sdk::bit(SINGA_ONNX_FLOAT) | singa::sdk::bit(SINGA_ONNX_DOUBLE);
 
  private:
@@ -63,6 +80,21 @@ class ScaledAdd {
     ctx.parallel_for(a.numel(), 16384, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) pc[i] = pa[i] + alpha * pb[scalar_b ? 0 : i];
     });
+  }
+
+  template <typename T>
+  void run_backward(const Tensor& dc, const Tensor& da, const Tensor& db) const {
+    const T* g = dc.data<T>();
+    T *ga = da.data<T>(), *gb = db.data<T>();
+    const T alpha = static_cast<T>(alpha_);
+    const bool scalar_b = db.numel() == 1;
+    T sum = 0;
+    for (int64_t i = 0; i < dc.numel(); ++i) {
+      ga[i] = g[i];
+      if (scalar_b) sum += alpha * g[i];
+      else gb[i] = alpha * g[i];
+    }
+    if (scalar_b) gb[0] = sum;
   }
 
   float alpha_;
