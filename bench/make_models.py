@@ -130,6 +130,9 @@ def models():
                          {"input": [1, 3, 224, 224]}, True),
         "squeezenet1_1": (torchvision.models.squeezenet1_1(), (img(224),), ["input"], batch_axes,
                           {"input": [1, 3, 224, 224]}, True),
+        # SiLU activations, squeeze-and-excitation gates and 5x5 stride-2 depthwise convolutions.
+        "efficientnet_b0": (torchvision.models.efficientnet_b0(), (img(224),), ["input"], batch_axes,
+                            {"input": [1, 3, 224, 224]}, True),
         "tiny_yolov2": (TinyYolo(), (img(416),), ["input"], batch_axes, {"input": [1, 3, 416, 416]}, True),
         "bert_encoder": (Bert(), (torch.randint(0, 8000, (1, 128)),), ["input_ids"],
                          {"input_ids": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}, "pooled": {0: "batch"}},

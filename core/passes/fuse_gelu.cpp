@@ -6,8 +6,8 @@
 //
 // becomes one Gelu node (approximate "none"): one pass instead of five nodes
 // and four temporaries. Like the LayerNorm fusion, the node is marked with the
-// opset that defines the op (20) so that the executor picks that kernel, and
-// the pass runs only for the CPU.
+// opset that defines the op (20) so that the executor picks such a kernel,
+// and optimize() runs it only for a device that has one.
 #include "graph_edit.hpp"
 #include "passes.hpp"
 
@@ -65,7 +65,7 @@ int fuse_gelu(graph::Graph& g) {
     half->proto = p;
     half->inputs = {x};
     half->explicit_inputs = 1;
-    half->opset = 20;
+    half->opset = kGeluOpset;
     half->label = "node '" + (p.name().empty() ? p.output(0) : p.name()) + "' (Gelu, fused)";
     for (graph::Node* n : {&scale, &erf, add, mul}) dead[index_of(g, *n)] = true;
     ++fused;

@@ -8,8 +8,8 @@
 // becomes one LayerNormalization node (axis -1, epsilon eps, Scale gamma, B
 // beta): one pass over each row instead of nine nodes and their temporaries.
 // The node is marked opset 17 (the version that defines the op), whatever the
-// model imports, so the executor picks the opset-17 kernel; like the fused
-// activations this runs only for the CPU, whose kernel it targets.
+// model imports, so the executor picks an opset-17 kernel; optimize() runs
+// this only for a device that has one (any device, any plugin).
 #include "graph_edit.hpp"
 #include "passes.hpp"
 
@@ -124,7 +124,7 @@ int fuse_layer_norm(graph::Graph& g) {
     last->proto = p;
     last->inputs = beta >= 0 ? std::vector<int>{x, gamma, beta} : std::vector<int>{x, gamma};
     last->explicit_inputs = last->inputs.size();
-    last->opset = 17;
+    last->opset = kLayerNormOpset;
     last->label = "node '" + (p.name().empty() ? p.output(0) : p.name()) + "' (LayerNormalization, fused)";
     for (graph::Node* n : {&mean, &sub, pow, var, add_eps, sqrt, div, mul})
       if (n != last) dead[index_of(g, *n)] = true;

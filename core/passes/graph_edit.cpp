@@ -122,11 +122,6 @@ int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt) {
   return a ? a->i() : dflt;
 }
 
-float float_attr(const graph::Node& n, const std::string& name, float dflt) {
-  const auto* a = find_attr(n, name);
-  return a ? a->f() : dflt;
-}
-
 void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v) {
   auto* a = p.add_attribute();
   a->set_name(name);
@@ -139,19 +134,6 @@ void add_float_attr(::onnx::NodeProto& p, const std::string& name, float v) {
   a->set_name(name);
   a->set_type(::onnx::AttributeProto::FLOAT);
   a->set_f(v);
-}
-
-void add_string_attr(::onnx::NodeProto& p, const std::string& name, const std::string& v) {
-  auto* a = p.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-void add_renamed_attr(::onnx::NodeProto& p, const ::onnx::AttributeProto& a, const std::string& name) {
-  auto* c = p.add_attribute();
-  *c = a;
-  c->set_name(name);
 }
 
 void adopt_output(graph::Graph& g, size_t i, int value) {
@@ -170,26 +152,6 @@ void absorb_reader(graph::Graph& g, size_t i, size_t reader, const std::string& 
   n.label = "node '" + node_name(g, n) + "' (" + fused + ")";
   adopt_output(g, i, g.nodes[reader].outputs[0]);
   dead[reader] = true;
-}
-
-bool plain_two_value_add(const graph::Node& n) {
-  return plain_op(n, "Add", 2) && n.outputs.size() == 1 && n.outputs[0] >= 0 && n.inputs[0] >= 0 && n.inputs[1] >= 0 &&
-         n.inputs[0] != n.inputs[1];
-}
-
-graph::Node& move_onto_add(graph::Graph& g, size_t from, size_t add, int z) {
-  const int y = g.nodes[add].outputs[0];
-  graph::Node node = std::move(g.nodes[from]);
-  ::onnx::NodeProto& p = node.proto;
-  while (p.input_size() < 3) p.add_input(std::string());
-  node.inputs.resize(3, -1);
-  p.add_input(g.values[size_t(z)].name);
-  node.inputs.push_back(z);
-  node.explicit_inputs = node.inputs.size();
-  p.set_output(0, g.values[size_t(y)].name);
-  node.outputs[0] = y;
-  g.nodes[add] = std::move(node);
-  return g.nodes[add];
 }
 
 }  // namespace passes

@@ -43,15 +43,10 @@ const ::onnx::AttributeProto* find_attr(const graph::Node& n, const std::string&
 
 // An INT attribute's value, `dflt` when absent.
 int64_t int_attr(const graph::Node& n, const std::string& name, int64_t dflt);
-// A FLOAT attribute's value, `dflt` when absent.
-float float_attr(const graph::Node& n, const std::string& name, float dflt);
 
 // Attributes a pass adds to a node's proto.
 void add_int_attr(::onnx::NodeProto& p, const std::string& name, int64_t v);
 void add_float_attr(::onnx::NodeProto& p, const std::string& name, float v);
-void add_string_attr(::onnx::NodeProto& p, const std::string& name, const std::string& v);
-// A copy of attribute `a` under the name `name`.
-void add_renamed_attr(::onnx::NodeProto& p, const ::onnx::AttributeProto& a, const std::string& name);
 
 // Node `i` takes over `value`, the output of a node it absorbs, as its first
 // output (the proto's output name and the value's producer follow).
@@ -64,17 +59,6 @@ std::string node_name(const graph::Graph& g, const graph::Node& n);
 // its label becomes "node 'NAME' (fused)", it takes over the reader's first
 // output (adopt_output), and the reader is marked dead.
 void absorb_reader(graph::Graph& g, size_t i, size_t reader, const std::string& fused, std::vector<bool>& dead);
-
-// A plain Add of two different values with one output: the residual Add
-// that move_onto_add folds into the node computing one of its inputs.
-bool plain_two_value_add(const graph::Node& n);
-
-// Node `from` (one output, at most three inputs) moves into the place of
-// node `add`, the Add it absorbs, which comes after both the node and Z's
-// producer: Z becomes its fourth input (absent optional inputs before it
-// written as ""), the Add's output its output. Returns the node in its new
-// place; the caller marks `from` dead and compacts.
-graph::Node& move_onto_add(graph::Graph& g, size_t from, size_t add, int z);
 
 }  // namespace passes
 }  // namespace singa

@@ -1,21 +1,25 @@
 // The pass pipeline and optimized_model(), which shows its result as ONNX.
 #include "graph_edit.hpp"
 #include "passes.hpp"
+#include "../env_options.hpp"
+#include "../graph_pass.hpp"
 
 #include <singa/optimize.hpp>
-
-#include <cstdlib>
 
 namespace singa {
 namespace passes {
 
 namespace {
 
-// A layout pass's switch: the variable set to 0 turns it off (to time and
-// check against).
-bool switched_off(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v == '0';
+// Whether a fusion may make the standard op `op` of `opset`: the target
+// device has a kernel for it, and a graph to be written back as a model
+// imports that opset already.
+bool can_make(const graph::Graph& g, const PassOptions& o, const char* op, int64_t opset) {
+  if (o.within_model_opset) {
+    auto it = g.opsets.find("");
+    if (it == g.opsets.end() || it->second < opset) return false;
+  }
+  return kernel_registered("", op, opset, o.device);
 }
 
 }  // namespace
@@ -41,29 +45,12 @@ void optimize(graph::Graph& g, const PassOptions& o) {
   }
   if (o.remove_dead) s.removed_dead += remove_dead_nodes(g);
   if (o.fuse_conv_bn) s.conv_bn += fuse_conv_batchnorm(g);
-  if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g, o.device == "cpu");
-  if (o.fuse_matmul_scales && o.device == "cpu") s.matmul_scales += fuse_matmul_scales(g);
-  if (o.fuse_transposed_b && o.device == "cpu") s.transposed_b += fuse_transpose_matmuls(g);
-  if (o.fuse_attention && o.device == "cpu") s.attentions += fuse_attention(g);
-  if (o.fuse_activations && o.device == "cpu") s.activations += fuse_activations(g);
-  if (o.fuse_layer_norm && o.device == "cpu") s.layer_norms += fuse_layer_norm(g);
-  if (o.fuse_gelu && o.device == "cpu") s.gelus += fuse_gelu(g);
-  if (o.fuse_matmul_epilogues && o.device == "cpu") s.matmul_epilogues += fuse_matmul_epilogues(g);
-  if (o.fuse_inverted_residuals && o.device == "cpu") s.inverted_residuals += fuse_inverted_residuals(g);
-  if (o.fuse_conv_pools && o.device == "cpu") s.conv_pools += fuse_conv_pools(g);
-  if (o.fuse_conv_means && o.device == "cpu") s.conv_means += fuse_conv_means(g);
-  if (o.fuse_conv_mean_gemms && o.device == "cpu") s.conv_mean_gemms += fuse_conv_mean_gemms(g);
-  if (o.fuse_conv_adds && o.device == "cpu") {
-    s.conv_adds += fuse_conv_adds(g);
-    // The activation after the Add (ResNet's Relu) goes into the ConvAdd.
-    if (o.fuse_activations) s.activations += fuse_activations(g);
-  }
-  // SINGA_BLOCKED_LAYOUT=0 keeps NCHW everywhere.
-  if (o.blocked_layout && o.device == "cpu" && !switched_off("SINGA_BLOCKED_LAYOUT"))
-    s.blocked_values += use_blocked_layout(g);
-  // SINGA_CHANNELS_LAST=0 keeps NCHW between the inverted residual blocks.
-  if (o.channels_last_layout && o.device == "cpu" && !switched_off("SINGA_CHANNELS_LAST"))
-    s.channels_last_values += use_channels_last(g);
+  if (o.fuse_matmul_add) s.matmul_add += fuse_matmul_add(g);
+  if (o.fuse_layer_norm && can_make(g, o, "LayerNormalization", kLayerNormOpset)) s.layer_norms += fuse_layer_norm(g);
+  if (o.fuse_gelu && can_make(g, o, "Gelu", kGeluOpset)) s.gelus += fuse_gelu(g);
+  // The device's own fusions and layouts are its plugins' graph passes
+  // (for the CPU: plugins/ops_math/passes, plugins/ops_nn/passes), which
+  // prepare runs after these.
 }
 
 }  // namespace passes
@@ -77,7 +64,12 @@ namespace onnx {
   graph::Graph g = graph::build(model, source, base_dir, options);
   passes::PassOptions po;
   po.device = options.device.substr(0, options.device.find(':'));
-  if (options.optimize) passes::optimize(g, po);
+  po.within_model_opset = true;
+  const std::map<std::string, std::string> named = with_env_options(options.options);
+  if (options.optimize) {
+    passes::optimize(g, po);
+    run_graph_passes(g, po.device, &named, nullptr);
+  }
   ::onnx::ModelProto out = model;
   auto* gp = out.mutable_graph();
   gp->clear_node();

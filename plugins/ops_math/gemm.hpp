@@ -25,7 +25,7 @@ void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, i
 void blas_gemm(const sdk::Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
                const double* A, const double* B, double beta, double* Y);
 
-// The activation a graph pass fused into a Gemm (core/passes/fuse_activation.cpp):
+// The activation a graph pass fused into a Gemm (plugins/ops_nn/passes/fuse_conv_activation.cpp):
 // attribute `activation` "Relu" | "LeakyRelu" | "Clip" with `activation_alpha`
 // or `activation_min`/`activation_max`. Applied to the finished output.
 // Gemm/MatMul read a fused activation as Conv does.

@@ -3,7 +3,8 @@
 #include "matmul_dnnl.hpp"
 #include "registry.hpp"
 
-#include <env_switch.hpp>
+#include <cpu_domain.hpp>
+
 
 #include <type_traits>
 
@@ -22,18 +23,20 @@ float* float_workspace(const sdk::Context& ctx, int64_t n) {
   return static_cast<float*>(ctx.workspace(size_t(std::max<int64_t>(n, 1)) * sizeof(float)));
 }
 
-// `alpha` (float, default 1) and `transB` (0 or 1) are not ONNX's:
-// core/passes/fuse_matmul_scale.cpp moves a following division or
-// multiplication by a constant scalar (the attention scores' 1/sqrt(d)) into
-// the product as its scale, and fuse_transpose_matmul.cpp a Transpose of B's
-// last two axes (attention's K^T) into the product, which then reads B
-// stored [..., N, K]. `activation` ("Gelu") and a fourth input Z come from
-// core/passes/fuse_matmul_epilogue.cpp: Y = gelu(A B + bias) + Z.
+// MatMul, and the ai.singa.cpu FusedMatMul the pack's graph passes make
+// (passes/matmul_passes.hpp): MatMul plus `alpha` (float, default 1; a scale
+// moved in by cpu.matmul_scales), `transB` (B stored [..., N, K];
+// cpu.transposed_b), a bias row as third input (cpu.matmul_bias_rows),
+// `activation` ("Gelu") and a residual Z as fourth input
+// (cpu.matmul_epilogues): Y = gelu(alpha A op(B) + bias) + Z. A standard
+// MatMul is read as ONNX defines it; only FusedMatMul's extras are read.
 class MatMulKernel {
  public:
   explicit MatMulKernel(const sdk::Node& node)
-      : alpha_(node.attr_float("alpha", 1.0f)), trans_b_(node.attr_int("transB", 0) != 0) {
-    const std::string act = node.attr_string("activation", "");
+      : fused_(node.op_type() == "FusedMatMul"),
+        alpha_(fused_ ? node.attr_float("alpha", 1.0f) : 1.0f),
+        trans_b_(fused_ && node.attr_int("transB", 0) != 0) {
+    const std::string act = fused_ ? node.attr_string("activation", "") : "";
     if (!act.empty() && act != "Gelu") node.fail("attribute activation '" + act + "' is not Gelu");
     gelu_ = act == "Gelu";
     if (!trans_b_) plan_dnnl(node);
@@ -48,16 +51,16 @@ class MatMulKernel {
       std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
     }
     MatMulPlan p = plan_matmul(a.shape(), bs);
-    // A third input is the bias row the MatMul+Add pass moved in
-    // (core/passes/fuse_matmul_add.cpp), added as the product is stored.
-    sdk::Tensor bias = ctx.input(2);
+    // A FusedMatMul's third input is a bias row (cpu.matmul_bias_rows),
+    // added as the product is stored; its fourth a residual Z.
+    sdk::Tensor bias = fused_ ? ctx.input(2) : sdk::Tensor();
     if (bias.present()) {
       sdk::check(a.dtype() == SINGA_ONNX_FLOAT && bias.dtype() == SINGA_ONNX_FLOAT && (p.fold || p.batch == 1) &&
                      bias.numel() == p.N,
                  "a fused bias needs float inputs, B of rank 2 and " + std::to_string(p.N) + " values, got bias " +
                      shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
     }
-    sdk::Tensor z = ctx.input(3);
+    sdk::Tensor z = fused_ ? ctx.input(3) : sdk::Tensor();
     const bool epilogue = gelu_ || z.present();
     if (epilogue) {
       sdk::check(a.dtype() == SINGA_ONNX_FLOAT, "a fused Gelu or residual needs float inputs");
@@ -104,10 +107,9 @@ class MatMulKernel {
  private:
   // A float product with a constant 2-D B (and bias row) and A's shape known
   // at create time goes through oneDNN's matmul (matmul_dnnl.hpp;
-  // SINGA_MATMUL_PRIMITIVE=0 keeps sgemm, to compare).
+  // option cpu.matmul_primitive=0 keeps sgemm, to compare).
   void plan_dnnl(const sdk::Node& node) {
-    static const bool off = ops::env_switched_off("SINGA_MATMUL_PRIMITIVE");
-    if (off || !node.has_input(1)) return;
+    if (!node.option_bool("cpu.matmul_primitive", true) || !node.has_input(1)) return;
     sdk::Tensor b = node.constant(1);
     singa_value_info ai = node.input_info(0);
     if (!b.present() || b.dtype() != SINGA_ONNX_FLOAT || b.ndim() != 2 || ai.onnx_dtype != SINGA_ONNX_FLOAT ||
@@ -117,12 +119,13 @@ class MatMulKernel {
     for (int64_t d : as)
       if (d <= 0) return;
     if (as.back() != b.dim(0)) return;  // compute() reports the mismatch
-    sdk::Tensor bias = node.has_input(2) ? node.constant(2) : sdk::Tensor();
-    if (node.has_input(2) && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != b.dim(1))) return;
+    const bool has_bias = fused_ && node.has_input(2);
+    sdk::Tensor bias = has_bias ? node.constant(2) : sdk::Tensor();
+    if (has_bias && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != b.dim(1))) return;
     if (bias.present() && alpha_ != 1.0f) return;
     MatMulEpilogue epilogue;
     epilogue.gelu = gelu_;
-    epilogue.residual = node.has_input(3);
+    epilogue.residual = fused_ && node.has_input(3);
     dnnl_ = DnnlMatMul::plan(as, b.dim(1), b.data<float>(), bias.present() ? bias.data<float>() : nullptr, alpha_,
                              epilogue);
     b_shape_ = b.shape();
@@ -138,6 +141,7 @@ class MatMulKernel {
                      [&](int64_t b, int64_t e) { epilogue_pass(gelu_, y + b, zd ? zd + b : nullptr, e - b); });
   }
 
+  bool fused_;  // a FusedMatMul: the attributes and inputs 2 and 3 are read
   float alpha_;
   bool trans_b_;
   bool gelu_ = false;
@@ -151,14 +155,18 @@ class MatMulKernel {
 // C is optional from opset 11; it is treated as absent when beta is 0.
 class GemmKernel {
  public:
+  // An ai.singa.cpu FusedGemm: Gemm-11 plus the activation attributes a
+  // standard Gemm never carries (passes/fuse_gemm_activation.cpp).
+  static bool fused(const sdk::Node& node) { return node.op_type() == "FusedGemm"; }
+
   explicit GemmKernel(const sdk::Node& node)
       : alpha_(node.attr_float("alpha", 1.0f)),
         beta_(node.attr_float("beta", 1.0f)),
         trans_a_(node.attr_int("transA", 0) != 0),
         trans_b_(node.attr_int("transB", 0) != 0),
-        exact_c_(node.opset() < 7 && node.attr_int("broadcast", 0) == 0),
-        c_required_(node.opset() < 11),
-        act_(node) {}
+        exact_c_(!fused(node) && node.opset() < 7 && node.attr_int("broadcast", 0) == 0),
+        c_required_(!fused(node) && node.opset() < 11),
+        act_(fused(node) ? GemmActivation(node) : GemmActivation()) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
@@ -261,11 +269,16 @@ class GemmKernel {
 void register_matmul(sdk::Registrar& reg) {
   // MatMul 1, 9, 13 only widen the type list.
   reg.kernel<MatMulKernel>("", "MatMul", 1, 17, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
+  // MatMul with a scale, a transposed B, a bias row and an epilogue
+  // (passes/matmul_passes.hpp).
+  reg.kernel<MatMulKernel>(kCpuDomain, "FusedMatMul", 1, 1, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
   // Gemm 1-6: C required, `broadcast` attribute; 7-10: unidirectional
   // broadcast of C; 11-17: C optional.
   reg.kernel<GemmKernel>("", "Gemm", 1, 6, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
   reg.kernel<GemmKernel>("", "Gemm", 7, 10, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
   reg.kernel<GemmKernel>("", "Gemm", 11, 17, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
+  // Gemm-11 with the activation after it (passes/fuse_gemm_activation.cpp).
+  reg.kernel<GemmKernel>(kCpuDomain, "FusedGemm", 1, 1, "cpu", {{"T", 0, kMatMulTypes}, {"T", 1, kMatMulTypes}});
 }
 
 }  // namespace math

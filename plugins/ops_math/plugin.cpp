@@ -1,6 +1,8 @@
 // plugin.cpp - the ops_math pack: elementwise arithmetic, unary math and
 // matrix products on the CPU.
 #include "registry.hpp"
+#include "passes/fuse_gemm_activation.hpp"
+#include "passes/matmul_passes.hpp"
 
 SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Gemm (CPU, OpenBLAS)") {
   using namespace singa::ops::math;
@@ -11,4 +13,8 @@ SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Ge
   register_quantized(reg);
   register_einsum(reg);
   register_det(reg);
+  // Gemm + activation -> FusedGemm, for graphs prepared on the CPU.
+  register_gemm_passes(reg);
+  // MatMul + scale, transposed B, bias row, Gelu, residual -> FusedMatMul.
+  register_matmul_passes(reg);
 }

@@ -1,7 +1,7 @@
-// Attention (domain ai.singa, opset 1): scaled dot-product attention over
-// heads that sit side by side in the rows of their tensors, which
-// core/passes/fuse_attention.cpp makes on the CPU from MatMul -> Softmax ->
-// MatMul and the view ops around them:
+// Attention (domain ai.singa.cpu, opset 1; also ai.singa, its domain before):
+// scaled dot-product attention over heads that sit side by side in the rows
+// of their tensors, which passes/fuse_attention.cpp (cpu.attention) makes
+// from MatMul -> Softmax -> MatMul and the view ops around them:
 //
 //   Attention(Q, K, V) -> Y
 //     Q [B, Sq, Wq], K [B, Sk, Wk], V [B, Sk, Wv]; head h of each is the D
@@ -19,6 +19,7 @@
 #include "register.hpp"
 #include "vec_math.hpp"
 
+#include <cpu_domain.hpp>
 #include <exp_avx512.hpp>
 #include <sgemm.hpp>  // fast::avx512
 
@@ -168,6 +169,8 @@ class Attention : public NodeKernel {
 }  // namespace
 
 void register_attention(sdk::Registrar& reg) {
+  reg.kernel<Attention>(ops::kCpuDomain, "Attention", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  // Models written by `singa optimize` before the pass moved into this pack.
   reg.kernel<Attention>(kFusedDomain, "Attention", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 

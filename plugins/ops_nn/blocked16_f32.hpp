@@ -1,5 +1,5 @@
 // blocked16_f32.hpp - moving float activations kept in oneDNN's 16-channel
-// blocked layout (nChw16c) between Convs (core/passes/blocked_layout.cpp).
+// blocked layout (nChw16c) between Convs (plugins/ops_nn/passes/blocked_layout.cpp).
 //
 // A tensor of logical shape [N, C, H, W] (C a multiple of 16) in blocks is
 // [N][C / 16][H][W][16]: the same number of floats as NCHW, so the memory

@@ -1,5 +1,5 @@
 // classifier_head_f32.hpp - the Gemm of a ConvMeanGemm node
-// (core/passes/fuse_conv_mean_gemm.cpp): a net's classifier over the means
+// (plugins/ops_nn/passes/fuse_conv_mean_gemm.cpp): a net's classifier over the means
 // its last Conv computed.
 //
 // At batch 1 the Gemm is a matrix-vector product bound by reading its

@@ -1,8 +1,8 @@
 // Conv (1-D to 3-D, groups, dilations, strides, pads, auto_pad, bias), plus
 // the activation a graph pass may have fused into it (plugins/common/fused_activation.hpp),
-// and ai.singa::ConvAdd (core/passes/fuse_conv_add.cpp), a float Conv with a
+// and ai.singa.cpu::ConvAdd (plugins/ops_nn/passes/fuse_conv_add.cpp), a float Conv with a
 // fourth input Z of the output's shape: Y = activation(Conv(X, W, B) + Z),
-// and ai.singa::ConvMeanGemm (core/passes/fuse_conv_mean_gemm.cpp), a Conv
+// and ai.singa.cpu::ConvMeanGemm (plugins/ops_nn/passes/fuse_conv_mean_gemm.cpp), a Conv
 // with a fused GlobalAveragePool whose means go through a Gemm.
 // float32 2-D convolutions of inputs with at most 4 channels (a network's
 // stem) run through conv_thin_f32.hpp; the others whose input shape is known
@@ -17,9 +17,9 @@
 #include "conv_gemm_f32.hpp"
 #include "conv_impl.hpp"
 #include "conv_nchw_f32.hpp"
-#include "conv_relu_pool.hpp"  // kFusedDomain
+#include "conv_relu_pool.hpp"
+#include <cpu_domain.hpp>
 #include "conv_thin_f32.hpp"
-#include "env_switch.hpp"
 #include "nn_common.hpp"
 #include "pointwise_mean_f32.hpp"
 #include "pool_f32.hpp"
@@ -42,19 +42,48 @@ namespace {
 
 using ops::FusedActivation;
 
+// The fused ops of the CPU domain (plugins/ops_nn/passes) carry the fused
+// activation, pool, mean and layout attributes; a standard Conv is read as
+// ONNX defines it, whatever else it carries.
+bool fused_op(const sdk::Node& node) { return node.op_type() != "Conv"; }
+
+// The paths a Conv may take, from the prepare's named options
+// (docs/options.md). Each is on by default; =0 turns it off, to time or
+// check a fast path against the one it replaced.
+struct ConvSwitches {
+  explicit ConvSwitches(const sdk::Node& node)
+      : dnnl(node.option_bool("cpu.dnnl", true)),
+        thin(node.option_bool("cpu.conv_thin", true)),
+        nchw(node.option_bool("cpu.conv_nchw", true)),
+        pointwise_direct(node.option_bool("cpu.pointwise_direct", true)),
+        depthwise_blocked(node.option_bool("cpu.depthwise_blocked", true)),
+        winograd(node.option_bool("cpu.winograd", true)),
+        winograd_tile(int(node.option_int("cpu.winograd_tile", 0, 0, 4))) {
+    if (winograd_tile != 0 && winograd_tile != 2 && winograd_tile != 4)
+      node.fail("option cpu.winograd_tile=" + std::to_string(winograd_tile) + ": expected 0 (chosen per shape), 2 or 4");
+    dnnl_switches.winograd = node.option_bool("cpu.dnnl_winograd", true);
+    dnnl_switches.unblock16 = node.option_bool("cpu.dnnl_unblock16", true);
+    dnnl_switches.winograd_part_bytes = size_t(node.option_int("cpu.dnnl_winograd_part_mib", 16, 1, 1 << 20)) << 20;
+  }
+  bool dnnl, thin, nchw, pointwise_direct, depthwise_blocked, winograd;
+  int winograd_tile;  // 0: chosen per shape
+  DnnlSwitches dnnl_switches;
+};
+
 class Conv : public NodeKernel {
  public:
   explicit Conv(const sdk::Node& node)
       : NodeKernel(node),
+        switches_(node),
         attrs_(node, *this),
         group_(node.attr_int("group", 1)),
-        act_(node),
+        act_(fused_op(node) ? FusedActivation(node) : FusedActivation()),
         sum_(node.op_type() == "ConvAdd"),
         conv_act_(sum_ ? FusedActivation() : act_) {
     if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
-    // A MaxPool fused by core/passes/fuse_conv_pool.cpp: its window under
+    // A MaxPool fused by plugins/ops_nn/passes/fuse_conv_pool.cpp: its window under
     // pool_kernel_shape, pool_strides, pool_pads and pool_ceil_mode.
-    pool_.kernel_shape = node.attr_ints("pool_kernel_shape");
+    if (fused_op(node)) pool_.kernel_shape = node.attr_ints("pool_kernel_shape");
     pooled_ = !pool_.kernel_shape.empty();
     if (pooled_) {
       pool_.strides = node.attr_ints("pool_strides");
@@ -63,18 +92,18 @@ class Conv : public NodeKernel {
       if (pool_.kernel_shape.size() != 2) fail("attribute pool_kernel_shape must hold 2 values");
       if (sum_) fail("a ConvAdd does not take a fused MaxPool");
     }
-    // A GlobalAveragePool fused by core/passes/fuse_conv_mean.cpp: the Conv
+    // A GlobalAveragePool fused by plugins/ops_nn/passes/fuse_conv_mean.cpp: the Conv
     // writes each output channel's mean over the plane.
-    mean_ = node.attr_int("global_average_pool", 0) != 0;
+    mean_ = fused_op(node) && node.attr_int("global_average_pool", 0) != 0;
     if (mean_ && (sum_ || pooled_)) fail("a Conv with global_average_pool takes neither Z nor a fused MaxPool");
-    // A classifier head (core/passes/fuse_conv_mean_gemm.cpp): the means go
+    // A classifier head (plugins/ops_nn/passes/fuse_conv_mean_gemm.cpp): the means go
     // through a Gemm with inputs 3 (Wfc) and 4 (its bias row, optional).
     classifier_ = node.op_type() == "ConvMeanGemm";
     classifier_trans_b_ = node.attr_int("transB", 0) != 0;
     if (classifier_ && !mean_) fail("a ConvMeanGemm needs global_average_pool = 1");
-    // Activations in 16-channel blocks (core/passes/blocked_layout.cpp).
-    layout_.in = node.attr_int("blocked_input", 0) != 0;
-    layout_.out = node.attr_int("blocked_output", 0) != 0;
+    // Activations in 16-channel blocks (plugins/ops_nn/passes/blocked_layout.cpp).
+    layout_.in = fused_op(node) && node.attr_int("blocked_input", 0) != 0;
+    layout_.out = fused_op(node) && node.attr_int("blocked_output", 0) != 0;
     if ((layout_.in || layout_.out) && group_ != 1) fail("a blocked layout needs group 1");
     if ((layout_.in || layout_.out) && mean_) fail("a Conv with global_average_pool takes no blocked layout");
     pack_thin(node);
@@ -219,7 +248,8 @@ class Conv : public NodeKernel {
           conv_pointwise_strided_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, M, g, conv_act_,
                                      pointwise_.get());
         else
-          conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, g, conv_act_);
+          conv_depthwise_f32(ctx, x.data<float>(), w.data<float>(), bias, y, N, C, g, conv_act_,
+                             switches_.depthwise_blocked);
         return;
       }
     }
@@ -354,10 +384,9 @@ class Conv : public NodeKernel {
   }
 
   // The NCHW paths of conv_nchw_f32.hpp take pointwise and depthwise float
-  // convs ahead of oneDNN (SINGA_NCHW_FAST=0 turns them off, to compare).
+  // convs ahead of oneDNN (option cpu.conv_nchw=0 turns them off, to compare).
   bool nchw_fast(const Geometry& g, int64_t C, int64_t M) const {
-    static const bool off = ops::env_switched_off("SINGA_NCHW_FAST");
-    return !off && (pointwise_fits(g, group_) || depthwise_fits(g, C, M, group_));
+    return switches_.nchw && (pointwise_fits(g, group_) || depthwise_fits(g, C, M, group_));
   }
 
   template <class T, class A>
@@ -399,7 +428,7 @@ class Conv : public NodeKernel {
   // Constant float weights of a conv that conv_thin_f32 may take (its
   // geometry is checked per run, in thin_takes).
   void pack_thin(const sdk::Node& node) {
-    if (ops::env_switched_off("SINGA_CONV_THIN")) return;  // read per node: tests compare the paths
+    if (!switches_.thin) return;
     sdk::Tensor w = node.constant(1);
     if (sum_ || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return;
     if (mean_ || w.dim(1) > 4 || w.dim(0) % 32 != 0) return;
@@ -412,7 +441,7 @@ class Conv : public NodeKernel {
   // pointwise_mean_f32 under a fused GlobalAveragePool.
   void pack_pointwise(const sdk::Node& node) {
     sdk::Tensor w = node.constant(1);
-    if (dnnl_ || !pointwise_direct_on() || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT ||
+    if (dnnl_ || !switches_.pointwise_direct || !pointwise_direct_on() || group_ != 1 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT ||
         w.ndim() < 3)
       return;
     for (int i = 2; i < w.ndim(); ++i)
@@ -440,7 +469,7 @@ class Conv : public NodeKernel {
   // blocked layout; one group, unit strides and dilations) on up to 64 input
   // channels, which conv_winograd takes instead of oneDNN.
   void pack_winograd(const sdk::Node& node) {
-    if (!winograd_on() || sum_ || pooled_ || mean_ || layout_.in || layout_.out || group_ != 1) return;
+    if (!switches_.winograd || !winograd_on() || sum_ || pooled_ || mean_ || layout_.in || layout_.out || group_ != 1) return;
     sdk::Tensor w = node.constant(1);
     if (!w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4 || w.dim(2) != 3 || w.dim(3) != 3) return;
     for (const auto* v : {&attrs_.strides, &attrs_.dilations})
@@ -450,7 +479,7 @@ class Conv : public NodeKernel {
     // plane is about the input's).
     const singa_value_info xi = node.input_info(0);
     if (xi.ndim != 4) return;
-    const int tile = winograd_tile(xi.dims[2], xi.dims[3]);
+    const int tile = switches_.winograd_tile ? switches_.winograd_tile : winograd_tile(xi.dims[2], xi.dims[3]);
     if (!winograd_pays(w.dim(1), w.dim(0), tile, xi.dims[0], xi.dims[2], xi.dims[3])) return;
     winograd_ = std::make_unique<WinogradWeights>(winograd_weights(w.data<float>(), w.dim(0), w.dim(1), tile));
   }
@@ -466,8 +495,7 @@ class Conv : public NodeKernel {
 
   // oneDNN needs constant weights (and bias) and a known input shape.
   void plan_dnnl(const sdk::Node& node) {
-    const char* off = std::getenv("SINGA_NO_DNNL");  // to compare against the im2col path
-    if (mean_ || winograd_ || (off && *off && *off != '0')) return;
+    if (mean_ || winograd_ || !switches_.dnnl) return;  // cpu.dnnl=0: to compare against the im2col path
     singa_value_info xi = node.input_info(0);
     sdk::Tensor w = node.constant(1);
     if (xi.ndim != 4 || xi.onnx_dtype != SINGA_ONNX_FLOAT || !w.present() || w.ndim() != 4) return;
@@ -496,7 +524,8 @@ class Conv : public NodeKernel {
         return nullptr;
       const Geometry pg = pooled_ ? pool_geometry(Shape{xs[0], ws[0], g.out[1], g.out[2]}) : Geometry();
       if (thin_takes(xs, ws, g, pooled_ ? &pg : nullptr)) return nullptr;
-      return DnnlConv::plan(xs, w, b, g, group_, act_, pooled_ ? &pg : nullptr, sum_, layout_);
+      return DnnlConv::plan(xs, w, b, g, group_, act_, pooled_ ? &pg : nullptr, sum_, layout_,
+                            switches_.dnnl_switches);
     } catch (const std::exception&) {
       return nullptr;  // bad window attributes: compute() reports them with the shapes involved
     }
@@ -517,6 +546,7 @@ class Conv : public NodeKernel {
     std::unique_ptr<DnnlConv> plan;
   };
 
+  ConvSwitches switches_;
   WindowAttrs attrs_;
   int64_t group_;
   FusedActivation act_;
@@ -545,8 +575,9 @@ void register_conv(sdk::Registrar& reg) {
   reg.kernel<Conv>("", "Conv", 1, 10, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>("", "Conv", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>("", "Conv", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});  // adds bfloat16
-  reg.kernel<Conv>(kFusedDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
-  reg.kernel<Conv>(kFusedDomain, "ConvMeanGemm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  reg.kernel<Conv>(ops::kCpuDomain, "FusedConv", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  reg.kernel<Conv>(ops::kCpuDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  reg.kernel<Conv>(ops::kCpuDomain, "ConvMeanGemm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 
 }  // namespace nn

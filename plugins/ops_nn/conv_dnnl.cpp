@@ -6,7 +6,6 @@
 #include "unblock16_f32.hpp"
 
 #include <dnnl_threads.hpp>
-#include <env_switch.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sgemm.hpp>
 
@@ -80,6 +79,7 @@ struct DnnlConv::State {
   bool pooled = false;    // a MaxPool over the output (pool), see plan()
   bool summand = false;   // run() adds z, then applies act (the primitives have no activation)
   bool blocked_in = false, blocked_out = false;  // BlockedLayout
+  DnnlSwitches switches;
   FusedActivation act;    // the node's fused activation
   Geometry pool;
   std::vector<float> bias;
@@ -219,10 +219,9 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
     return part;
   }
   part.reorder_dst = part.pd.dst_desc() != part.user_dst;
-  static const bool own_unblock = !ops::env_switched_off("SINGA_CONV_UNBLOCK16");
   // A whole-height part keeps oneDNN's dense reorder, unless the summand
   // rides in the unblocking.
-  part.unblock16 = own_unblock && part.reorder_dst && fast::avx512() && (r1 - r0 < s.OH || s.summand) && pm % 16 == 0 &&
+  part.unblock16 = s.switches.unblock16 && part.reorder_dst && fast::avx512() && (r1 - r0 < s.OH || s.summand) && pm % 16 == 0 &&
                    part.pd.dst_desc() == memory::desc(dst_dims, dt::f32, tag::nChw16c);
   part.dst_bytes = part.reorder_dst ? align64(part.pd.dst_desc().get_size()) : 0;
   part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
@@ -358,7 +357,7 @@ std::unique_ptr<DnnlConvPlan> make_split(const DnnlConv::State& s, int threads, 
 
 std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
                                          int64_t group, const FusedActivation& act, const Geometry* pool,
-                                         bool summand, BlockedLayout layout) {
+                                         bool summand, BlockedLayout layout, const DnnlSwitches& switches) {
   if ((layout.in && (group != 1 || x.size() != 4 || x[1] % 16 != 0)) ||
       (layout.out && w.dim(0) % 16 != 0))
     return nullptr;
@@ -382,6 +381,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     s.attr_no_act.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.act = act;
     s.blocked_in = layout.in, s.blocked_out = layout.out;
+    s.switches = switches;
     if (summand) {
       if (pool) return nullptr;
       s.summand = true;
@@ -390,6 +390,16 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
       s.act_alpha = act.kind == FusedActivation::kLeakyRelu ? act.alpha : 0.f;
     } else if (act.kind == FusedActivation::kClip) {
       s.act_alg = dnnl::algorithm::eltwise_clip, s.act_alpha = act.lo, s.act_beta = act.hi;
+    } else if (act.kind == FusedActivation::kSigmoid) {
+      s.act_alg = dnnl::algorithm::eltwise_logistic;
+    } else if (act.kind == FusedActivation::kTanh) {
+      s.act_alg = dnnl::algorithm::eltwise_tanh;
+    } else if (act.kind == FusedActivation::kSwish) {
+      s.act_alg = dnnl::algorithm::eltwise_swish, s.act_alpha = act.alpha;
+    } else if (act.kind == FusedActivation::kHardSwish) {
+      s.act_alg = dnnl::algorithm::eltwise_hardswish;  // x relu6(x + 3) / 6, ONNX's HardSwish
+    } else if (act.kind != FusedActivation::kNone) {
+      return nullptr;  // oneDNN 2.6 has no single post-op for it (HardSigmoid): the in-house paths take it
     }
     if (s.act_alg != dnnl::algorithm::undef) {
       dnnl::post_ops po;
@@ -398,8 +408,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     }
     // Winograd loses to the direct code on thin layers (Tiny-YOLOv2's 3->16
     // conv at 416x416 ran 2.2x slower, its 16->32 one gained 1.3x).
-    static const bool no_winograd = ops::env_switched_off("SINGA_CONV_WINOGRAD");
-    s.winograd = !no_winograd && s.group == 1 && s.KH == 3 && s.KW == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 &&
+    s.winograd = switches.winograd && s.group == 1 && s.KH == 3 && s.KW == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 &&
                  s.dw == 1 && s.C >= 16 && s.M >= 16;
     s.bias.assign(size_t(s.M), 0.f);
     if (b.present()) std::copy(b.data<float>(), b.data<float>() + s.M, s.bias.begin());
@@ -415,8 +424,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     // the batch (that layer at batch 8: 9 slices of 42 MiB, 2.7x slower than
     // the direct code): past 32 MiB of slice scratch in all, the layer runs
     // whole, or with the direct code when its transformed weights pass 48 MiB.
-    const char* part_mib = std::getenv("SINGA_WINOGRAD_PART_MIB");  // read per node: tests set it
-    const size_t max_winograd_part = size_t(part_mib ? std::max(1L, std::atol(part_mib)) : 16) << 20;
+    const size_t max_winograd_part = std::max<size_t>(1, switches.winograd_part_bytes);
     const size_t wino_bytes = whole.pd.weights_desc().get_size();
     if (s.winograd && std::string(whole.pd.impl_info_str()).find("wino") != std::string::npos &&
         wino_bytes > max_winograd_part) {

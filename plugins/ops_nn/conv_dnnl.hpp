@@ -28,11 +28,20 @@ struct DnnlConvPlan;
 
 // Where a Conv's input and output are in oneDNN's 16-channel blocks
 // (blocked16_f32.hpp) instead of NCHW: set on Convs whose neighbours keep
-// that layout (core/passes/blocked_layout.cpp). Needs one group and a
+// that layout (plugins/ops_nn/passes/blocked_layout.cpp). Needs one group and a
 // multiple of 16 channels on the blocked side; a ConvAdd's Z is laid out like
 // its output.
 struct BlockedLayout {
   bool in = false, out = false;
+};
+
+// Paths inside the oneDNN conv that options turn off to compare (conv.cpp
+// reads them: cpu.dnnl_winograd, cpu.dnnl_unblock16,
+// cpu.dnnl_winograd_part_mib).
+struct DnnlSwitches {
+  bool winograd = true;   // oneDNN's Winograd code for 3x3 convs that it pays on
+  bool unblock16 = true;  // singa's own 16-channel unblocking of a band's output
+  size_t winograd_part_bytes = size_t(16) << 20;  // transformed weights per output-channel slice
 };
 
 class DnnlConv {
@@ -44,11 +53,12 @@ class DnnlConv {
   // pooled rows to NCHW; null when oneDNN would not write those blocks (the
   // caller then convolves and pools on its own).
   // `summand`: run() adds a tensor z of the output's shape before the
-  // activation (ai.singa::ConvAdd); each part adds it while it moves its rows
+  // activation (ai.singa.cpu::ConvAdd); each part adds it while it moves its rows
   // to NCHW. Not with a pool.
   static std::unique_ptr<DnnlConv> plan(const Shape& x, const sdk::Tensor& w, const sdk::Tensor& b, const Geometry& g,
                                         int64_t group, const FusedActivation& act, const Geometry* pool = nullptr,
-                                        bool summand = false, BlockedLayout layout = {});
+                                        bool summand = false, BlockedLayout layout = {},
+                                        const DnnlSwitches& switches = {});
   ~DnnlConv();
   const Shape& input_shape() const { return x_; }
   const Shape& output_shape() const { return y_; }  // pooled, for a pooled plan

@@ -2,7 +2,6 @@
 #include "depthwise_blocked_f32.hpp"
 
 #include "dnnl_sgemm.hpp"
-#include "env_switch.hpp"
 #include "sgemm.hpp"     // fast::avx512
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
@@ -127,7 +126,7 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
 bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group) {
   if (group != C || M != C || g.rank != 2) return false;
   const int64_t k = g.k[1], s = g.s[1];
-  if (g.k[2] != k || (k != 3 && k != 5) || g.s[2] != s || (s != 1 && s != 2)) return false;
+  if (g.k[2] != k || (k != 3 && k != 5 && k != 7) || g.s[2] != s || (s != 1 && s != 2)) return false;
   if (g.d[1] != 1 || g.d[2] != 1) return false;
   for (int i = 1; i < kMaxSpatial; ++i)
     if (g.pb[i] < 0 || g.pe[i] < 0 || g.pb[i] >= k || g.pe[i] >= k) return false;
@@ -224,11 +223,10 @@ void depthwise(const sdk::Context& ctx, const float* x, const float* w, const fl
 }  // namespace
 
 void conv_depthwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
-                        int64_t C, const Geometry& g, const FusedActivation& act) {
+                        int64_t C, const Geometry& g, const FusedActivation& act, bool blocked) {
   const int64_t k = g.k[1], s = g.s[1];
   // Whole blocks of 16 channels on AVX-512 (depthwise_blocked_f32.hpp says
   // why), the rest plane by plane.
-  static const bool blocked = !ops::env_switched_off("SINGA_DEPTHWISE_BLOCKED");
   int64_t c_begin = 0;
   if (blocked && fast::avx512() && C >= 16) {
     depthwise_blocked_f32(ctx, x, w, bias, y, N, C, g, act);
@@ -238,7 +236,9 @@ void conv_depthwise_f32(const sdk::Context& ctx, const float* x, const float* w,
   if (k == 3 && s == 1) return depthwise<3, 1>(ctx, x, w, bias, y, N, C, c_begin, g, act);
   if (k == 3 && s == 2) return depthwise<3, 2>(ctx, x, w, bias, y, N, C, c_begin, g, act);
   if (k == 5 && s == 1) return depthwise<5, 1>(ctx, x, w, bias, y, N, C, c_begin, g, act);
-  return depthwise<5, 2>(ctx, x, w, bias, y, N, C, c_begin, g, act);
+  if (k == 5 && s == 2) return depthwise<5, 2>(ctx, x, w, bias, y, N, C, c_begin, g, act);
+  if (k == 7 && s == 1) return depthwise<7, 1>(ctx, x, w, bias, y, N, C, c_begin, g, act);
+  return depthwise<7, 2>(ctx, x, w, bias, y, N, C, c_begin, g, act);
 }
 
 }  // namespace nn

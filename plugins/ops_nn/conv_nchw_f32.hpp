@@ -7,7 +7,7 @@
 //    were packed for it (AVX-512), else through oneDNN's sgemm with bias and
 //    the fused activation applied to each block while it is still in cache (a
 //    strided one first gathers the pixels it reads);
-//  - depthwise (one input and one output channel per group, 3x3 or 5x5
+//  - depthwise (one input and one output channel per group, 3x3, 5x5 or 7x7
 //    kernel, stride 1 or 2, no dilation, any padding): each channel's plane is
 //    copied once into a zero-padded scratch plane (split into even and odd
 //    columns for stride 2), so the stencil's inner loop has no bounds checks
@@ -32,7 +32,7 @@ void bias_activation(const ops::FusedActivation& act, float* y, int64_t rows, in
                      const float* bias);
 
 // y[i] = act(y[i] + z[i]) for n floats: a fused residual Add's epilogue
-// (core/passes/fuse_conv_add.cpp) where no other pass over y takes it.
+// (plugins/ops_nn/passes/fuse_conv_add.cpp) where no other pass over y takes it.
 void sum_activation(const ops::FusedActivation& act, float* y, const float* z, int64_t n);
 
 // True when conv_pointwise_f32 computes this convolution (2-D).
@@ -62,8 +62,10 @@ void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const f
 // True when conv_depthwise_f32 computes this convolution (2-D, C == M == group).
 bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group);
 // x [N, C, H, W], w [C, 1, K, K], bias [C] or null, y [N, C, OH, OW].
+// `blocked`: whole blocks of 16 channels through depthwise_blocked_f32 on
+// AVX-512 (option cpu.depthwise_blocked; false: plane by plane, to compare).
 void conv_depthwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
-                        int64_t C, const Geometry& g, const ops::FusedActivation& act);
+                        int64_t C, const Geometry& g, const ops::FusedActivation& act, bool blocked);
 
 }  // namespace nn
 }  // namespace singa

@@ -133,19 +133,11 @@ void depthwise_blocked_f32(const sdk::Context& ctx, const float* x, const float*
     if (k == 3 && s == 1) return depthwise_blocks<3, 1, A>(ctx, x, w, bias, y, N, C, g, act);
     if (k == 3 && s == 2) return depthwise_blocks<3, 2, A>(ctx, x, w, bias, y, N, C, g, act);
     if (k == 5 && s == 1) return depthwise_blocks<5, 1, A>(ctx, x, w, bias, y, N, C, g, act);
-    return depthwise_blocks<5, 2, A>(ctx, x, w, bias, y, N, C, g, act);
+    if (k == 5 && s == 2) return depthwise_blocks<5, 2, A>(ctx, x, w, bias, y, N, C, g, act);
+    if (k == 7 && s == 1) return depthwise_blocks<7, 1, A>(ctx, x, w, bias, y, N, C, g, act);
+    return depthwise_blocks<7, 2, A>(ctx, x, w, bias, y, N, C, g, act);
   };
-  using Kind = FusedActivation::Kind;
-  switch (act.kind) {
-    case FusedActivation::kRelu:
-      return with(std::integral_constant<Kind, FusedActivation::kRelu>());
-    case FusedActivation::kLeakyRelu:
-      return with(std::integral_constant<Kind, FusedActivation::kLeakyRelu>());
-    case FusedActivation::kClip:
-      return with(std::integral_constant<Kind, FusedActivation::kClip>());
-    default:
-      return with(std::integral_constant<Kind, FusedActivation::kNone>());
-  }
+  with_kind(act, with);
 }
 
 SINGA_AVX512_END

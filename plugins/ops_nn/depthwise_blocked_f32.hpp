@@ -21,7 +21,7 @@ namespace singa {
 namespace nn {
 
 // Channels [0, C / 16 * 16) of the depthwise convolution that
-// conv_nchw_f32.hpp's depthwise_fits accepts (3x3 or 5x5, stride 1 or 2).
+// conv_nchw_f32.hpp's depthwise_fits accepts (3x3, 5x5 or 7x7, stride 1 or 2).
 // x [N, C, H, W], w [C, 1, K, K], bias [C] or null, y [N, C, OH, OW]; the
 // remaining C % 16 channels are the caller's. Only where fast::avx512().
 void depthwise_blocked_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,

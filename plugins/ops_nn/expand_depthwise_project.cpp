@@ -1,5 +1,5 @@
 // ExpandDepthwiseProject (domain ai.singa, opset 1): the body of an inverted
-// residual block, which core/passes/fuse_inverted_residual.cpp makes on the
+// residual block, which plugins/ops_nn/passes/fuse_inverted_residual.cpp makes on the
 // CPU from three float Convs (inverted_residual_f32.hpp says why):
 //
 //   ExpandDepthwiseProject(X, W1?, B1?, Wd, Bd?, W2, B2?) -> Y
@@ -14,9 +14,9 @@
 //   (fused_activation.hpp); `residual` (0 or 1): Y += X, the block's skip
 //   connection's Add (stride 1 and M == C); `channels_last_input` and
 //   `channels_last_output` (0 or 1): X and Y hold their logical NCHW shapes'
-//   values channels-last, [N, H, W, C] (core/passes/channels_last_layout.cpp).
+//   values channels-last, [N, H, W, C] (plugins/ops_nn/passes/channels_last_layout.cpp).
 #include "conv_nchw_f32.hpp"
-#include "conv_relu_pool.hpp"  // kFusedDomain
+#include <cpu_domain.hpp>
 #include "inverted_residual_f32.hpp"
 #include "register.hpp"
 
@@ -38,13 +38,16 @@ class ExpandDepthwiseProject : public NodeKernel {
         y_channels_last_(node.attr_int("channels_last_output", 0) != 0),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
-        project_act_(node, "project_") {
+        project_act_(node, "project_"),
+        band_tiles_(node.option_bool("cpu.band_tiles", true)),
+        depthwise_blocked_(node.option_bool("cpu.depthwise_blocked", true)) {
     // The weights are initializers wherever the pass made the node: their
     // band layouts once here, not on every run.
     sdk::Tensor w1 = node.constant(1), wd = node.constant(3), w2 = node.constant(5);
     auto float4 = [](const sdk::Tensor& t) { return t.present() && t.dtype() == SINGA_ONNX_FLOAT && t.shape().size() == 4; };
     if (!float4(wd) || !float4(w2) || (w1.present() && !float4(w1))) return;
     InvertedResidual s;
+    s.band_tiles = band_tiles_;
     s.expand = w1.present();
     s.stem_conv = stem_ && s.expand;
     s.Me = wd.shape()[0];
@@ -110,6 +113,8 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.expand_act = expand_act_;
     s.dw_act = dw_act_;
     s.project_act = project_act_;
+    s.band_tiles = band_tiles_;
+    s.depthwise_blocked = depthwise_blocked_;
     sdk::Tensor y = ctx.output(0, Shape{s.N, s.M, s.dw.out[1], s.dw.out[2]}, x.dl_dtype());
     if (y.numel() == 0 || x.numel() == 0) return;
     auto ptr = [](const sdk::Tensor& t) { return t.present() ? t.data<float>() : nullptr; };
@@ -121,13 +126,14 @@ class ExpandDepthwiseProject : public NodeKernel {
   WindowAttrs attrs_, stem_attrs_;
   bool stem_, residual_, x_channels_last_, y_channels_last_;
   ops::FusedActivation expand_act_, dw_act_, project_act_;
+  bool band_tiles_, depthwise_blocked_;  // options cpu.band_tiles, cpu.depthwise_blocked
   InvertedResidualWeights prepared_;
 };
 
 }  // namespace
 
 void register_expand_depthwise_project(sdk::Registrar& reg) {
-  reg.kernel<ExpandDepthwiseProject>(kFusedDomain, "ExpandDepthwiseProject", 1, 1, "cpu",
+  reg.kernel<ExpandDepthwiseProject>(ops::kCpuDomain, "ExpandDepthwiseProject", 1, 1, "cpu",
                                      {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 

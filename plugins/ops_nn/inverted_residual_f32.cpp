@@ -8,7 +8,6 @@
 
 #include <avx512_region.hpp>
 #include <dnnl_sgemm.hpp>
-#include <env_switch.hpp>
 #include <line_aligned.hpp>
 #include <sgemm.hpp>  // fast::avx512
 
@@ -69,7 +68,7 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
     conv_pointwise_f32(ctx, x, w1, b1, expanded.data(), s.N, s.C, s.Me, g.in_size(), s.expand_act);
     e = expanded.data();
   }
-  conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act);
+  conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act, s.depthwise_blocked);
   conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
   if (s.residual)
     for (int64_t i = 0, n = s.N * s.M * g.out_size(); i < n; ++i) y[i] += x[i];
@@ -77,17 +76,6 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
     const std::vector<float> rows = transposed(y, s.M, g.out_size(), s.N);
     std::copy(rows.begin(), rows.end(), y_out);
   }
-}
-
-}  // namespace
-
-namespace {
-
-// Whether the expand and project stages take their register tiles
-// (SINGA_BAND_TILES=0: oneDNN's sgemm for both, to compare).
-bool band_tiles() {
-  static const bool on = !ops::env_switched_off("SINGA_BAND_TILES");
-  return on;
 }
 
 }  // namespace
@@ -167,7 +155,7 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
 // 3's 24 outputs, a vector and a half, the whole blocks ran 8-9% faster at
 // 1 and 2 threads than with sgemm, block 3 13% with the half's tiles of 8
 // pixels); where a stage's outputs do not fit the
-// tile (channels_last_fits), and with SINGA_BAND_TILES=0 (to compare),
+// tile (channels_last_fits), and with option cpu.band_tiles=0 (to compare),
 // through oneDNN's sgemm.
 // X is read as NCHW planes (ldx the plane, ldp 1) or channels-last rows
 // (ldx 1, ldp C).
@@ -447,12 +435,12 @@ InvertedResidualWeights inverted_residual_weights(const float* w1, const float* 
   // whole vectors here; M may not fit), else sgemm's transposed weights.
   if (s.stem_conv)
     p.w1thin = conv_thin_weights(w1, s.Me, s.C, s.stem.k[1], s.stem.k[2]);
-  else if (s.expand && band_tiles())
+  else if (s.expand && s.band_tiles)
     p.w1p = channels_last_weights(w1, s.Me, s.C);
   else if (s.expand)
     p.w1t = transposed(w1, s.Me, s.C);
   p.wdt = transposed(wd, s.Me, s.dw.k[1] * s.dw.k[2]);
-  if (band_tiles() && channels_last_fits(s.M))
+  if (s.band_tiles && channels_last_fits(s.M))
     p.w2p = channels_last_weights(w2, s.M, s.Me);
   else
     p.w2t = transposed(w2, s.M, s.Me);

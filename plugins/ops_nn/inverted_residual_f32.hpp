@@ -1,7 +1,7 @@
 // inverted_residual_f32.hpp - MobileNetV2's block body in one pass: a
 // pointwise "expand" convolution (optional), a depthwise convolution, and a
 // pointwise "project" convolution, each with its bias and fused activation
-// (the ai.singa ExpandDepthwiseProject node of core/passes/fuse_inverted_residual.cpp).
+// (the ai.singa ExpandDepthwiseProject node of plugins/ops_nn/passes/fuse_inverted_residual.cpp).
 //
 // Run as three convolutions, the expanded tensor (6x the block's input) goes
 // to memory and back twice, and the depthwise kernel transposes it into
@@ -42,12 +42,17 @@ struct InvertedResidual {
   Geometry stem;
   bool residual = false;  // Y += X, the block's skip connection (same shape: stride 1, M == C)
   // X [N, H, W, C] and Y [N, OH, OW, M] channels-last instead of NCHW: the
-  // layout between two such blocks (core/passes/channels_last_layout.cpp),
+  // layout between two such blocks (plugins/ops_nn/passes/channels_last_layout.cpp),
   // which spares the project stage its transposes to NCHW and the expand
   // stage its reads across NCHW planes.
   bool x_channels_last = false, y_channels_last = false;
   Geometry dw;           // the depthwise window, one that depthwise_fits accepts
   ops::FusedActivation expand_act, dw_act, project_act;
+  // Paths that options turn off to compare (expand_depthwise_project.cpp
+  // reads them): the bands' register tiles for the expand and project stages
+  // (cpu.band_tiles; off: oneDNN's sgemm), and the staged path's depthwise
+  // stage in 16-channel blocks (cpu.depthwise_blocked).
+  bool band_tiles = true, depthwise_blocked = true;
 };
 
 // The weights in the layouts of the band kernel: wdt [K*K][Me] (tap-major),

@@ -1,5 +1,6 @@
 // The ops_nn pack: convolution, pooling, normalisation, activations, dropout.
 #include "register.hpp"
+#include "passes/register_passes.hpp"
 
 SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisation, activations, dropout (CPU)") {
   using namespace singa::nn;
@@ -33,6 +34,9 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_rotary_embedding(reg);
   register_rms_norm(reg);
   register_swiglu(reg);
+  register_channel_gate(reg);
   register_causal_conv_state(reg);
   register_linear_attention(reg);
+  // The Conv fusions and layouts for graphs prepared on the CPU.
+  passes::register_graph_passes(reg);
 }

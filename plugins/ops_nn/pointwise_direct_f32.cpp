@@ -1,7 +1,6 @@
 #include "pointwise_direct_f32.hpp"
 
 #include <avx512_region.hpp>
-#include <env_switch.hpp>
 #include <sgemm.hpp>  // fast::avx512
 
 #include <algorithm>
@@ -10,8 +9,7 @@ namespace singa {
 namespace nn {
 
 bool pointwise_direct_on() {
-  static const bool on = fast::avx512() && !ops::env_switched_off("SINGA_POINTWISE_DIRECT");
-  return on;
+  return fast::avx512();
 }
 
 PointwiseWeights pointwise_panels(const float* w, int64_t M, int64_t C, int64_t panel) {

@@ -42,8 +42,9 @@ PointwiseWeights pointwise_weights(const float* w, int64_t M, int64_t C);
 // The same layout with panels of `panel` output channels (pointwise_mean_f32.hpp).
 PointwiseWeights pointwise_panels(const float* w, int64_t M, int64_t C, int64_t panel);
 
-// True where the kernel runs: AVX-512 is there and SINGA_POINTWISE_DIRECT=0
-// (to compare with sgemm) is not set. Weights are packed only then.
+// True where the kernel can run: AVX-512 is there. Conv packs weights for
+// it only then, and not under option cpu.pointwise_direct=0 (to compare
+// with sgemm); unpacked weights take sgemm.
 bool pointwise_direct_on();
 
 // Output channels [m0, m0 + mn) (m0 a multiple of kPointwisePanel) and pixels

@@ -1,5 +1,5 @@
 // pointwise_mean_f32.hpp - a pointwise (1x1) convolution whose only reader is
-// a GlobalAveragePool (core/passes/fuse_conv_mean.cpp): per image,
+// a GlobalAveragePool (plugins/ops_nn/passes/fuse_conv_mean.cpp): per image,
 // y[m] = mean_p act(sum_k W[m, k] x[k, p] + bias[m]), without writing the
 // [M, P] product.
 //
@@ -35,7 +35,7 @@ inline PointwiseWeights pointwise_mean_weights(const float* w, int64_t M, int64_
 // Memory that a panel's tiles bring towards the cache as they go, spread
 // over their multiply-adds: the next node's weights, which would otherwise
 // come from DRAM once this node, bound by its arithmetic, is done (a
-// classifier head's Gemm: core/passes/fuse_conv_mean_gemm.cpp).
+// classifier head's Gemm: plugins/ops_nn/passes/fuse_conv_mean_gemm.cpp).
 struct PrefetchRange {
   const char* begin = nullptr;
   const char* end = nullptr;

@@ -1,15 +1,22 @@
 // ConvInteger and QLinearConv: 8-bit convolutions.
 //
-// Both subtract the zero points and accumulate exactly in double through the
-// float Conv's GEMM path (products of 8-bit values summed over any realistic
-// window stay far below 2^53), so padding behaves as the zero point.
+// Both accumulate conv(x - x_zero_point, w - w_zero_point) in int32, padding
+// behaving as the zero point. 2-D convolutions with constant weights and
+// weight zero points run on oneDNN's int8 primitives (conv_integer_dnnl.hpp);
+// the rest subtract the zero points and accumulate exactly in double through
+// the float Conv's GEMM path (products of 8-bit values summed over any
+// realistic window stay far below 2^53).
 #include "conv_impl.hpp"
+#include "conv_integer_dnnl.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <memory>
 
 namespace singa {
 namespace nn {
@@ -17,9 +24,21 @@ namespace {
 
 class QuantConvBase : public NodeKernel {
  public:
-  explicit QuantConvBase(const sdk::Node& node)
+  // w_input / wz_input: the indices of the weights and their zero point.
+  QuantConvBase(const sdk::Node& node, size_t w_input, size_t wz_input)
       : NodeKernel(node), attrs_(node, *this), group_(node.attr_int("group", 1)) {
     if (group_ < 1) fail("attribute group must be positive, got " + std::to_string(group_));
+    // cpu.int8_dnnl=0 keeps the exact reference path, to compare against.
+    if (!node.option_bool("cpu.int8_dnnl", true)) return;
+    sdk::Tensor w = node.constant(w_input), wz = node.constant(wz_input);
+    if (!w.present() || w.ndim() != 4 || (node.has_input(wz_input) && !wz.present())) return;
+    if (wz.present() && (wz.dtype() != w.dtype() || (wz.numel() != 1 && wz.numel() != w.dim(0)))) return;
+    std::vector<int32_t> zero_points{0};
+    if (wz.present()) {
+      zero_points.resize(size_t(wz.numel()));
+      for (int64_t i = 0; i < wz.numel(); ++i) zero_points[size_t(i)] = int32_t(wz.int_at(i));
+    }
+    fast_ = DnnlInt8Conv::create(w, zero_points, group_);
   }
 
  protected:
@@ -44,7 +63,7 @@ class QuantConvBase : public NodeKernel {
 
   // acc[n, m, out...] = sum (x - xz) * (w - wz[m]); returns the output shape.
   Shape accumulate(const sdk::Context& ctx, const sdk::Tensor& x, double xz, const sdk::Tensor& w,
-                   const std::vector<double>& wz, double** acc) const {
+                   const std::vector<double>& wz, int32_t** acc) const {
     const Shape xs = x.shape(), ws = w.shape();
     std::vector<int64_t> in = spatial_dims(xs, "x", *this);
     check(ws.size() == xs.size(), "w of shape " + shape_str(ws) + " must have the rank of x " + shape_str(xs));
@@ -62,9 +81,15 @@ class QuantConvBase : public NodeKernel {
     Shape ys{N, M};
     for (int64_t d : g.out_dims()) ys.push_back(d);
 
+    const int64_t count = sdk::numel(ys);
+    *acc = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(1, count)) * sizeof(int32_t)));
+    if (count == 0) return ys;
+    if (fast_ && (x.dtype() == SINGA_ONNX_UINT8 || x.dtype() == SINGA_ONNX_INT8) &&
+        fast_->run(ctx, x, int32_t(xz), g, *acc))
+      return ys;
     double* xd = static_cast<double*>(ctx.workspace(size_t(x.numel()) * sizeof(double)));
     double* wd = static_cast<double*>(ctx.workspace(size_t(w.numel()) * sizeof(double)));
-    *acc = static_cast<double*>(ctx.workspace(size_t(std::max<int64_t>(1, sdk::numel(ys))) * sizeof(double)));
+    double* accd = static_cast<double*>(ctx.workspace(size_t(count) * sizeof(double)));
     dispatch_among<uint8_t, int8_t>(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       const T* p = x.data<T>();
@@ -76,42 +101,41 @@ class QuantConvBase : public NodeKernel {
       const T* p = w.data<T>();
       for (int64_t i = 0; i < w.numel(); ++i) wd[i] = double(p[i]) - wz[wz.size() == 1 ? 0 : size_t(i / per_m)];
     });
-    if (sdk::numel(ys) == 0) return ys;
     std::vector<double> zero(static_cast<size_t>(M), 0.0);
-    conv_unfolded<double, double>(ctx, xd, wd, zero.data(), *acc, g, N, C, M, Cg, group_);
+    conv_unfolded<double, double>(ctx, xd, wd, zero.data(), accd, g, N, C, M, Cg, group_);
+    for (int64_t i = 0; i < count; ++i) {
+      check(std::abs(accd[i]) <= double(std::numeric_limits<int32_t>::max()), "accumulator overflows int32");
+      (*acc)[i] = int32_t(accd[i]);
+    }
     return ys;
   }
 
  private:
   WindowAttrs attrs_;
   int64_t group_;
+  std::unique_ptr<DnnlInt8Conv> fast_;  // null: the double GEMM path
 };
 
 // y (int32) = conv(x - x_zero_point, w - w_zero_point).
 class ConvInteger : public QuantConvBase {
  public:
-  using QuantConvBase::QuantConvBase;
+  explicit ConvInteger(const sdk::Node& node) : QuantConvBase(node, 1, 3) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "x"), w = required(ctx, 1, "w");
     const double xz = ctx.has_input(2) ? scalar(ctx.input(2), "x_zero_point") : 0.0;
     std::vector<double> wz = per_channel(ctx.input(3), w.ndim() ? w.dim(0) : 0, "w_zero_point");
-    double* acc = nullptr;
+    int32_t* acc = nullptr;
     Shape ys = accumulate(ctx, x, xz, w, wz, &acc);
     sdk::Tensor y = ctx.output(0, ys, SINGA_ONNX_INT32);
-    int32_t* py = y.data<int32_t>();
-    const int64_t n = sdk::numel(ys);
-    for (int64_t i = 0; i < n; ++i) {
-      check(std::abs(acc[i]) <= double(std::numeric_limits<int32_t>::max()), "accumulator overflows int32");
-      py[i] = int32_t(acc[i]);
-    }
+    if (sdk::numel(ys)) std::copy(acc, acc + sdk::numel(ys), y.data<int32_t>());
   }
 };
 
 // y = saturate(round((acc + B) * x_scale * w_scale / y_scale) + y_zero_point).
 class QLinearConv : public QuantConvBase {
  public:
-  using QuantConvBase::QuantConvBase;
+  explicit QLinearConv(const sdk::Node& node) : QuantConvBase(node, 3, 5) {}
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "x"), w = required(ctx, 3, "w");
@@ -132,7 +156,7 @@ class QLinearConv : public QuantConvBase {
                 shape_str(b.shape()));
       for (int64_t m = 0; m < M; ++m) bias[size_t(m)] = double(b.data<int32_t>()[m]);
     }
-    double* acc = nullptr;
+    int32_t* acc = nullptr;
     Shape ys = accumulate(ctx, x, xz, w, wz, &acc);
     sdk::Tensor y = ctx.output(0, ys, yzt.dtype());
     int64_t P = 1;
@@ -146,7 +170,7 @@ class QLinearConv : public QuantConvBase {
         const size_t m = size_t((i / P) % M);
         const double scale = xs * ws[ws.size() == 1 ? 0 : m] / ysc;
         // Round half to even, as the default floating-point rounding mode does.
-        double v = std::nearbyint((acc[i] + bias[m]) * scale) + yz;
+        double v = std::nearbyint((double(acc[i]) + bias[m]) * scale) + yz;
         py[i] = T(std::min(hi, std::max(lo, v)));
       }
     });

@@ -21,7 +21,7 @@ namespace nn {
 // b: [N][M / 16][R][W][16] (M a multiple of 16). Writes channel c, row r,
 // column w of image n to y[n * y_image + c * y_channel + r * W + w], as
 // act(value + z at the same place) where z (laid out like y; a fused residual
-// Add, core/passes/fuse_conv_add.cpp) is given, else act(value).
+// Add, plugins/ops_nn/passes/fuse_conv_add.cpp) is given, else act(value).
 void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
                    int64_t y_channel, const float* z = nullptr, const ops::FusedActivation& act = {});
 

@@ -12,6 +12,8 @@
 #ifdef SINGA_AVX512_BEGIN
 #include <immintrin.h>
 
+#include <unary_f32.hpp>
+
 #include <type_traits>
 
 namespace singa {
@@ -39,6 +41,29 @@ struct VecActivation {
   }
 };
 
+// The kinds after kClip under one instantiation: the formula is picked per
+// vector, a predictable branch next to an exp (or HardSwish's few FMAs),
+// where one instantiation per kind would double the stencil kernels' code.
+template <>
+struct VecActivation<ops::FusedActivation::kAny> {
+  using K = ops::FusedActivation;
+  using Lanes = vec::unary_detail::Lanes;
+  K::Kind kind;
+  Lanes c;
+  explicit VecActivation(const K& a) : kind(a.kind), c(a.unary_params()) {}
+  __m512 operator()(__m512 v) const {
+    using U = vec::UnaryKind;
+    switch (kind) {
+      case K::kSwish: return vec::unary_detail::apply<U::kSwish>(v, c);
+      case K::kSigmoid: return vec::unary_detail::apply<U::kSigmoid>(v, c);
+      case K::kHardSwish: return vec::unary_detail::apply<U::kHardSwish>(v, c);
+      case K::kHardSigmoid: return vec::unary_detail::apply<U::kHardSigmoid>(v, c);
+      case K::kTanh: return vec::unary_detail::apply<U::kTanh>(v, c);
+      default: return v;
+    }
+  }
+};
+
 // Calls f with the activation's kind as a compile-time constant (a
 // std::integral_constant), the one switch for every kernel whose loops take
 // the kind as a template argument.
@@ -49,6 +74,11 @@ decltype(auto) with_kind(const ops::FusedActivation& act, F&& f) {
     case K::kRelu: return f(std::integral_constant<K::Kind, K::kRelu>());
     case K::kClip: return f(std::integral_constant<K::Kind, K::kClip>());
     case K::kLeakyRelu: return f(std::integral_constant<K::Kind, K::kLeakyRelu>());
+    case K::kSigmoid:
+    case K::kTanh:
+    case K::kHardSigmoid:
+    case K::kHardSwish:
+    case K::kSwish: return f(std::integral_constant<K::Kind, K::kAny>());
     default: return f(std::integral_constant<K::Kind, K::kNone>());
   }
 }

@@ -1,7 +1,6 @@
 #include "winograd_f32.hpp"
 
 #include <avx512_region.hpp>
-#include <env_switch.hpp>
 #include <line_aligned.hpp>
 #include <sgemm.hpp>  // fast::avx512
 
@@ -12,8 +11,7 @@ namespace singa {
 namespace nn {
 
 bool winograd_on() {
-  static const bool on = fast::avx512() && !ops::env_switched_off("SINGA_WINOGRAD_NCHW");
-  return on;
+  return fast::avx512();
 }
 
 bool winograd_fits(const Geometry& g, int64_t group) {
@@ -29,11 +27,6 @@ bool winograd_pays(int64_t C, int64_t M, int tile, int64_t N, int64_t H, int64_t
 }
 
 int winograd_tile(int64_t OH, int64_t OW) {
-  static const int forced = [] {
-    const char* e = std::getenv("SINGA_WINOGRAD_TILE");
-    return e ? std::atoi(e) : 0;
-  }();
-  if (forced == 2 || forced == 4) return forced;
   if (OH <= 0 || OW <= 0) return 2;
   // The products of a plane: A * A per lane of every tile vector, the empty
   // lanes included (tile rows of up to 8 or 4 tiles share a vector, as

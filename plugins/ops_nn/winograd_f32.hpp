@@ -44,8 +44,9 @@ struct WinogradWeights {
 
 WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile);
 
-// True where the kernel runs: AVX-512 is there and SINGA_WINOGRAD_NCHW=0 (to
-// compare with oneDNN's path) is not set. Weights are transformed only then.
+// True where the kernel can run: AVX-512 is there. Conv transforms weights
+// for it only then, and not under option cpu.winograd=0 (to compare with
+// oneDNN's path).
 bool winograd_on();
 
 // True when conv_winograd computes this convolution: 2-D, one group, a 3x3
@@ -63,7 +64,7 @@ bool winograd_pays(int64_t C, int64_t M, int tile, int64_t N, int64_t H, int64_t
 
 // The output tile (2 or 4) that costs least for an OH x OW output plane:
 // F(4x4)'s fewer products against the lanes that its fewer tiles leave
-// empty (SINGA_WINOGRAD_TILE=2 or 4 forces one).
+// empty (Conv's option cpu.winograd_tile=2 or 4 forces one).
 int winograd_tile(int64_t OH, int64_t OW);
 
 // x [N, C, H, W], bias [M] or null, y [N, M, OH, OW] of window g.

@@ -1,5 +1,5 @@
 // Window ops. The oneDNN convolution path (plugins/ops_nn/conv_dnnl.cpp) against the
-// im2col/direct path (SINGA_NO_DNNL=1), at 1, 2 and 3 threads on one prepared
+// im2col/direct path (option cpu.dnnl=0), at 1, 2 and 3 threads on one prepared
 // model: each thread count builds its own split (bands of rows, or slices of
 // output channels for weight-heavy layers), and every split must give the
 // whole convolution's result.
@@ -66,10 +66,9 @@ void add_activation(ModelBuilder& m, const char* act) {
 }
 
 std::shared_ptr<singa::onnx::Rep> prepare(const ModelBuilder& m, bool dnnl) {
-  if (!dnnl) setenv("SINGA_NO_DNNL", "1", 1);
-  auto rep = singa::onnx::prepare_bytes(m.bytes(), {});
-  unsetenv("SINGA_NO_DNNL");
-  return rep;
+  singa::onnx::PrepareOptions o;
+  if (!dnnl) o.options["cpu.dnnl"] = "0";
+  return singa::onnx::prepare_bytes(m.bytes(), o);
 }
 
 Tensor to_double(const Tensor& t) {
@@ -169,12 +168,15 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       {"winograd + LeakyRelu", 1, 32, 20, 22, 48, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
       {"winograd + Relu", 2, 16, 13, 13, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu"},
       {"winograd + Clip, unpadded", 1, 64, 9, 30, 64, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "Clip"},
-      // Transformed weights past SINGA_WINOGRAD_PART_MIB (1 here; 2.3 MiB or
+      // Transformed weights past cpu.dnnl_winograd_part_mib (1 here; 2.3 MiB or
       // more for this layer): slices of output channels even at 1 thread.
       {"winograd in channel slices", 1, 192, 8, 8, 192, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "LeakyRelu"},
   };
-  setenv("SINGA_WINOGRAD_PART_MIB", "1", 1);
-  setenv("SINGA_CONV_THIN", "0", 1);  // the thin first layers here are oneDNN's (ConvThin has its own test)
+  // The thin first layers here are oneDNN's (ConvThin has its own test).
+  // Added to SINGA_OPTIONS, which a variant of this suite sets (meson.build).
+  const char* had = std::getenv("SINGA_OPTIONS");
+  const std::string saved_options = had ? had : "";
+  setenv("SINGA_OPTIONS", (saved_options + ",cpu.dnnl_winograd_part_mib=1,cpu.conv_thin=0").c_str(), 1);
   const int32_t saved = rt.cpu()->num_threads();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -205,8 +207,10 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
       EXPECT_LE(worst, 1e-4);
     }
   }
-  unsetenv("SINGA_WINOGRAD_PART_MIB");
-  unsetenv("SINGA_CONV_THIN");
+  if (had)
+    setenv("SINGA_OPTIONS", saved_options.c_str(), 1);
+  else
+    unsetenv("SINGA_OPTIONS");
   rt.cpu()->set_num_threads(saved);
 }
 

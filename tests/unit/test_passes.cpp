@@ -3,6 +3,8 @@
 #include "test_util.hpp"
 #include "model_builder.hpp"
 
+#include "../../core/env_options.hpp"
+#include "../../core/graph_pass.hpp"
 #include "../../core/passes/passes.hpp"
 
 #include <singa/onnx.hpp>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
@@ -46,7 +49,34 @@ singa::passes::PassStats stats_of(const ModelBuilder& m, const singa::onnx::Prep
   singa::passes::PassOptions po;
   po.stats = &s;
   singa::passes::optimize(g, po);
+  // The CPU pack's own passes (plugins/ops_nn/passes, plugins/ops_math/passes).
+  ensure_loaded();
+  const auto named = singa::with_env_options(opts.options);
+  singa::run_graph_passes(g, "cpu", &named, &s.plugin_passes);
   return s;
+}
+
+// The rewrites of the plugin graph pass `name` (0 when it did not run).
+int plugin_count(const singa::passes::PassStats& s, const std::string& name) {
+  auto it = s.plugin_passes.find(name);
+  return it == s.plugin_passes.end() ? 0 : it->second;
+}
+
+// Activations fused into Convs and Gemms.
+int activations(const singa::passes::PassStats& s) {
+  return plugin_count(s, "cpu.conv_activations") + plugin_count(s, "cpu.gemm_activations");
+}
+
+// Makes node `n` of m an ai.singa.cpu FusedConv (the op that carries the CPU
+// pack's fused attributes) and imports the domain.
+void as_fused_conv(ModelBuilder& m, ::onnx::NodeProto* n) {
+  n->set_op_type("FusedConv");
+  n->set_domain("ai.singa.cpu");
+  for (const auto& op : m.model.opset_import())
+    if (op.domain() == "ai.singa.cpu") return;
+  auto* op = m.model.add_opset_import();
+  op->set_domain("ai.singa.cpu");
+  op->set_version(1);
 }
 
 // Runs the model with and without the passes on the same inputs; returns the
@@ -81,13 +111,13 @@ void expect_same_output(singa::onnx::Rep& a_rep, singa::onnx::Rep& b_rep, const 
     EXPECT_NEAR(a[0].second.data<float>()[i], b[0].second.data<float>()[i], tol) << i;
 }
 
-// optimized_model() of m holds a `fused_op` node of the ai.singa domain and
-// imports the domain: the written model loads, checks and runs on x with the
+// optimized_model() of m holds a `fused_op` node of a singa domain (ai.singa,
+// or the CPU pack's ai.singa.cpu) and imports the domain: the written model loads, checks and runs on x with the
 // results of the original.
 void check_optimized_model_loads_again(const ModelBuilder& m, const std::string& fused_op, const Tensor& x) {
   ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
   bool fused = false;
-  for (const auto& n : out.graph().node()) fused = fused || (n.op_type() == fused_op && n.domain() == "ai.singa");
+  for (const auto& n : out.graph().node()) fused = fused || (n.op_type() == fused_op && n.domain().rfind("ai.singa", 0) == 0);
   EXPECT_TRUE(fused);
   std::string bytes;
   ASSERT_TRUE(out.SerializeToString(&bytes));
@@ -132,10 +162,10 @@ TEST(Passes, ConvBatchNormReluFoldIntoOneConv) {
     SCOPED_TRACE(act);
     ModelBuilder m = conv_bn(act, 2);
     auto ops = check_same(m, {random_floats({2, 3, 9, 9}, 7)});
-    EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+    EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv"}));
     auto s = stats_of(m);
     EXPECT_EQ(s.conv_bn, 1);
-    EXPECT_EQ(s.activations, 1);
+    EXPECT_EQ(activations(s), 1);
   }
 }
 
@@ -145,7 +175,7 @@ TEST(Passes, FusedConvWithSymbolicBatchRunsEveryBatchSize) {
   auto plain_opts = singa::onnx::PrepareOptions();
   for (int64_t n : {1, 3}) {
     auto ops = check_same(m, {random_floats({n, 3, 9, 9}, 8)}, 1e-4, plain_opts);
-    EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+    EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv"}));
   }
 }
 
@@ -169,10 +199,10 @@ TEST(Passes, MatMulAddBecomesGemmWithActivation) {
       .node("Relu", {"z"}, {"y"})
       .output("y", SINGA_ONNX_FLOAT, {5, 7});
   auto ops = check_same(m, {random_floats({5, 16}, 12)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"Gemm"}));
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedGemm"}));
   auto s = stats_of(m);
   EXPECT_EQ(s.matmul_add, 1);
-  EXPECT_EQ(s.activations, 1);
+  EXPECT_EQ(activations(s), 1);
 }
 
 TEST(Passes, BatchedMatMulTakesABiasRowOnTheCpu) {
@@ -191,8 +221,10 @@ TEST(Passes, BatchedMatMulTakesABiasRowOnTheCpu) {
             .node("Add", bias_first ? std::vector<std::string>{"b", "mm"} : std::vector<std::string>{"mm", "b"}, {"y"})
             .output("y", SINGA_ONNX_FLOAT, {batch, 5, 7});
         auto ops = check_same(m, {random_floats({batch, 5, 16}, 15)});
-        EXPECT_EQ(ops, (std::vector<std::string>{"MatMul"}));
-        EXPECT_EQ(stats_of(m).matmul_add, 1);
+        EXPECT_EQ(ops, (std::vector<std::string>{"FusedMatMul"}));
+        const auto s = stats_of(m);
+        EXPECT_EQ(s.matmul_add, 0);  // no Gemm: A is batched
+        EXPECT_EQ(plugin_count(s, "cpu.matmul_bias_rows"), 1);
       }
     }
   }
@@ -213,6 +245,7 @@ TEST(Passes, BatchedMatMulAddStaysWhenTheAddIsNotABiasRow) {
     auto ops = check_same(m, {random_floats({2, 5, 16}, 15)});
     EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Add"}));
     EXPECT_EQ(stats_of(m).matmul_add, 0);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.matmul_bias_rows"), 0);
   }
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16})
@@ -222,7 +255,7 @@ TEST(Passes, BatchedMatMulAddStaysWhenTheAddIsNotABiasRow) {
       .node("Add", {"mm", "b"}, {"y"})
       .output("y", SINGA_ONNX_FLOAT, {2, 5, 7});
   singa::graph::Graph g = singa::graph::build(m.model, "<test>", "", {});
-  EXPECT_EQ(singa::passes::fuse_matmul_add(g, false), 0);
+  EXPECT_EQ(singa::passes::fuse_matmul_add(g), 0);
 }
 
 namespace {
@@ -300,9 +333,9 @@ TEST(Passes, GeluAndResidualGoIntoTheMatMul) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       const auto ops = check_same(m, epilogue_inputs(cases[i]), 1e-5, o);
-      EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Identity"}));
+      EXPECT_EQ(ops, (std::vector<std::string>{"FusedMatMul", "Identity"}));
     }
-    EXPECT_EQ(stats_of(m).matmul_epilogues, int(cases[i].gelu) + int(cases[i].residual));
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.matmul_epilogues"), int(cases[i].gelu) + int(cases[i].residual));
   }
 }
 
@@ -314,7 +347,7 @@ TEST(Passes, MatMulEpiloguesStayWhereTheyWouldChangeTheResult) {
   EpilogueCase c;
   c.residual = true, c.r_shape = {1, 5, 7};
   check_same(matmul_epilogue(c), epilogue_inputs(c), 1e-5);
-  EXPECT_EQ(stats_of(matmul_epilogue(c)).matmul_epilogues, 0);
+  EXPECT_EQ(plugin_count(stats_of(matmul_epilogue(c)), "cpu.matmul_epilogues"), 0);
 
   ModelBuilder twice(13);
   twice.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).initializer("W", random_floats({16, 7}, 13));
@@ -323,7 +356,7 @@ TEST(Passes, MatMulEpiloguesStayWhereTheyWouldChangeTheResult) {
   add_gelu(twice, g);
   twice.output(g, SINGA_ONNX_FLOAT, {2, 5, 7}).output("mm", SINGA_ONNX_FLOAT, {2, 5, 7});
   check_same(twice, {random_floats({2, 5, 16}, 15)}, 1e-5);
-  EXPECT_EQ(stats_of(twice).matmul_epilogues, 0);
+  EXPECT_EQ(plugin_count(stats_of(twice), "cpu.matmul_epilogues"), 0);
 
   ModelBuilder input_b(13);
   input_b.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).input("W", SINGA_ONNX_FLOAT, {16, 7});
@@ -332,7 +365,7 @@ TEST(Passes, MatMulEpiloguesStayWhereTheyWouldChangeTheResult) {
   add_gelu(input_b, g);
   input_b.output(g, SINGA_ONNX_FLOAT, {2, 5, 7});
   check_same(input_b, {random_floats({2, 5, 16}, 15), random_floats({16, 7}, 16)}, 1e-5);
-  EXPECT_EQ(stats_of(input_b).matmul_epilogues, 0);
+  EXPECT_EQ(plugin_count(stats_of(input_b), "cpu.matmul_epilogues"), 0);
 
   ModelBuilder late(13);
   late.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).input("r", SINGA_ONNX_FLOAT, {2, 5, 7});
@@ -342,21 +375,25 @@ TEST(Passes, MatMulEpiloguesStayWhereTheyWouldChangeTheResult) {
   add_gelu(late, g);
   late.output(g, SINGA_ONNX_FLOAT, {2, 5, 7});
   const auto ops = check_same(late, {random_floats({2, 5, 16}, 15), random_floats({2, 5, 7}, 16)}, 1e-5);
-  EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Gelu"}));
-  EXPECT_EQ(stats_of(late).matmul_epilogues, 1);
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedMatMul", "Gelu"}));
+  EXPECT_EQ(plugin_count(stats_of(late), "cpu.matmul_epilogues"), 1);
 }
 
-// A MatMul written by hand with what only the pass should write, wrong:
+// A FusedMatMul written by hand with what only the pass should write, wrong:
 // an activation it does not know, a residual of another shape. The error
 // names the node; the process goes on.
 TEST(Passes, BadMatMulEpiloguesFailClearly) {
   ensure_loaded();
   for (bool bad_act : {true, false}) {
     ModelBuilder m(13);
+    auto* op = m.model.add_opset_import();
+    op->set_domain("ai.singa.cpu");
+    op->set_version(1);
     m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).input("r", SINGA_ONNX_FLOAT, {2, 5, 6});
     m.initializer("W", random_floats({16, 7}, 13));
-    m.node("MatMul", bad_act ? std::vector<std::string>{"x", "W"} : std::vector<std::string>{"x", "W", "", "r"},
+    m.node("FusedMatMul", bad_act ? std::vector<std::string>{"x", "W"} : std::vector<std::string>{"x", "W", "", "r"},
            {"y"}, "proj");
+    m.last()->set_domain("ai.singa.cpu");
     if (bad_act) {
       auto* a = m.last()->add_attribute();
       a->set_name("activation");
@@ -420,10 +457,10 @@ TEST(Passes, BoundDimsLetEachLayersShapeArithmeticFoldInTurn) {
   auto ops = check_same(m, {random_floats({3, 64}, 35)}, 1e-4, opts);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "Add"), 0);
   auto s = stats_of(m, opts);
-  EXPECT_EQ(s.matmul_add, 2);
+  EXPECT_EQ(plugin_count(s, "cpu.matmul_bias_rows"), 2);
   EXPECT_GE(s.refined_shapes, 2);
   // Unbound, nothing folds and the Adds stay.
-  EXPECT_EQ(stats_of(m).matmul_add, 0);
+  EXPECT_EQ(plugin_count(stats_of(m), "cpu.matmul_bias_rows"), 0);
 }
 
 TEST(Passes, ShapeArithmeticFoldsToAConstantReshapeTarget) {
@@ -485,7 +522,7 @@ TEST(Passes, OptimizedModelShowsTheFusedActivation) {
   ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
   ASSERT_EQ(out.graph().node_size(), 1);
   const auto& n = out.graph().node(0);
-  EXPECT_EQ(n.op_type(), "Conv");
+  EXPECT_EQ(n.op_type(), "FusedConv");
   std::string activation;
   for (const auto& a : n.attribute())
     if (a.name() == "activation") activation = a.s();
@@ -832,7 +869,7 @@ TEST(Passes, InvertedResidualBlocksBecomeOneNode) {
       if (c.project_act.empty() && !c.skip) want.push_back("Identity");  // the builder's way to name the result y
       EXPECT_EQ(ops, want);
     }
-    EXPECT_EQ(stats_of(m).inverted_residuals, 1);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.inverted_residuals"), 1);
   }
 }
 
@@ -909,8 +946,8 @@ TEST(Passes, ChannelsLastBetweenInvertedResidualBlocks) {
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "ExpandDepthwiseProject"), 10);
   }
   const auto stats = stats_of(m);
-  EXPECT_EQ(stats.inverted_residuals, 10);
-  EXPECT_EQ(stats.channels_last_values, 7);
+  EXPECT_EQ(plugin_count(stats, "cpu.inverted_residuals"), 10);
+  EXPECT_EQ(plugin_count(stats, "cpu.channels_last"), 7);
 }
 
 TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
@@ -919,12 +956,12 @@ TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
   ModelBuilder m = inverted_residual(b);
   m.output("dw_act", SINGA_ONNX_FLOAT, {1, 32, 9, 7});  // the depthwise result is a graph output
   check_same(m, {random_floats({1, 8, 9, 7}, 60)});
-  EXPECT_EQ(stats_of(m).inverted_residuals, 0);
+  EXPECT_EQ(plugin_count(stats_of(m), "cpu.inverted_residuals"), 0);
   // An expand output that is read elsewhere: only the depthwise and project fuse.
   ModelBuilder m2 = inverted_residual(b);
   m2.output("expand_act", SINGA_ONNX_FLOAT, {1, 32, 9, 7});
   auto ops = check_same(m2, {random_floats({1, 8, 9, 7}, 61)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "ExpandDepthwiseProject", "Identity"}));
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "ExpandDepthwiseProject", "Identity"}));
   // A dilated depthwise window is not the kernel's.
   ModelBuilder m3 = inverted_residual(b);
   for (auto& n : *m3.model.mutable_graph()->mutable_node())
@@ -933,8 +970,8 @@ TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
   dims->mutable_dim(2)->set_dim_value(7);  // a 5x5 reach over 9x7 with pads 1
   dims->mutable_dim(3)->set_dim_value(5);
   ops = check_same(m3, {random_floats({1, 8, 9, 7}, 62)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Conv", "Identity"}));
-  EXPECT_EQ(stats_of(m3).inverted_residuals, 0);
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "FusedConv", "Conv", "Identity"}));
+  EXPECT_EQ(plugin_count(stats_of(m3), "cpu.inverted_residuals"), 0);
   // A stem the band kernel cannot take stays a Conv in front of the block:
   // outputs not a multiple of 32, more than 4 channels, a stride of 3.
   for (int i = 0; i < 3; ++i) {
@@ -945,7 +982,7 @@ TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
     if (i == 1) s.C = 5;
     if (i == 2) s.stem_s = 3;
     ops = check_same(inverted_residual(s), {random_floats({1, s.C, s.H, s.W}, 65)});
-    EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "ExpandDepthwiseProject", "Identity"}));
+    EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "ExpandDepthwiseProject", "Identity"}));
   }
 }
 
@@ -1020,9 +1057,9 @@ TEST(Passes, MaxPoolAfterAConvRunsInsideIt) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       auto ops = check_same(m, {random_floats({pc.N, pc.C, pc.H, pc.W}, 80 + unsigned(i))}, 1e-4, o);
-      EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+      EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv"}));
     }
-    EXPECT_EQ(stats_of(m).conv_pools, 1);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.conv_pools"), 1);
   }
 }
 
@@ -1033,14 +1070,14 @@ TEST(Passes, MaxPoolStaysWhenItsIndicesOrTheConvOutputAreRead) {
   auto* pool = with_indices.model.mutable_graph()->mutable_node(2);
   pool->add_output("idx");
   with_indices.output("idx", SINGA_ONNX_INT64, pooled_shape(c));
-  EXPECT_EQ(stats_of(with_indices).conv_pools, 0);
+  EXPECT_EQ(plugin_count(stats_of(with_indices), "cpu.conv_pools"), 0);
   ModelBuilder read = conv_pool(c);
   read.output("a", SINGA_ONNX_FLOAT, {1, 16, 23, 20});
   check_same(read, {random_floats({1, 3, 23, 20}, 90)});
-  EXPECT_EQ(stats_of(read).conv_pools, 0);
+  EXPECT_EQ(plugin_count(stats_of(read), "cpu.conv_pools"), 0);
   ModelBuilder dilated = conv_pool(c);
   add_ints(dilated.model.mutable_graph()->mutable_node(2), "dilations", {2, 2});
-  EXPECT_EQ(stats_of(dilated).conv_pools, 0);
+  EXPECT_EQ(plugin_count(stats_of(dilated), "cpu.conv_pools"), 0);
 }
 
 namespace {
@@ -1097,9 +1134,9 @@ TEST(Passes, GlobalAveragePoolAfterAPointwiseConvRunsInsideIt) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       auto ops = check_same(m, {random_floats({mc.N, mc.C, mc.H, mc.W}, 90 + unsigned(i))}, 1e-5, o);
-      EXPECT_EQ(ops, (std::vector<std::string>{"Conv"}));
+      EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv"}));
     }
-    EXPECT_EQ(stats_of(m).conv_means, 1);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.conv_means"), 1);
   }
 }
 
@@ -1110,18 +1147,19 @@ TEST(Passes, GlobalAveragePoolStaysOrFailsWhereTheConvCannotTakeIt) {
   ensure_loaded();
   MeanCase c;
   c.K = 3;
-  EXPECT_EQ(stats_of(conv_mean(c)).conv_means, 0);
+  EXPECT_EQ(plugin_count(stats_of(conv_mean(c)), "cpu.conv_means"), 0);
   ModelBuilder read = conv_mean(MeanCase());
   read.output("a", SINGA_ONNX_FLOAT, {1, 70, 7, 7});
   check_same(read, {random_floats({1, 24, 7, 7}, 91)});
-  EXPECT_EQ(stats_of(read).conv_means, 0);
+  EXPECT_EQ(plugin_count(stats_of(read), "cpu.conv_means"), 0);
   ModelBuilder strided = conv_mean(MeanCase());
   add_ints(strided.model.mutable_graph()->mutable_node(0), "strides", {2, 2});
-  EXPECT_EQ(stats_of(strided).conv_means, 0);
+  EXPECT_EQ(plugin_count(stats_of(strided), "cpu.conv_means"), 0);
 
   // The attribute by hand on the 3x3 Conv, against Conv -> Relu -> GAP.
   ModelBuilder by_hand = conv_mean(c);
   auto* g = by_hand.model.mutable_graph();
+  as_fused_conv(by_hand, g->mutable_node(0));
   add_int(g->mutable_node(0), "global_average_pool", 1);
   auto* act = g->mutable_node(0)->add_attribute();
   act->set_name("activation");
@@ -1139,6 +1177,7 @@ TEST(Passes, GlobalAveragePoolStaysOrFailsWhereTheConvCannotTakeIt) {
   for (const char* extra : {"pool_kernel_shape", "blocked_input"}) {
     ModelBuilder bad = conv_mean(MeanCase());
     auto* n = bad.model.mutable_graph()->mutable_node(0);
+    as_fused_conv(bad, n);
     add_int(n, "global_average_pool", 1);
     if (std::string(extra) == "pool_kernel_shape")
       add_ints(n, extra, {2, 2});
@@ -1221,7 +1260,7 @@ TEST(Passes, ClassifierHeadRunsAsOneNode) {
       auto ops = check_same(m, {random_floats({c.conv.N, c.conv.C, c.conv.H, c.conv.W}, 95 + unsigned(i))}, 1e-5, o);
       EXPECT_EQ(ops, (std::vector<std::string>{"ConvMeanGemm"}));
     }
-    EXPECT_EQ(stats_of(m).conv_mean_gemms, 1);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.conv_mean_gemms"), 1);
   }
 }
 
@@ -1249,21 +1288,21 @@ TEST(Passes, ClassifierHeadStaysOrFailsWhereTheKernelCannotTakeIt) {
   fed.input("wfc_in", SINGA_ONNX_FLOAT, {37, 70});
   fed.last()->set_input(1, "wfc_in");
   for (ModelBuilder* m : {&scaled, &read, &axis0}) {
-    EXPECT_EQ(stats_of(*m).conv_mean_gemms, 0);
+    EXPECT_EQ(plugin_count(stats_of(*m), "cpu.conv_mean_gemms"), 0);
     check_same(*m, {x}, 1e-5);
   }
-  EXPECT_EQ(stats_of(fed).conv_mean_gemms, 0);
+  EXPECT_EQ(plugin_count(stats_of(fed), "cpu.conv_mean_gemms"), 0);
 
   for (const std::string bad : {"shape", "no mean"}) {
     SCOPED_TRACE(bad);
     ModelBuilder m(13);
     auto* op = m.model.add_opset_import();
-    op->set_domain("ai.singa");
+    op->set_domain("ai.singa.cpu");
     op->set_version(1);
     m.input("x", SINGA_ONNX_FLOAT, {1, 24, 7, 7}).initializer("w", random_floats({70, 24, 1, 1}, 72));
     m.initializer("wfc", random_floats(bad == "shape" ? singa::Shape{37, 69} : singa::Shape{37, 70}, 74));
     m.node("ConvMeanGemm", {"x", "w", "", "wfc"}, {"y"}, "head");
-    m.last()->set_domain("ai.singa");
+    m.last()->set_domain("ai.singa.cpu");
     if (bad != "no mean") add_int(m.last(), "global_average_pool", 1);
     add_int(m.last(), "transB", 1);
     m.output("y", SINGA_ONNX_FLOAT, {1, 37});
@@ -1358,8 +1397,8 @@ TEST(Passes, ResidualAddRunsInsideTheConv) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       auto ops = check_same(m, {random_floats({rc.N, rc.C, rc.H, rc.W}, 120 + unsigned(i))}, 1e-4, o);
-      const std::vector<std::string> want = rc.shortcut_conv ? std::vector<std::string>{"Conv", "Conv", "ConvAdd"}
-                                                             : std::vector<std::string>{"Conv", "ConvAdd"};
+      const std::vector<std::string> want = rc.shortcut_conv ? std::vector<std::string>{"FusedConv", "Conv", "ConvAdd"}
+                                                             : std::vector<std::string>{"FusedConv", "ConvAdd"};
       EXPECT_EQ(ops, want);
     }
     const ::onnx::ModelProto optimized = singa::onnx::optimized_model(m.model, {});
@@ -1368,8 +1407,9 @@ TEST(Passes, ResidualAddRunsInsideTheConv) {
         EXPECT_EQ(n.name(), "conv2");  // not the 1x1 shortcut
       }
     const auto st = stats_of(m);
-    EXPECT_EQ(st.conv_adds, 1);
-    EXPECT_EQ(st.activations, rc.act.empty() ? 1 : 2);
+    // The ConvAdd, and the activation after the sum that it takes in.
+    EXPECT_EQ(plugin_count(st, "cpu.conv_adds"), rc.act.empty() ? 1 : 2);
+    EXPECT_EQ(plugin_count(st, "cpu.conv_activations"), 1);
   }
 }
 
@@ -1381,15 +1421,15 @@ TEST(Passes, ResidualAddStaysWhereTheConvCannotTakeIt) {
   ModelBuilder read = residual_block(c);
   read.output("c2", SINGA_ONNX_FLOAT, {1, 16, 12, 12});
   auto ops = check_same(read, {random_floats({1, 16, 12, 12}, 130)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Add", "Relu"}));
-  EXPECT_EQ(stats_of(read).conv_adds, 0);
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "FusedConv", "Add", "Relu"}));
+  EXPECT_EQ(plugin_count(stats_of(read), "cpu.conv_adds"), 0);
 
   ModelBuilder bcast = residual_block(c);
   for (auto& n : *bcast.model.mutable_graph()->mutable_node())
     if (n.name() == "add") n.set_input(1, "b2row");
   bcast.initializer("b2row", random_floats({1, 16, 1, 1}, 131));
   ops = check_same(bcast, {random_floats({1, 16, 12, 12}, 132)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Add", "Relu"}));
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "FusedConv", "Add", "Relu"}));
 
   ModelBuilder relu_first = residual_block(c);
   auto* nodes = relu_first.model.mutable_graph()->mutable_node();
@@ -1399,8 +1439,8 @@ TEST(Passes, ResidualAddStaysWhereTheConvCannotTakeIt) {
   relu_first.node("Relu", {"c2pre"}, {"c2"}, "relu2");
   for (int k = nodes->size() - 1; k > at + 1; --k) nodes->SwapElements(k, k - 1);  // right after conv2
   ops = check_same(relu_first, {random_floats({1, 16, 12, 12}, 133)});
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Conv", "Add", "Relu"}));
-  EXPECT_EQ(stats_of(relu_first).conv_adds, 0);
+  EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "FusedConv", "Add", "Relu"}));
+  EXPECT_EQ(plugin_count(stats_of(relu_first), "cpu.conv_adds"), 0);
 }
 
 namespace {
@@ -1483,7 +1523,7 @@ TEST(Passes, ConvsPassBlockedActivationsToConvs) {
   // shortcut, which the ConvAdd b2 adds in its own output's layout.
   EXPECT_EQ(blocked_sides(m), (std::vector<std::string>{"stem:out", "a1:in", "a1:out", "a2:in", "a2:out", "b1:in",
                                                         "b1:out", "down:in", "b2:in"}));
-  EXPECT_EQ(stats_of(m).blocked_values, 4);
+  EXPECT_EQ(plugin_count(stats_of(m), "cpu.blocked_layout"), 4);
   std::vector<BlockedCase> cases;
   cases.push_back(c);
   c.stem = 32, c.M1 = 32, c.M2 = 64;  // thin stem with the pool fused
@@ -1500,7 +1540,7 @@ TEST(Passes, ConvsPassBlockedActivationsToConvs) {
     SCOPED_TRACE("case " + std::to_string(i));
     const BlockedCase& bc = cases[i];
     ModelBuilder s = blocked_stage(bc);
-    EXPECT_GE(stats_of(s).blocked_values, 4);
+    EXPECT_GE(plugin_count(stats_of(s), "cpu.blocked_layout"), 4);
     for (int threads : {1, 2, 3}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
       singa::onnx::PrepareOptions o;
@@ -1535,7 +1575,7 @@ TEST(Passes, BlockedConvsRunOtherBatchSizesThroughNchw) {
 // No blocks where another op reads the value, where it is a graph output,
 // for a grouped Conv, for channels that are no multiple of 16, into a 1x1
 // Conv on a plane of 64 pixels or more, or out of a 1x1 Conv that reads NCHW;
-// SINGA_BLOCKED_LAYOUT=0 turns the pass off.
+// Option pass.cpu.blocked_layout=0 turns the pass off.
 TEST(Passes, BlockedLayoutStaysOffWhereAReaderNeedsNchw) {
   ensure_loaded();
   BlockedCase c;
@@ -1585,9 +1625,9 @@ TEST(Passes, BlockedLayoutStaysOffWhereAReaderNeedsNchw) {
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:out"), 1);
   check_same(pointwise, {random_floats({1, 3, 20, 20}, 333)});
 
-  setenv("SINGA_BLOCKED_LAYOUT", "0", 1);
-  EXPECT_EQ(stats_of(blocked_stage(BlockedCase())).blocked_values, 0);
-  unsetenv("SINGA_BLOCKED_LAYOUT");
+  setenv("SINGA_OPTIONS", "pass.cpu.blocked_layout=0", 1);
+  EXPECT_EQ(plugin_count(stats_of(blocked_stage(BlockedCase())), "cpu.blocked_layout"), 0);
+  unsetenv("SINGA_OPTIONS");
 }
 
 // optimized_model() writes ConvAdd in the ai.singa domain, which loads and
@@ -1630,9 +1670,9 @@ TEST(Passes, AScaleAfterAMatMulBecomesItsAlpha) {
     m.output("y", SINGA_ONNX_FLOAT, {2, 3, 4, 5});
     auto ops = check_same(m, {random_floats({2, 3, 4, 8}, 100), random_floats({2, 3, 8, 5}, 101)}, 1e-5);
     const std::vector<std::string> want =
-        c.fuses ? std::vector<std::string>{"MatMul"} : std::vector<std::string>{"MatMul", c.op};
+        c.fuses ? std::vector<std::string>{"FusedMatMul"} : std::vector<std::string>{"MatMul", c.op};
     EXPECT_EQ(ops, want);
-    EXPECT_EQ(stats_of(m).matmul_scales, c.fuses ? 1 : 0);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.matmul_scales"), c.fuses ? 1 : 0);
   }
 }
 
@@ -1654,14 +1694,14 @@ TEST(Passes, BadFusedNodesFailClearly) {
   {  // ExpandDepthwiseProject whose depthwise weights do not match the expand
     ModelBuilder m(13);
     auto* op = m.model.add_opset_import();
-    op->set_domain("ai.singa");
+    op->set_domain("ai.singa.cpu");
     op->set_version(1);
     m.input("x", SINGA_ONNX_FLOAT, {1, 8, 9, 7})
         .initializer("w1", random_floats({32, 8, 1, 1}, 1))
         .initializer("wd", random_floats({24, 1, 3, 3}, 2))
         .initializer("w2", random_floats({16, 32, 1, 1}, 3))
         .node("ExpandDepthwiseProject", {"x", "w1", "", "wd", "", "w2", ""}, {"y"}, "bad");
-    m.last()->set_domain("ai.singa");
+    m.last()->set_domain("ai.singa.cpu");
     add_ints(m.last(), "pads", {1, 1, 1, 1});
     m.output("y", SINGA_ONNX_FLOAT, {1, 16, 9, 7});
     expect_error(m, {random_floats({1, 8, 9, 7}, 4)}, "Wd must be");
@@ -1671,14 +1711,14 @@ TEST(Passes, BadFusedNodesFailClearly) {
   for (int i = 0; i < 3; ++i) {
     ModelBuilder m(13);
     auto* op = m.model.add_opset_import();
-    op->set_domain("ai.singa");
+    op->set_domain("ai.singa.cpu");
     op->set_version(1);
     m.input("x", SINGA_ONNX_FLOAT, {1, 3, 4, 4})
         .initializer("w1", random_floats({32, i == 1 ? 4 : 3, i == 0 ? 7 : 3, 3}, 1))
         .initializer("wd", random_floats({i == 2 ? 3 : 32, 1, 3, 3}, 2))
         .initializer("w2", random_floats({16, i == 2 ? 3 : 32, 1, 1}, 3))
         .node("ExpandDepthwiseProject", {"x", i == 2 ? "" : "w1", "", "wd", "", "w2", ""}, {"y"}, "bad");
-    m.last()->set_domain("ai.singa");
+    m.last()->set_domain("ai.singa.cpu");
     add_ints(m.last(), "pads", {1, 1, 1, 1});
     add_int(m.last(), "expand_window", 1);
     add_ints(m.last(), "expand_strides", {2, 2});
@@ -1690,13 +1730,13 @@ TEST(Passes, BadFusedNodesFailClearly) {
   {  // ConvAdd whose summand does not have the output's shape
     ModelBuilder m(13);
     auto* op = m.model.add_opset_import();
-    op->set_domain("ai.singa");
+    op->set_domain("ai.singa.cpu");
     op->set_version(1);
     m.input("x", SINGA_ONNX_FLOAT, {1, 4, 5, 5})
         .input("z", SINGA_ONNX_FLOAT, {1, 4, 5, 4})
         .initializer("w", random_floats({4, 4, 1, 1}, 5))
         .node("ConvAdd", {"x", "w", "", "z"}, {"y"}, "bad");
-    m.last()->set_domain("ai.singa");
+    m.last()->set_domain("ai.singa.cpu");
     m.output("y", SINGA_ONNX_FLOAT, {1, 4, 5, 5});
     expect_error(m, {random_floats({1, 4, 5, 5}, 6), random_floats({1, 4, 5, 4}, 7)}, "Z of shape [1,4,5,4]");
   }
@@ -1705,13 +1745,13 @@ TEST(Passes, BadFusedNodesFailClearly) {
   auto blocked_conv_add = [](int64_t C, int64_t group) {
     ModelBuilder m(13);
     auto* op = m.model.add_opset_import();
-    op->set_domain("ai.singa");
+    op->set_domain("ai.singa.cpu");
     op->set_version(1);
     m.input("x", SINGA_ONNX_FLOAT, {1, C, 5, 5})
         .input("z", SINGA_ONNX_FLOAT, {1, 16, 5, 5})
         .initializer("w", random_floats({16, C / group, 3, 3}, 8))
         .node("ConvAdd", {"x", "w", "", "z"}, {"y"}, "bad");
-    m.last()->set_domain("ai.singa");
+    m.last()->set_domain("ai.singa.cpu");
     add_ints(m.last(), "pads", {1, 1, 1, 1});
     add_int(m.last(), "group", group);
     add_int(m.last(), "blocked_input", 1);
@@ -1793,9 +1833,9 @@ TEST(Passes, ATransposedBGoesIntoTheMatMul) {
     const singa::Shape ks = c.perm[0] == 0 ? singa::Shape{2, 3, 5, 8} : singa::Shape{3, 2, 5, 8};
     auto ops = check_same(m, {random_floats({2, 3, 4, 8}, 120), random_floats(ks, 121)}, 1e-5);
     const std::vector<std::string> want =
-        c.fuses ? std::vector<std::string>{"MatMul"} : std::vector<std::string>{"Transpose", "MatMul"};
+        c.fuses ? std::vector<std::string>{"FusedMatMul"} : std::vector<std::string>{"Transpose", "MatMul"};
     EXPECT_EQ(ops, want);
-    EXPECT_EQ(stats_of(m).transposed_b, c.fuses ? 1 : 0);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.transposed_b"), c.fuses ? 1 : 0);
   }
 }
 
@@ -1928,7 +1968,7 @@ TEST(Passes, AttentionBecomesOneNode) {
       EXPECT_TRUE(has_op(ops, "Attention"));
       for (const char* gone : {"Softmax", "Transpose", "Split", "Squeeze", "Reshape"}) EXPECT_FALSE(has_op(ops, gone)) << gone;
     }
-    EXPECT_EQ(stats_of(m).attentions, 1);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.attention"), 1);
   }
 }
 
@@ -1951,7 +1991,7 @@ TEST(Passes, AttentionStaysWhereTheNodeCannotTakeIt) {
     const auto ops = check_same(m, attention_inputs(cases[i], 170 + unsigned(i)), 1e-5);
     EXPECT_FALSE(has_op(ops, "Attention"));
     EXPECT_TRUE(has_op(ops, "Softmax"));
-    EXPECT_EQ(stats_of(m).attentions, 0);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.attention"), 0);
   }
 }
 
@@ -2001,4 +2041,262 @@ TEST(Passes, BadAttentionNodesFailClearly) {
   }
   AttentionCase ok;
   check_same(attention_block(ok), attention_inputs(ok, 190), 1e-5);
+}
+
+namespace {
+
+// The CPU pack's graph passes (plugins/ops_nn/passes, plugins/ops_math/passes).
+const char* const kCpuPasses[] = {"cpu.conv_activations", "cpu.inverted_residuals", "cpu.conv_pools",
+                                  "cpu.conv_means",       "cpu.conv_mean_gemms",    "cpu.conv_adds",
+                                  "cpu.blocked_layout",   "cpu.channels_last",      "cpu.gemm_activations",
+                                  "cpu.matmul_bias_rows", "cpu.matmul_scales",      "cpu.transposed_b",
+                                  "cpu.attention",        "cpu.matmul_epilogues"};
+
+// A BERT-like encoder layer on one input x [2, 7, 8]: the packed-QKV
+// attention block (a bias row, the scale, K^T, the attention), the output
+// projection with its bias and the residual x, then the feed-forward
+// projection with its bias, GELU written out, the second projection and
+// the second residual.
+ModelBuilder bert_layer() {
+  AttentionCase c;
+  ModelBuilder m = attention_block(c);
+  m.model.mutable_graph()->clear_output();
+  const int64_t HD = c.H * c.D, F = 16;
+  auto project = [&](const std::string& in, const std::string& out, int64_t k, int64_t n, unsigned seed) {
+    m.initializer("w_" + out, random_floats({k, n}, seed, -0.5f, 0.5f)).initializer("b_" + out, random_floats({n}, seed + 1));
+    m.node("MatMul", {in, "w_" + out}, {out + "0"}).node("Add", {out + "0", "b_" + out}, {out});
+  };
+  project("y", "o", HD, c.E, 220);
+  m.node("Add", {"o", "x"}, {"r1"});
+  project("r1", "f", c.E, F, 222);
+  m.initializer("g_sqrt2", floats({}, {std::sqrt(2.f)})).initializer("g_one", floats({}, {1.f}));
+  m.initializer("g_half", floats({}, {0.5f}));
+  m.node("Div", {"f", "g_sqrt2"}, {"g_t"}).node("Erf", {"g_t"}, {"g_e"}).node("Add", {"g_e", "g_one"}, {"g_a"});
+  m.node("Mul", {"f", "g_a"}, {"g_p"}).node("Mul", {"g_p", "g_half"}, {"g"});
+  project("g", "f2", F, c.E, 224);
+  m.node("Add", {"f2", "r1"}, {"out"});
+  m.output("out", SINGA_ONNX_FLOAT, {c.B, c.Sq, c.E});
+  return m;
+}
+
+// Attributes only the CPU pack's fused ops carry.
+bool private_attribute(const std::string& name) {
+  for (const char* p : {"activation", "expand_activation", "depthwise_activation", "project_activation", "pool_",
+                        "global_average_pool", "blocked_", "channels_last_"})
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+// The models each CPU pass fires on, with an input.
+std::vector<std::pair<ModelBuilder, Tensor>> cpu_pass_models() {
+  std::vector<std::pair<ModelBuilder, Tensor>> out;
+  out.emplace_back(conv_bn("Relu", 2), random_floats({2, 3, 9, 9}, 200));
+  out.emplace_back(conv_pool(PoolCase()), random_floats({1, 3, 23, 20}, 201));
+  out.emplace_back(conv_mean_gemm(HeadCase()), random_floats({1, 24, 7, 7}, 202));
+  ResidualCase rc;
+  rc.shortcut_conv = true, rc.S = 2, rc.M = 32;
+  out.emplace_back(residual_block(rc), random_floats({1, 16, 12, 12}, 203));
+  out.emplace_back(blocked_stage(BlockedCase()), random_floats({1, 3, 20, 20}, 204));
+  Block b;
+  b.skip = 1, b.M = 8;
+  out.emplace_back(inverted_residual(b), random_floats({1, 8, 9, 7}, 205));
+  Block s;
+  s.expand = false, s.C = 3, s.stem_k = 3, s.stem_s = 2, s.H = 20, s.W = 18;
+  out.emplace_back(inverted_residual(s), random_floats({1, 3, 20, 18}, 206));
+  out.emplace_back(bert_layer(), random_floats({2, 7, 8}, 207, -2.f, 2.f));
+  {  // two inverted residual blocks: channels-last between them
+    ModelBuilder m(13);
+    m.input("x", SINGA_ONNX_FLOAT, {1, 24, 6, 6});
+    m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+    Block b;
+    b.C = b.M = 24, b.Me = 48, b.H = b.W = 6, b.project_act = "Relu";  // no skip: Y alone may change layout
+    unsigned seed = 240;
+    append_block(m, b, "x", "b0", "b0_", seed);
+    append_block(m, b, "b0", "b1", "b1_", seed);
+    m.node("Relu", {"b1"}, {"y"});
+    m.output("y", SINGA_ONNX_FLOAT, {1, 24, 6, 6});
+    out.emplace_back(m, random_floats({1, 24, 6, 6}, 208));
+  }
+  {  // an MLP layer: MatMul + Add -> Gemm (the core) + Relu
+    ModelBuilder m;
+    m.input("x", SINGA_ONNX_FLOAT, {5, 16}).initializer("W", random_floats({16, 7}, 10));
+    m.initializer("b", random_floats({7}, 11)).node("MatMul", {"x", "W"}, {"mm"}).node("Add", {"mm", "b"}, {"z"});
+    m.node("Relu", {"z"}, {"y"}).output("y", SINGA_ONNX_FLOAT, {5, 7});
+    out.emplace_back(m, random_floats({5, 16}, 209));
+  }
+  return out;
+}
+
+}  // namespace
+
+// Every fused path against the graph without it: each CPU pass switched off
+// by its named option (pass.NAME=0) in turn, and all of them (optimize off),
+// give the results of the full pipeline.
+TEST(Passes, EachCpuPassSwitchedOffGivesTheSameResults) {
+  ensure_loaded();
+  std::set<std::string> fired;
+  for (auto& [m, x] : cpu_pass_models()) {
+    singa::onnx::PrepareOptions all;
+    auto fast = singa::onnx::prepare_bytes(m.bytes(), all);
+    const auto s = stats_of(m);
+    for (const char* pass : kCpuPasses) {
+      SCOPED_TRACE(pass);
+      if (plugin_count(s, pass) > 0) fired.insert(pass);
+      singa::onnx::PrepareOptions off;
+      off.options[std::string("pass.") + pass] = "0";
+      auto without = singa::onnx::prepare_bytes(m.bytes(), off);
+      expect_same_output(*without, *fast, x, 1e-4);
+    }
+    singa::onnx::PrepareOptions none;
+    none.optimize = false;
+    auto plain = singa::onnx::prepare_bytes(m.bytes(), none);
+    expect_same_output(*plain, *fast, x, 1e-4);
+  }
+  for (const char* p : kCpuPasses) EXPECT_TRUE(fired.count(p)) << p << " fired on no model";
+}
+
+// A pass switched off leaves its nodes alone: no ConvAdd without
+// cpu.conv_adds, no FusedConv at all without the Conv passes.
+TEST(Passes, ACpuPassSwitchedOffDoesNotRun) {
+  ensure_loaded();
+  ResidualCase rc;
+  ModelBuilder m = residual_block(rc);
+  EXPECT_GT(plugin_count(stats_of(m), "cpu.conv_adds"), 0);
+  singa::onnx::PrepareOptions off;
+  off.options["pass.cpu.conv_adds"] = "0";
+  EXPECT_EQ(plugin_count(stats_of(m, off), "cpu.conv_adds"), 0);
+  for (const char* p : kCpuPasses) off.options[std::string("pass.") + p] = "0";
+  auto ops = ops_of(*singa::onnx::prepare_bytes(m.bytes(), off));
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "Conv", "Add", "Relu"}));
+}
+
+// No standard ONNX node leaves the passes with a private attribute: what
+// they fuse becomes an op of the CPU domain, so a pack with only plain
+// kernels for a standard op never receives fused attributes.
+TEST(Passes, NoStandardOpCarriesFusedAttributes) {
+  ensure_loaded();
+  int fused = 0;
+  for (auto& [m, x] : cpu_pass_models()) {
+    const ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+    for (const auto& n : out.graph().node()) {
+      const bool standard = n.domain().empty() || n.domain() == "ai.onnx";
+      // ONNX's MatMul has two inputs and no attributes (the fused scale,
+      // transposed B, bias row and epilogue are FusedMatMul's).
+      if (standard && n.op_type() == "MatMul") {
+        EXPECT_EQ(n.attribute_size(), 0) << n.name();
+        EXPECT_EQ(n.input_size(), 2) << n.name();
+      }
+      for (const auto& a : n.attribute()) {
+        if (!private_attribute(a.name())) continue;
+        EXPECT_FALSE(standard) << n.op_type() << " '" << n.name() << "' carries " << a.name();
+        fused += standard ? 0 : 1;
+      }
+      if (!standard) {
+        EXPECT_EQ(n.domain(), "ai.singa.cpu") << n.op_type();
+      }
+    }
+  }
+  EXPECT_GT(fused, 0);
+}
+
+// A standard Conv is read as ONNX defines it: a private attribute someone
+// wrote on it by hand (activation = Relu) changes nothing, where the same
+// attribute on a FusedConv applies the Relu.
+TEST(Passes, AStandardConvIgnoresFusedAttributes) {
+  ensure_loaded();
+  ModelBuilder m = conv_bn("Relu", 1);
+  auto* g = m.model.mutable_graph();
+  // Conv only: drop the BatchNormalization and the Relu.
+  g->mutable_node(0)->set_output(0, "y");
+  g->mutable_node()->DeleteSubrange(1, 2);
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  o.check_model = false;
+  const Tensor x = random_floats({1, 3, 9, 9}, 210);
+  auto plain = singa::onnx::prepare_bytes(m.bytes(), o)->run({x});
+  ModelBuilder tagged = m;
+  auto* act = tagged.model.mutable_graph()->mutable_node(0)->add_attribute();
+  act->set_name("activation");
+  act->set_type(::onnx::AttributeProto::STRING);
+  act->set_s("Relu");
+  auto same = singa::onnx::prepare_bytes(tagged.bytes(), o)->run({x});
+  as_fused_conv(tagged, tagged.model.mutable_graph()->mutable_node(0));
+  auto relu = singa::onnx::prepare_bytes(tagged.bytes(), o)->run({x});
+  const Tensor& p = plain[0].second;
+  bool negative = false;
+  for (int64_t i = 0; i < p.numel(); ++i) {
+    EXPECT_EQ(same[0].second.data<float>()[i], p.data<float>()[i]) << i;
+    EXPECT_NEAR(relu[0].second.data<float>()[i], std::max(p.data<float>()[i], 0.f), 1e-5) << i;
+    negative = negative || p.data<float>()[i] < 0;
+  }
+  EXPECT_TRUE(negative);  // the Relu had something to do
+}
+
+// A standard MatMul is read as ONNX defines it: the FusedMatMul attributes
+// written on it by hand (a scale, a transposed B, a Gelu) change nothing.
+TEST(Passes, AStandardMatMulIgnoresFusedAttributes) {
+  ensure_loaded();
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {2, 5, 16}).initializer("W", random_floats({16, 7}, 13));
+  m.node("MatMul", {"x", "W"}, {"y"}, "proj");
+  m.output("y", SINGA_ONNX_FLOAT, {2, 5, 7});
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  o.check_model = false;
+  const Tensor x = random_floats({2, 5, 16}, 14);
+  const auto plain = singa::onnx::prepare_bytes(m.bytes(), o)->run({x});
+  ModelBuilder tagged = m;
+  auto* n = tagged.model.mutable_graph()->mutable_node(0);
+  for (const char* name : {"alpha", "activation"}) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(name[1] == 'l' ? ::onnx::AttributeProto::FLOAT : ::onnx::AttributeProto::STRING);
+    a->set_f(3.f);
+    a->set_s("Gelu");
+  }
+  add_int(n, "transB", 1);
+  const auto same = singa::onnx::prepare_bytes(tagged.bytes(), o)->run({x});
+  for (int64_t i = 0; i < plain[0].second.numel(); ++i)
+    EXPECT_EQ(same[0].second.data<float>()[i], plain[0].second.data<float>()[i]) << i;
+}
+
+// The BERT-like layer through every MatMul pass: four projections become
+// FusedMatMuls (their bias rows, the feed-forward Gelu, both residuals),
+// the attention one node, against the unfused graph.
+TEST(Passes, BertLayerRunsAsFusedNodes) {
+  ensure_loaded();
+  const ModelBuilder m = bert_layer();
+  const auto ops = check_same(m, {random_floats({2, 7, 8}, 230, -2.f, 2.f)}, 1e-4);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "FusedMatMul"), 4);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Attention"), 1);
+  for (const char* gone : {"MatMul", "Softmax", "Gelu", "Add", "Erf"}) EXPECT_FALSE(has_op(ops, gone)) << gone;
+  const auto s = stats_of(m);
+  EXPECT_EQ(s.gelus, 1);
+  EXPECT_EQ(plugin_count(s, "cpu.matmul_bias_rows"), 4);
+  EXPECT_EQ(plugin_count(s, "cpu.matmul_scales"), 1);
+  EXPECT_EQ(plugin_count(s, "cpu.transposed_b"), 1);
+  EXPECT_EQ(plugin_count(s, "cpu.attention"), 1);
+  EXPECT_EQ(plugin_count(s, "cpu.matmul_epilogues"), 3);
+}
+
+// optimized_model() writes a model that loads again at its own opsets: the
+// LayerNorm fusion (an opset-17 op) applies to a model importing 17, and is
+// left out of one importing 13, where prepare() still runs it.
+TEST(Passes, OptimizedModelKeepsTheModelsOpset) {
+  ensure_loaded();
+  for (int64_t opset : {13, 17}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    const ModelBuilder m = decomposed_layer_norm(opset, 8, true, {2, 3, 8});
+    EXPECT_EQ(stats_of(m).layer_norms, 1);
+    const ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+    bool fused = false;
+    for (const auto& n : out.graph().node()) fused = fused || n.op_type() == "LayerNormalization";
+    EXPECT_EQ(fused, opset >= 17);
+    std::string bytes;
+    ASSERT_TRUE(out.SerializeToString(&bytes));
+    const Tensor x = random_floats({2, 3, 8}, 240);
+    singa::onnx::PrepareOptions o;
+    o.optimize = false;
+    expect_same_output(*singa::onnx::prepare_bytes(m.bytes(), o), *singa::onnx::prepare_bytes(bytes, o), x, 1e-5);
+  }
 }

@@ -1,0 +1,42 @@
+// The order of the ops_nn passes: the squeeze-and-excitation gates first (a
+// gate takes its Sigmoid before a Conv could), activations next (the later
+// fusions carry them along), the multi-Conv blocks before the single-Conv fusions that
+// would take their Convs, the sums after the blocks (which take their own
+// skip Add), and the layouts last, once every Conv's final op is known.
+#include "register_passes.hpp"
+#include "fuse_attention.hpp"
+#include "fuse_passes.hpp"
+
+namespace singa {
+namespace nn {
+namespace passes {
+
+void register_graph_passes(sdk::Registrar& reg) {
+  struct Entry {
+    const char* name;
+    int (*fn)(sdk::Graph&);
+  };
+  const Entry order[] = {
+      {"cpu.squeeze_excites", fuse_squeeze_excites},
+      {kConvActivations, fuse_conv_activations},
+      {"cpu.inverted_residuals", fuse_inverted_residuals},
+      {"cpu.conv_pools", fuse_conv_pools},
+      {"cpu.conv_means", fuse_conv_means},
+      {"cpu.conv_mean_gemms", fuse_conv_mean_gemms},
+      {"cpu.conv_adds", fuse_conv_adds},
+      {"cpu.blocked_layout", use_blocked_layout},
+      {"cpu.channels_last", use_channels_last},
+  };
+  // The attention block, among ops_math's MatMul passes (fuse_attention.hpp).
+  sdk::register_graph_pass(reg, kAttentionPass, "cpu", kAttentionPriority, fuse_attention);
+  // Higher priority runs first; the gaps leave room for other packs' passes.
+  int32_t priority = 1000;
+  for (const Entry& e : order) {
+    sdk::register_graph_pass(reg, e.name, "cpu", priority, e.fn);
+    priority -= 10;
+  }
+}
+
+}  // namespace passes
+}  // namespace nn
+}  // namespace singa
