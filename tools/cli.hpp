@@ -41,6 +41,9 @@ struct GlobalOptions {
   // Largest tensor a model may allocate (PrepareOptions::max_tensor_bytes);
   // 0 keeps the runtime's default.
   size_t max_tensor_bytes = 0;
+  // Named options for the plugins (PrepareOptions::options, docs/options.md):
+  // the config file's, then --option KEY=VALUE flags replacing same keys.
+  std::map<std::string, std::string> options;
 };
 
 // A subcommand's parsed command line.
@@ -84,8 +87,22 @@ Device& require_device(const std::string& device);
 std::string plugin_failure(const PluginInfo& p);
 
 // Copies what the global options say about preparing (device, fallback,
-// threads, memory limit) into `options`.
+// threads, memory limit, named options) into `options`.
 void apply_prepare_options(const GlobalOptions& g, onnx::PrepareOptions& options);
+
+// "KEY=VALUE" -> {KEY, VALUE}; throws UsageError naming `what` when there is
+// no '=' or the key is empty.
+std::pair<std::string, std::string> parse_named_option(const std::string& text, const std::string& what);
+
+// A SINGA_* variable set in the environment: "NAME=VALUE (what it does)",
+// or for a retired one "NAME=VALUE is ignored: use ..." with `retired` set.
+struct EnvNote {
+  std::string text;
+  bool retired = false;
+};
+// The SINGA_* variables set now, sorted by name (--verbose prints them all;
+// retired ones are warned about always).
+std::vector<EnvNote> describe_environment();
 
 // Makes a message fit on one line (checker messages span several).
 std::string one_line(const std::string& message);

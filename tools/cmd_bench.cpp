@@ -255,6 +255,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / double(n);
   const double rss = peak_rss_mib();
   const singa::onnx::MemoryPlanInfo plan = rep->memory_plan();
+  const singa::onnx::ShapeCacheInfo shapes_cache = rep->shape_cache();  // symbolic dims left unbound
   constexpr double kMiB = 1024.0 * 1024.0;
   const int top_nodes = p.vm.count("profile") ? std::max(0, p.vm["profile"].as<int>()) : -1;
   Profile prof;
@@ -268,6 +269,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     o.num("peak_rss_mib", rss).num("rss_before_prepare_mib", rss_before).boolean("optimized", popts.optimize);
     o.num("arena_mib", double(plan.arena_bytes) / kMiB).integer("planned_values", int64_t(plan.planned_values));
     o.num("planned_mib", double(plan.planned_bytes) / kMiB);
+    o.integer("shape_plans", int64_t(shapes_cache.entries)).integer("shape_plan_hits", int64_t(shapes_cache.hits));
+    o.integer("shape_plan_misses", int64_t(shapes_cache.misses));
     if (top_nodes >= 0) o.raw("profile", profile_json(prof));
     std::cout << o.dump() << "\n";
     return kExitOk;
@@ -283,6 +286,9 @@ int cmd_bench(const std::vector<std::string>& args) {
             << "peak RSS:   " << rss << " MiB (" << rss_before << " MiB before prepare)\n"
             << "memory:     " << plan.planned_values << " intermediates planned into a " << double(plan.arena_bytes) / kMiB
             << " MiB arena (" << double(plan.planned_bytes) / kMiB << " MiB as separate buffers)\n";
+  if (shapes_cache.capacity > 0)
+    std::cout << "shapes:     " << shapes_cache.entries << " plan(s) specialized per input shape (of " << shapes_cache.capacity
+              << " kept), " << shapes_cache.hits << " hits, " << shapes_cache.misses << " misses\n";
   if (top_nodes >= 0) print_profile(prof, size_t(top_nodes), std::cout);
   return kExitOk;
 }

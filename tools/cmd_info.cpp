@@ -209,7 +209,7 @@ int cmd_info(const std::vector<std::string>& args) {
   const bool optimized = p.vm.count("optimized") > 0;
   if (optimized) {
     singa::onnx::PrepareOptions popts;
-    popts.device = p.global.device;
+    apply_prepare_options(p.global, popts);
     model = singa::onnx::optimized_model(model, popts, path, std::filesystem::path(path).parent_path().string());
     hist.clear();
     nodes = subgraphs = 0;

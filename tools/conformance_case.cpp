@@ -184,6 +184,7 @@ CaseResult run_case(const TestCase& c, const CaseOptions& o) {
     popts.fallback = o.fallback;
     popts.threads = o.threads;
     if (o.max_tensor_bytes) popts.max_tensor_bytes = o.max_tensor_bytes;
+    popts.options = o.options;
     auto rep = onnx::prepare(model_path, popts);
     for (const auto& s : sets) {
       std::string diff = run_data_set(*rep, s, o.tol);

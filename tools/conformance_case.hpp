@@ -5,6 +5,7 @@
 
 #include "compare.hpp"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct CaseOptions {
   bool fallback = true;
   int threads = 0;
   size_t max_tensor_bytes = 0;  // 0: the runtime's default
+  std::map<std::string, std::string> options;  // PrepareOptions::options
   Tolerance tol;
 };
 

@@ -40,10 +40,13 @@ void print_program_help() {
             << "Environment:\n"
                "  SINGA_DEVICE       default device (a flag or the config file wins, with a note)\n"
                "  SINGA_PLUGIN_PATH  ':'-separated plugin folders (--plugin-dir or config plugin-dir\n"
-               "                     replace it, with a note)\n\n"
+               "                     replace it, with a note)\n"
+               "  SINGA_OPTIONS      named options key=value,... for debugging (--option and the config\n"
+               "                     file win); --verbose lists every SINGA_* variable that is set\n\n"
                "Config file (--config FILE, INI syntax):\n"
                "  device = cuda:0\n  fallback = true\n  threads = 4\n  plugin-dir = /opt/singa/plugins\n"
-               "  plugin = /opt/vendor/singa_ops_vendor.so\n\n"
+               "  plugin = /opt/vendor/singa_ops_vendor.so\n"
+               "  [options]\n  cpu.dnnl = 0\n\n"
                "Exit codes:\n"
                "  0  success\n"
                "  1  failure while running: unreadable or invalid model, kernel error, unknown or\n"
@@ -53,7 +56,8 @@ void print_program_help() {
 
 // Global options that take a value: they may come before the command name.
 bool global_takes_value(const std::string& a) {
-  static const char* with_value[] = {"--config", "--device", "--threads", "--plugin-dir", "--plugin", "--max-tensor-bytes"};
+  static const char* with_value[] = {"--config",  "--device",           "--threads", "--plugin-dir",
+                                     "--plugin", "--max-tensor-bytes", "--option"};
   for (const char* w : with_value)
     if (a == w) return true;
   return false;

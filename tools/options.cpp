@@ -1,6 +1,7 @@
 // Global options shared by every subcommand. Precedence: flags, then the
 // config file, then the environment, then defaults; the environment is never
-// overridden silently (a note goes to stderr).
+// overridden silently (a note goes to stderr). Named options (--option,
+// the config file's [options]) go to the plugins through PrepareOptions.
 #include "cli.hpp"
 
 #include <singa/error.hpp>
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+
+extern char** environ;
 
 namespace singa {
 namespace cli {
@@ -32,9 +35,13 @@ po::options_description config_file_description() {
       ("threads", po::value<int>())
       ("plugin-dir", po::value<std::vector<std::string>>())
       ("plugin", po::value<std::vector<std::string>>())
-      ("max-tensor-bytes", po::value<std::string>());
+      ("max-tensor-bytes", po::value<std::string>())
+      ("option", po::value<std::vector<std::string>>());
   return d;
 }
+
+// Keys of the config file's [options] section arrive as "options.KEY".
+constexpr const char* kOptionsSection = "options.";
 
 bool has(const po::variables_map& vm, const char* key) { return vm.count(key) && !vm[key].defaulted(); }
 
@@ -87,12 +94,27 @@ std::vector<std::string> join_negative_values(const std::vector<std::string>& ar
   return out;
 }
 
-po::variables_map read_config(const std::string& path) {
+// Reads the known keys into the returned map and the [options] section's
+// KEY = VALUE lines into `named`; any other key is a usage error.
+po::variables_map read_config(const std::string& path, std::map<std::string, std::string>& named) {
   std::ifstream in(path);
   if (!in) throw UsageError("cannot read config file '" + path + "'");
   po::variables_map vm;
   try {
-    po::store(po::parse_config_file(in, config_file_description(), false), vm);
+    const po::options_description keys = config_file_description();  // `parsed` points into it
+    po::parsed_options parsed = po::parse_config_file(in, keys, true);
+    for (auto& o : parsed.options) {
+      if (!o.unregistered) continue;
+      const std::string prefix = kOptionsSection;
+      if (o.string_key.compare(0, prefix.size(), prefix) != 0 || o.string_key.size() == prefix.size())
+        throw UsageError("config file '" + path + "': unknown key '" + o.string_key +
+                         "' (named options go in an [options] section)");
+      named[o.string_key.substr(prefix.size())] = o.value.empty() ? std::string() : o.value.back();
+    }
+    parsed.options.erase(std::remove_if(parsed.options.begin(), parsed.options.end(),
+                                        [](const po::option& o) { return o.unregistered; }),
+                         parsed.options.end());
+    po::store(parsed, vm);
   } catch (const po::error& e) {
     throw UsageError("config file '" + path + "': " + e.what());
   }
@@ -103,9 +125,21 @@ void resolve_globals(const po::variables_map& vm, GlobalOptions& g) {
   po::variables_map cfg;
   if (has(vm, "config")) {
     g.config_file = vm["config"].as<std::string>();
-    cfg = read_config(g.config_file);
+    cfg = read_config(g.config_file, g.options);
   }
   const std::string cfg_name = "config file '" + g.config_file + "'";
+  // Named options: the config file's (its [options] section, then its
+  // `option = KEY=VALUE` lines), then the flags', the later winning per key.
+  if (cfg.count("option"))
+    for (const auto& text : cfg["option"].as<std::vector<std::string>>()) {
+      auto kv = parse_named_option(text, "option in " + cfg_name);
+      g.options[kv.first] = kv.second;
+    }
+  if (has(vm, "option"))
+    for (const auto& text : vm["option"].as<std::vector<std::string>>()) {
+      auto kv = parse_named_option(text, "--option");
+      g.options[kv.first] = kv.second;
+    }
 
   const std::string env_device = env("SINGA_DEVICE");
   if (has(vm, "device")) {
@@ -163,10 +197,96 @@ void resolve_globals(const po::variables_map& vm, GlobalOptions& g) {
   g.verbose = has(vm, "verbose");
 }
 
+// What each SINGA_* variable does now. A retired one says which named option
+// (or flag) replaced it; it changes nothing any more.
+struct EnvVariable {
+  const char* name;
+  bool retired;
+  const char* what;
+};
+
+const EnvVariable kEnvVariables[] = {
+    {"SINGA_DEVICE", false, "default device"},
+    {"SINGA_PLUGIN_PATH", false, "plugin folders"},
+    {"SINGA_OPTIONS", false, "named options, key=value,... (options the program sets win)"},
+    {"SINGA_VERBOSE", false, "model checker warnings on stderr"},
+    {"SINGA_LOG_LEVEL", false, "plugin log level (0 debug ... 3 error)"},
+    {"SINGA_NO_AVX512", false, "CPU plugins act as if the CPU lacked AVX-512"},
+    {"SINGA_SPIN_US", false, "CPU thread pool spin before sleeping, in microseconds"},
+    {"SINGA_CPU_CACHE_MB", false, "CPU device's cache of freed blocks, in MiB"},
+    {"SINGA_OPENCL_NO_CACHE", false, "OpenCL device's buffer cache off"},
+    {"SINGA_OPENCL_GPU_KERNELS", false, "OpenCL GPU kernel variants on a CPU device"},
+    {"SINGA_CUDA_KERNELS", false, "load the CUDA kernels without a GPU"},
+    {"SINGA_CUDA_ALLOW_TF32", false, "CUDA products in TF32"},
+    {"SINGA_CUDA_NO_CACHE", false, "CUDA device's memory cache off"},
+    {"SINGA_OP_PROFILE", false, "time of every eager op (training)"},
+    {"SINGA_FUSE_LAYERS", false, "training layers traced as fused ops (0: off)"},
+    {"SINGA_NUM_THREADS", true, "use --threads N (config: threads)"},
+    {"SINGA_NO_DNNL", true, "use --option cpu.dnnl=0"},
+    {"SINGA_CONV_THIN", true, "use --option cpu.conv_thin=0"},
+    {"SINGA_NCHW_FAST", true, "use --option cpu.conv_nchw=0"},
+    {"SINGA_POINTWISE_DIRECT", true, "use --option cpu.pointwise_direct=0"},
+    {"SINGA_DEPTHWISE_BLOCKED", true, "use --option cpu.depthwise_blocked=0"},
+    {"SINGA_WINOGRAD_NCHW", true, "use --option cpu.winograd=0"},
+    {"SINGA_WINOGRAD_TILE", true, "use --option cpu.winograd_tile=2 (or 4)"},
+    {"SINGA_CONV_WINOGRAD", true, "use --option cpu.dnnl_winograd=0"},
+    {"SINGA_WINOGRAD_PART_MIB", true, "use --option cpu.dnnl_winograd_part_mib=N"},
+    {"SINGA_CONV_UNBLOCK16", true, "use --option cpu.dnnl_unblock16=0"},
+    {"SINGA_BAND_TILES", true, "use --option cpu.band_tiles=0"},
+    {"SINGA_MATMUL_PRIMITIVE", true, "use --option cpu.matmul_primitive=0"},
+    {"SINGA_BLOCKED_LAYOUT", true, "use --option pass.cpu.blocked_layout=0"},
+    {"SINGA_CHANNELS_LAST", true, "use --option pass.cpu.channels_last=0"},
+    {"SINGA_OPENCL_GEMM", true, "use --option opencl.gemm=simple|tiled|vec"},
+};
+
+const EnvVariable* find_env_variable(const std::string& name) {
+  for (const auto& v : kEnvVariables)
+    if (name == v.name) return &v;
+  return nullptr;
+}
+
+// Retired variables are reported even without --verbose: they used to change
+// what ran, and now silently would not.
+void report_environment(bool verbose) {
+  for (const EnvNote& n : describe_environment()) {
+    if (n.retired)
+      std::cerr << "singa: warning: " << n.text << "\n";
+    else if (verbose)
+      std::cerr << "singa: environment: " << n.text << "\n";
+  }
+}
+
 }  // namespace
 
+std::pair<std::string, std::string> parse_named_option(const std::string& text, const std::string& what) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(what + ": '" + text + "' is not KEY=VALUE (e.g. cpu.dnnl=0; docs/options.md lists the keys)");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::vector<EnvNote> describe_environment() {
+  std::vector<EnvNote> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    if (entry.compare(0, 6, "SINGA_") != 0) continue;
+    const size_t eq = entry.find('=');
+    const std::string name = entry.substr(0, eq);
+    const EnvVariable* v = find_env_variable(name);
+    if (!v)
+      out.push_back({entry + " (not read by singa)", false});
+    else if (v->retired)
+      out.push_back({entry + " is ignored: " + v->what, true});
+    else
+      out.push_back({entry + " (" + v->what + ")", false});
+  }
+  std::sort(out.begin(), out.end(), [](const EnvNote& a, const EnvNote& b) { return a.text < b.text; });
+  return out;
+}
+
 po::options_description global_options_description() {
-  po::options_description d("Global options (also: config file keys device, fallback, threads, plugin-dir, plugin, max-tensor-bytes)");
+  po::options_description d("Global options (also: config file keys device, fallback, threads, plugin-dir, plugin, "
+                            "max-tensor-bytes, option, and an [options] section)");
   d.add_options()
       ("help,h", "show this help")
       ("config", po::value<std::string>()->value_name("FILE"), "read options from an INI file (flags win over it)")
@@ -180,6 +300,8 @@ po::options_description global_options_description() {
       ("plugin", po::value<std::vector<std::string>>()->value_name("FILE"), "also load plugin FILE (repeatable)")
       ("max-tensor-bytes", po::value<std::string>()->value_name("N"),
        "refuse any tensor larger than N bytes (K/M/G suffixes; default 16G)")
+      ("option", po::value<std::vector<std::string>>()->value_name("KEY=VALUE"),
+       "a named option for the plugins, e.g. cpu.dnnl=0 (repeatable; docs/options.md)")
       ("verbose,v", "say more (search folders, node placement, timings)");
   return d;
 }
@@ -216,6 +338,9 @@ Parsed parse_command(const CommandSpec& spec, const std::vector<std::string>& ra
     throw UsageError(spec.name + ": " + e.what() + " (see 'singa " + spec.name + " --help')");
   }
   resolve_globals(p.vm, p.global);
+  report_environment(p.global.verbose);
+  if (p.global.verbose)
+    for (const auto& kv : p.global.options) std::cerr << "singa: option " << kv.first << "=" << kv.second << "\n";
   return p;
 }
 
@@ -278,6 +403,7 @@ void apply_prepare_options(const GlobalOptions& g, onnx::PrepareOptions& options
   options.fallback = g.fallback;
   options.threads = g.threads;
   if (g.max_tensor_bytes) options.max_tensor_bytes = g.max_tensor_bytes;
+  for (const auto& kv : g.options) options.options[kv.first] = kv.second;
 }
 
 std::string one_line(const std::string& message) {

@@ -19,11 +19,9 @@ namespace {
 
 using singa::cpu::ThreadPool;
 
+// One thread per core until a prepare asks for another count
+// (PrepareOptions::threads, the CLI's --threads; docs/options.md).
 int default_threads() {
-  if (const char* env = std::getenv("SINGA_NUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
-  }
   unsigned hw = std::thread::hardware_concurrency();
   return hw ? int(hw) : 1;
 }
@@ -46,7 +44,9 @@ singa_status* device_count(void*, int32_t* count) {
 // (about a fifth of a ResNet-18 run before this cache). Small blocks stay with
 // malloc, which reuses them well. The cache is bounded (SINGA_CPU_CACHE_MB,
 // default 512; 0 turns it off) and a block serves requests from half to all of
-// its size, so at most half of a reused block sits idle.
+// its size, so at most half of a reused block sits idle. The limit is a
+// process-wide tuning read when the plugin loads, before any prepare could
+// name it (docs/options.md, "Environment").
 class BlockCache {
  public:
   static constexpr size_t kMinBlock = size_t(256) << 10;

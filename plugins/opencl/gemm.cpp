@@ -10,25 +10,22 @@ namespace {
 
 constexpr size_t kTile = 64, kGroup = 16;
 
-// SINGA_OPENCL_GEMM=simple|tiled|vec forces one kernel (to compare them on a
-// device); by default the shape decides.
-int forced_kernel() {
-  static const int forced = [] {
-    const char* v = std::getenv("SINGA_OPENCL_GEMM");
-    if (!v) return 0;
-    if (std::strcmp(v, "simple") == 0) return 1;
-    if (std::strcmp(v, "tiled") == 0) return 2;
-    if (std::strcmp(v, "vec") == 0) return 3;
-    return 0;
-  }();
-  return forced;
-}
-
 }  // namespace
+
+// Option opencl.gemm=simple|tiled|vec forces one kernel (to compare them on a
+// device); by default the shape decides.
+int gemm_option(const sdk::Node& node) {
+  const char* v = node.option("opencl.gemm");
+  if (!v) return 0;
+  if (std::strcmp(v, "simple") == 0) return 1;
+  if (std::strcmp(v, "tiled") == 0) return 2;
+  if (std::strcmp(v, "vec") == 0) return 3;
+  throw sdk::Error(SINGA_INVALID_ARGUMENT, std::string("option opencl.gemm=") + v + ": expected simple, tiled or vec");
+}
 
 void gemm(const NodeKernel& k, DeviceEnv& env, const GemmCall& g) {
   if (g.M == 0 || g.N == 0 || g.nb1 == 0 || g.nb2 == 0) return;
-  const int forced = forced_kernel();
+  const int forced = k.forced_gemm();
   const bool fits = env.max_work_group >= kGroup * kGroup;
   // CPU devices (PoCL) run the register-blocked float8 kernel best; GPUs the
   // local-memory tiles, which pay only when both sides fill most of a 64x64

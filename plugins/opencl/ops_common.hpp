@@ -22,10 +22,16 @@ constexpr uint64_t kMovableTypes = sdk::kNumericTypes | bit(SINGA_ONNX_BOOL);
 
 std::string shape_str(const sdk::Shape& s);
 
+// The matrix-product kernel that option opencl.gemm forces on a node
+// (gemm.cpp): 0 when unset (the shape decides), 1 simple, 2 tiled, 3 vec.
+int gemm_option(const sdk::Node& node);
+
 class NodeKernel {
  public:
-  explicit NodeKernel(const sdk::Node& node) : where_(node.op_type() + " node '" + node.name() + "'") {}
+  explicit NodeKernel(const sdk::Node& node)
+      : where_(node.op_type() + " node '" + node.name() + "'"), gemm_option_(gemm_option(node)) {}
   const std::string& where() const { return where_; }
+  int forced_gemm() const { return gemm_option_; }  // gemm_option() of the node
 
   [[noreturn]] void fail(const std::string& msg, singa_code code = SINGA_INVALID_ARGUMENT) const {
     throw sdk::Error(code, where_ + ": " + msg);
@@ -55,6 +61,7 @@ class NodeKernel {
 
  private:
   std::string where_;
+  int gemm_option_;
 };
 
 size_t element_size(const sdk::Tensor& t);
