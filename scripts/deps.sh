@@ -14,6 +14,8 @@ PKGS=(
   dataset-fashion-mnist libopenblas0-pthread
   clang libclang-rt-14-dev
   libre2-dev libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
+  libopenmpi-dev openmpi-bin
+  pybind11-dev python3-mesonpy python3-pytest python3-venv python3-pip
 )
 # Node.js only when the machine has none (it runs ONNX Runtime, our benchmark and export peer).
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs npm)
