@@ -112,6 +112,53 @@ void normalize(Tensor& images, float mean, float stddev) {
   for (int64_t i = 0; i < n; ++i) p[i] = (p[i] - mean) / stddev;
 }
 
+Tensor resize_images(const Tensor& images, int64_t channels, int64_t height, int64_t width) {
+  const Shape& is = images.shape();
+  if (images.dtype() != SINGA_ONNX_FLOAT || is.size() != 4 || is[2] < 1 || is[3] < 1)
+    throw Error(SINGA_INVALID_ARGUMENT, "resize_images: float images [N, C, H, W] expected, got " + shape_to_string(is));
+  if (channels < 1 || height < 1 || width < 1 || (is[1] != 1 && is[1] != channels))
+    throw Error(SINGA_INVALID_ARGUMENT, "resize_images: cannot make " + shape_to_string(is) + " into " +
+                                            std::to_string(channels) + " x " + std::to_string(height) + " x " +
+                                            std::to_string(width) + " (channels must match or be 1)");
+  const int64_t N = is[0], C = is[1], h = is[2], w = is[3];
+  Tensor out({N, channels, height, width}, SINGA_ONNX_FLOAT);
+  // Source coordinate and weight of each output row or column.
+  auto taps = [](int64_t in, int64_t out, std::vector<int64_t>& lo, std::vector<float>& frac) {
+    lo.resize(size_t(out));
+    frac.resize(size_t(out));
+    const double scale = double(in) / double(out);
+    for (int64_t o = 0; o < out; ++o) {
+      double src = std::max(0.0, (double(o) + 0.5) * scale - 0.5);
+      int64_t i = std::min<int64_t>(int64_t(src), in - 1);
+      lo[size_t(o)] = i;
+      frac[size_t(o)] = i + 1 < in ? float(src - double(i)) : 0.0f;
+    }
+  };
+  std::vector<int64_t> ylo, xlo;
+  std::vector<float> yf, xf;
+  taps(h, height, ylo, yf);
+  taps(w, width, xlo, xf);
+  const float* src = images.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* plane = src + (n * C + (C == 1 ? 0 : c)) * h * w;
+      float* o = dst + (n * channels + c) * height * width;
+      for (int64_t y = 0; y < height; ++y) {
+        const float* r0 = plane + ylo[size_t(y)] * w;
+        const float* r1 = ylo[size_t(y)] + 1 < h ? r0 + w : r0;
+        const float fy = yf[size_t(y)];
+        for (int64_t x = 0; x < width; ++x) {
+          const int64_t x0 = xlo[size_t(x)], x1 = x0 + 1 < w ? x0 + 1 : x0;
+          const float fx = xf[size_t(x)];
+          const float top = r0[x0] + (r0[x1] - r0[x0]) * fx, bottom = r1[x0] + (r1[x1] - r1[x0]) * fx;
+          o[y * width + x] = top + (bottom - top) * fy;
+        }
+      }
+    }
+  return out;
+}
+
 Split batch(const Split& s, const std::vector<int64_t>& order, int64_t begin, int64_t end) {
   if (begin < 0 || end > int64_t(order.size()) || begin >= end) throw Error(SINGA_INVALID_ARGUMENT, "batch: bad range");
   Shape is = s.images.shape();

@@ -1,6 +1,8 @@
 // An imported graph run node by node on the autograd tape.
 #include "../autograd/tape.hpp"
+#include "../autograd/grad_check.hpp"
 #include "../onnx/rep_impl.hpp"
+#include "cast.hpp"
 #include "fuse.hpp"
 
 #include <singa/layer.hpp>
@@ -82,6 +84,39 @@ bool conv_relu_pool_node(const graph::Graph& g, size_t i, size_t stop, ::onnx::N
   return true;
 }
 
+const ::onnx::OpSchema* schema_of(const graph::Node& n) {
+  const std::string& d = n.proto.domain();
+  return ::onnx::OpSchemaRegistry::Schema(n.proto.op_type(), int(n.opset), d == "ai.onnx" ? "" : d);
+}
+
+// The schema's formal input that input j of a node stands for (a variadic
+// last one covers the rest), or null.
+const ::onnx::OpSchema::FormalParameter* formal_input(const ::onnx::OpSchema* s, size_t j) {
+  if (!s || s->inputs().empty()) return nullptr;
+  const auto& in = s->inputs();
+  if (j < in.size()) return &in[j];
+  return in.back().GetOption() == ::onnx::OpSchema::Variadic ? &in.back() : nullptr;
+}
+
+bool is_running_statistic(const graph::Node& n, size_t j) { return is_op(n, "BatchNormalization") && (j == 3 || j == 4); }
+
+// Whether a node may read a gradient through input j: so the schema says, or
+// does not say (no schema, or a category left Unknown).
+bool differentiable_input(const graph::Node& n, size_t j) {
+  const auto* f = formal_input(schema_of(n), j);
+  return !f || f->GetDifferentiationCategory() != ::onnx::OpSchema::NonDifferentiable;
+}
+
+// Whether input j of the node may be of element type `dtype` (true when no schema says).
+bool admits(const ::onnx::OpSchema* s, size_t j, int32_t dtype) {
+  const auto* f = formal_input(s, j);
+  if (!f) return !s;
+  const char* want = dtype == SINGA_ONNX_DOUBLE ? "tensor(double)" : "tensor(float)";
+  for (const auto& t : f->GetTypes())
+    if (t && *t == want) return true;
+  return false;
+}
+
 }  // namespace
 
 std::shared_ptr<onnx::Rep> ImportedModel::prepare_for_training(const std::string& path) {
@@ -110,23 +145,75 @@ ImportedModel::ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers)
       }
     }
   }
+  // Each float initializer is a parameter, a buffer or a constant (see layer.hpp).
+  enum Role { kConstant, kParameter, kBuffer };
+  std::vector<Role> role(g.values.size(), kConstant);
+  std::vector<size_t> first_reader(g.values.size(), g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const graph::Node& n = g.nodes[i];
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      const int v = n.inputs[j];
+      if (v < 0 || !g.values[size_t(v)].is_initializer) continue;
+      first_reader[size_t(v)] = std::min(first_reader[size_t(v)], i);
+      if (is_running_statistic(n, j))
+        role[size_t(v)] = kBuffer;
+      else if (role[size_t(v)] == kConstant && differentiable_input(n, j))
+        role[size_t(v)] = kParameter;
+    }
+  }
   values_.resize(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) {
     const graph::Value& val = g.values[v];
     if (!val.is_initializer) continue;
     // A copy: training must not change what the Rep itself runs.
-    bool trainable = is_float(val.constant.dtype());
+    const bool trainable = is_float(val.constant.dtype()) && role[v] == kParameter;
     values_[v] = autograd::Variable(val.constant.clone(), trainable, val.name);
-    if (trainable) params_.emplace_back(val.name, values_[v]);
+    if (!is_float(val.constant.dtype()) || first_reader[v] == g.nodes.size()) continue;
+    if (role[v] == kParameter) params_.push_back({val.name, values_[v], first_reader[v]});
+    if (role[v] == kBuffer) buffers_.push_back({val.name, values_[v], first_reader[v]});
   }
 }
 
-void ImportedModel::set_trainable(bool on) {
-  for (auto& p : params_) p.second.set_requires_grad(on);
+ImportedModel::ImportedModel(std::shared_ptr<onnx::Rep> rep, const std::string& last_node)
+    : ImportedModel(std::move(rep), 0) {
+  set_last_node(last_node);
 }
 
-void ImportedModel::collect(const std::string& p, NamedVariables& out, NamedVariables&) const {
-  for (const auto& kv : params_) out.emplace_back(p + kv.first, kv.second);
+void ImportedModel::set_last_node(const std::string& name) {
+  const graph::Graph& g = graph_of(*rep_);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].proto.name() == name) {
+      last_layers_ = -int(g.nodes.size() - 1 - i);
+      return;
+    }
+  throw Error(SINGA_INVALID_ARGUMENT, g.source + ": no node is named '" + name +
+                                          "' (Rep::nodes() and `singa info --nodes` list them)");
+}
+
+size_t ImportedModel::stop() const {
+  const size_t count = graph_of(*rep_).nodes.size();
+  if (last_layers_ >= 0) return count;
+  return size_t(-last_layers_) >= count ? 0 : count - size_t(-last_layers_);
+}
+
+void ImportedModel::set_trainable(bool on) {
+  for (auto& p : params_) p.var.set_requires_grad(on);
+}
+
+void ImportedModel::collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const {
+  // State read only by nodes after the cut never takes part (no gradient, no update).
+  const size_t end = stop();
+  for (const auto& s : params_)
+    if (s.first_reader < end) out.emplace_back(p + s.name, s.var);
+  for (const auto& s : buffers_)
+    if (s.first_reader < end) buf.emplace_back(p + s.name, s.var);
+}
+
+void ImportedModel::to(int32_t dtype) {
+  detail::check_float_dtype(dtype, graph_of(*rep_).source);
+  for (auto* states : {&params_, &buffers_})
+    for (auto& s : *states) detail::cast_variable(s.var, dtype);
+  dtype_ = dtype;
 }
 
 Variable ImportedModel::forward(const Variable& x) {
@@ -146,7 +233,10 @@ std::vector<Variable> ImportedModel::forward_all(const std::vector<Variable>& in
   if (last_layers_ < 0 && size_t(-last_layers_) >= count)
     throw Error(SINGA_INVALID_ARGUMENT, g.source + ": last_layers " + std::to_string(last_layers_) +
                                             " leaves no node of " + std::to_string(count) + " to run");
-  const size_t stop = last_layers_ < 0 ? count - size_t(-last_layers_) : count;
+  const size_t stop = this->stop();
+  // After to(): the other float type, where it meets the graph, is cast to dtype_.
+  const int32_t other = dtype_ == SINGA_ONNX_DOUBLE ? SINGA_ONNX_FLOAT : SINGA_ONNX_DOUBLE;
+  autograd::check_gradients(g, stop, env);  // before any node runs: name the ops without a gradient
   for (size_t i = 0; i < stop; ++i) {
     const graph::Node& n = g.nodes[i];
     std::vector<Variable> in(n.inputs.size());
@@ -160,6 +250,15 @@ std::vector<Variable> ImportedModel::forward_all(const std::vector<Variable>& in
     }
     ::onnx::NodeProto node = autograd::bare_node(n.proto);
     int64_t opset = n.opset;
+    if (dtype_) {
+      const ::onnx::OpSchema* schema = schema_of(n);
+      for (size_t j = 0; j < in.size(); ++j)
+        if (in[j].defined() && in[j].dtype() == other && admits(schema, j, dtype_))
+          in[j] = autograd::apply1("Cast", {in[j]}, autograd::Attrs().set("to", int64_t(dtype_)));
+      if (is_op(n, "Cast"))
+        for (auto& a : *node.mutable_attribute())
+          if (a.name() == "to" && a.i() == other) a.set_i(dtype_);
+    }
     ::onnx::NodeProto fused;
     if (conv_relu_pool_node(g, i, stop, fused)) {
       // Conv -> Relu -> MaxPool as one op; the MaxPool's output is its

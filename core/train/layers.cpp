@@ -1,5 +1,6 @@
 #include <singa/layer.hpp>
 
+#include "cast.hpp"
 #include "fuse.hpp"
 #include "init.hpp"
 
@@ -7,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fnmatch.h>
 #include <typeinfo>
 #include <mutex>
 #include <random>
@@ -61,6 +63,39 @@ NamedVariables Layer::buffers(const std::string& prefix) const {
   NamedVariables p, b;
   collect(prefix, p, b);
   return b;
+}
+
+std::vector<Variable> Layer::forward_all(const std::vector<Variable>& xs) {
+  if (xs.size() != 1)
+    throw Error(SINGA_INVALID_ARGUMENT, "a layer of one input was given " + std::to_string(xs.size()) +
+                                            " (the outputs of a multi-output layer before it? a layer::Select picks one)");
+  return {forward(xs[0])};
+}
+
+int64_t Layer::set_trainable(const std::string& pattern, bool on) {
+  NamedVariables params = parameters();
+  int64_t n = 0;
+  for (auto& [name, v] : params)
+    if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) {
+      v.set_requires_grad(on);
+      ++n;
+    }
+  if (n == 0) {
+    std::string some;
+    for (size_t i = 0; i < params.size() && i < 6; ++i) some += (i ? ", " : "") + params[i].first;
+    if (params.size() > 6) some += ", ... (" + std::to_string(params.size()) + " in all)";
+    throw Error(SINGA_INVALID_ARGUMENT, "set_trainable: pattern '" + pattern + "' matches no parameter name" +
+                                            (params.empty() ? std::string(" (the layer has none)") : " (names: " + some + ")"));
+  }
+  return n;
+}
+
+void Layer::to(int32_t dtype) {
+  detail::check_float_dtype(dtype, "Layer");
+  NamedVariables p, b;
+  collect("", p, b);
+  for (auto* vars : {&p, &b})
+    for (auto& kv : *vars) detail::cast_variable(kv.second, dtype);
 }
 
 // ---------------------------------------------------------------- Linear
@@ -219,9 +254,34 @@ bool fuse_conv_blocks() {
   return on;
 }
 
+Variable Select::forward(const Variable& x) {
+  if (index_ != 0) throw Error(SINGA_INVALID_ARGUMENT, "Select(" + std::to_string(index_) + ") was given one input");
+  return x;
+}
+
+std::vector<Variable> Select::forward_all(const std::vector<Variable>& xs) {
+  if (index_ >= xs.size())
+    throw Error(SINGA_INVALID_ARGUMENT, "Select(" + std::to_string(index_) + ") was given " + std::to_string(xs.size()) +
+                                            " inputs");
+  return {xs[index_]};
+}
+
 Variable Sequential::forward(const Variable& x) {
-  Variable y = x;
+  std::vector<Variable> ys = forward_all({x});
+  if (ys.size() != 1)
+    throw Error(SINGA_INVALID_ARGUMENT, "Sequential::forward: the last layer gave " + std::to_string(ys.size()) +
+                                            " outputs; use forward_all, or end with a Select");
+  return ys[0];
+}
+
+std::vector<Variable> Sequential::forward_all(const std::vector<Variable>& xs) {
+  std::vector<Variable> ys = xs;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    if (ys.size() != 1) {
+      ys = layers_[i]->forward_all(ys);
+      continue;
+    }
+    Variable& y = ys[0];
     // Exact types only: a subclass may have its own forward().
     if (fuse_conv_blocks() && i + 2 < layers_.size() && typeid(*layers_[i]) == typeid(Conv2d) &&
         typeid(*layers_[i + 1]) == typeid(ReLU) && typeid(*layers_[i + 2]) == typeid(MaxPool2d)) {
@@ -232,9 +292,13 @@ Variable Sequential::forward(const Variable& x) {
         continue;
       }
     }
-    y = layers_[i]->forward(y);
+    ys = layers_[i]->forward_all(ys);
   }
-  return y;
+  return ys;
+}
+
+void Sequential::to(int32_t dtype) {
+  for (auto& l : layers_) l->to(dtype);
 }
 
 void Sequential::train(bool on) {

@@ -11,7 +11,10 @@ using autograd::Attrs;
 static Variable constant(double v, int32_t dtype) { return Variable(autograd::scalar(v, dtype)); }
 
 Variable softmax_cross_entropy(const Variable& logits, const Variable& labels) {
-  if (logits.shape().size() < 2 || labels.shape().empty() || labels.shape()[0] != logits.shape()[0])
+  const Shape& ls = logits.shape();
+  Shape want(ls.begin(), ls.end());
+  if (want.size() >= 2) want.erase(want.begin() + 1);  // the class axis
+  if (ls.size() < 2 || labels.shape() != want)
     throw Error(SINGA_INVALID_ARGUMENT, "softmax_cross_entropy: logits " + shape_to_string(logits.shape()) +
                                             " and labels " + shape_to_string(labels.shape()) + " do not match");
   return apply("SoftmaxCrossEntropyLoss", {logits, labels}, Attrs().set("reduction", "mean"), 2)[0];
@@ -37,6 +40,23 @@ Variable binary_cross_entropy(const Variable& p, const Variable& t, float epsilo
   Variable lq = apply1("Log", {autograd::add(autograd::sub(one, p), eps)});
   Variable ll = autograd::add(autograd::mul(t, lp), autograd::mul(autograd::sub(one, t), lq));
   return apply1("Neg", {autograd::reduce_mean(ll, {})});
+}
+
+Variable weighted_sum(const std::vector<Variable>& losses, const std::vector<double>& weights) {
+  if (losses.empty()) throw Error(SINGA_INVALID_ARGUMENT, "weighted_sum: no losses");
+  if (!weights.empty() && weights.size() != losses.size())
+    throw Error(SINGA_INVALID_ARGUMENT, "weighted_sum: " + std::to_string(losses.size()) + " losses but " +
+                                            std::to_string(weights.size()) + " weights");
+  Variable total;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if (losses[i].data().numel() != 1)
+      throw Error(SINGA_INVALID_ARGUMENT, "weighted_sum: loss " + std::to_string(i) + " has shape " +
+                                              shape_to_string(losses[i].shape()) + ", not one value");
+    Variable term = losses[i];
+    if (!weights.empty() && weights[i] != 1.0) term = autograd::mul(term, constant(weights[i], term.dtype()));
+    total = total.defined() ? autograd::add(total, term) : term;
+  }
+  return total;
 }
 
 std::vector<int64_t> argmax_rows(const Tensor& scores) {

@@ -31,6 +31,12 @@ Split load_mnist(const std::string& dir, const std::string& prefix, int64_t limi
 // Normalises images in place: (x - mean) / stddev.
 void normalize(Tensor& images, float mean, float stddev);
 
+// Float images [N, c, h, w] resized to [N, channels, height, width]:
+// bilinear, sampling at pixel centres (ONNX Resize's half_pixel, PyTorch's
+// align_corners=False), each channel of a single-channel image repeated (a
+// grey image for a model that expects RGB).
+Tensor resize_images(const Tensor& images, int64_t channels, int64_t height, int64_t width);
+
 // Rows [begin, end) of `order` gathered from a split (a batch).
 Split batch(const Split& s, const std::vector<int64_t>& order, int64_t begin, int64_t end);
 

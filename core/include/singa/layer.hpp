@@ -29,6 +29,11 @@ class Layer {
   virtual ~Layer() = default;
   virtual Variable forward(const Variable& x) = 0;
   Variable operator()(const Variable& x) { return forward(x); }
+  // Several inputs in, every output out, for models with more than one of
+  // either (an imported BERT takes input_ids and a mask and returns two
+  // outputs). The default passes exactly one input to forward().
+  virtual std::vector<Variable> forward_all(const std::vector<Variable>& xs);
+  std::vector<Variable> operator()(const std::vector<Variable>& xs) { return forward_all(xs); }
   // Trainable parameters, named "<prefix><layer-local name>".
   NamedVariables parameters(const std::string& prefix = "") const;
   // Non-trainable state that a checkpoint must keep (running statistics).
@@ -37,6 +42,16 @@ class Layer {
   virtual void train(bool on = true) { training_ = on; }
   void eval() { train(false); }
   bool training() const { return training_; }
+  // Freezes (on = false) or unfreezes the parameters whose names match
+  // `pattern`, a glob over the whole name ("layer4.*", "*.bias", "fc.?eight").
+  // Returns how many matched; throws SINGA_INVALID_ARGUMENT when none does,
+  // naming the pattern and some parameter names.
+  int64_t set_trainable(const std::string& pattern, bool on);
+  // Converts the parameters and buffers to `dtype` (SINGA_ONNX_FLOAT or
+  // SINGA_ONNX_DOUBLE), like PyTorch's model.to(dtype): inputs must then be
+  // of that type. Call it before an optimizer is made (its state keeps the
+  // old type). Gradients are dropped.
+  virtual void to(int32_t dtype);
 
  protected:
   virtual void collect(const std::string& prefix, NamedVariables& params, NamedVariables& buffers) const {}
@@ -169,7 +184,22 @@ class LSTM : public Layer {
   bool batch_first_, return_sequences_;
 };
 
+// Passes on input `index` of several (one output of a multi-output layer
+// before it in a Sequential, e.g. the pooled output of an imported BERT).
+class Select : public Layer {
+ public:
+  explicit Select(size_t index) : index_(index) {}
+  Variable forward(const Variable& x) override;
+  std::vector<Variable> forward_all(const std::vector<Variable>& xs) override;
+
+ private:
+  size_t index_;
+};
+
 // Layers applied in order; parameters are named "<index>.<name>".
+// forward_all() feeds every input to the first layer and every output of
+// each layer to the next, so a multi-input model can lead and a Select can
+// pick one of several outputs.
 // A Conv2d followed by a ReLU and an unpadded MaxPool2d runs as one fused op
 // (ConvReluMaxPool of domain "ai.singa"), which gives the same values and
 // gradients with far less memory traffic; to_onnx writes it back as the
@@ -181,8 +211,11 @@ class Sequential : public Layer {
   Sequential& add(std::shared_ptr<Layer> l);
   template <class L, class... Args>
   Sequential& emplace(Args&&... args) { return add(std::make_shared<L>(std::forward<Args>(args)...)); }
+  // The single output of forward_all (an error when there are several).
   Variable forward(const Variable& x) override;
+  std::vector<Variable> forward_all(const std::vector<Variable>& xs) override;
   void train(bool on = true) override;
+  void to(int32_t dtype) override;
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
 
  protected:
@@ -193,32 +226,58 @@ class Sequential : public Layer {
 };
 
 // An imported ONNX model (a prepared Rep) as a layer: its nodes run eagerly
-// on the tape, its floating-point initializers become trainable parameters
-// (named as in the model), and `last_layers = -k` stops k nodes before the
-// end, so that layers appended after it can replace its head (transfer
-// learning, as sonnx's SingaRep does). The Rep must be prepared without
-// graph optimisation (fused nodes have no gradients): use
-// prepare_for_training(), or PrepareOptions::optimize = false.
+// on the tape, and `last_layers = -k` stops k nodes before the end (in the
+// order Rep::nodes() lists), so that layers appended after it can replace its
+// head (transfer learning, as sonnx's SingaRep does). Its floating-point
+// initializers are split as PyTorch splits a module's state, named as in the
+// model: parameters() are those some node reads as a differentiable input
+// (weights, biases, BatchNorm's scale and B); buffers() are BatchNorm's
+// running mean and variance, which never require a gradient and, in training
+// mode, are updated from each batch (running = running * momentum + batch *
+// (1 - momentum), the node's momentum, ONNX's convention: PyTorch's momentum
+// 0.1 exports as 0.9); other float initializers (Resize scales, Pad values)
+// are constants. Only state read by the nodes that run (before the cut) is
+// listed. The Rep must be prepared without graph optimisation (fused nodes
+// have no gradients): use prepare_for_training(), or
+// PrepareOptions::optimize = false.
 class ImportedModel : public Layer {
  public:
   explicit ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers = 0);
+  // Cut after the node named `last_node` (Rep::nodes() names them).
+  ImportedModel(std::shared_ptr<onnx::Rep> rep, const std::string& last_node);
   static std::shared_ptr<onnx::Rep> prepare_for_training(const std::string& path);
+  // The first output of forward_all.
   Variable forward(const Variable& x) override;
   // All graph inputs by position; returns the graph outputs (or the outputs
   // of the last node run when last_layers < 0).
-  std::vector<Variable> forward_all(const std::vector<Variable>& inputs);
+  std::vector<Variable> forward_all(const std::vector<Variable>& inputs) override;
   void set_last_layers(int k) { last_layers_ = k; }
+  // Stops after the node of this name; an error names an unknown one.
+  void set_last_node(const std::string& name);
+  int last_layers() const { return last_layers_; }
   // Freezes (or unfreezes) every imported parameter.
   void set_trainable(bool on);
+  using Layer::set_trainable;  // by name pattern
+  // Also runs the imported graph in `dtype`: float constants and values
+  // that a node reads where its schema allows `dtype` are cast on the way in,
+  // and Cast nodes to the other float type cast to `dtype` instead.
+  void to(int32_t dtype) override;
 
  protected:
   void collect(const std::string& p, NamedVariables& out, NamedVariables& buf) const override;
 
  private:
+  struct State {
+    std::string name;
+    Variable var;
+    size_t first_reader;  // the first node that reads it
+  };
+  size_t stop() const;
   std::shared_ptr<onnx::Rep> rep_;
   int last_layers_;
+  int32_t dtype_ = 0;             // 0: as imported
   std::vector<Variable> values_;  // per graph value: initializers as Variables
-  NamedVariables params_;
+  std::vector<State> params_, buffers_;
 };
 
 }  // namespace layer
