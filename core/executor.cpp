@@ -1,8 +1,10 @@
 #include "executor.hpp"
+#include "graph_pass.hpp"
 #include <singa/op_versions.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <set>
 
 namespace singa {
@@ -30,15 +32,6 @@ std::string mask_names(uint64_t mask) {
   return out;
 }
 
-singa_value_info to_info(const graph::Value& v) {
-  singa_value_info info{};
-  info.struct_size = sizeof(info);
-  info.onnx_dtype = v.dtype;
-  info.ndim = v.rank_known ? int32_t(std::min<size_t>(v.dims.size(), SINGA_MAX_DIMS)) : -1;
-  for (int i = 0; i < info.ndim; ++i) info.dims[i] = v.dims[size_t(i)];
-  return info;
-}
-
 }  // namespace
 
 Executor::Executor(graph::Graph graph, const ExecConfig& config)
@@ -62,17 +55,8 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
                                                 graph::type_string(g_.values[size_t(v)]) + ", but this op takes tensors");
     }
     auto info = std::make_unique<singa_node>();
-    info->proto = &e.node->proto;
-    info->opset = e.node->opset;
-    for (int v : e.node->inputs) {
-      info->input_present.push_back(v >= 0);
-      info->inputs.push_back(v >= 0 ? to_info(g_.values[size_t(v)]) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
-      info->constants.push_back(v >= 0 && g_.values[size_t(v)].is_initializer ? &g_.values[size_t(v)].constant : nullptr);
-    }
-    for (int v : e.node->outputs) {
-      info->output_present.push_back(v >= 0);
-      info->outputs.push_back(v >= 0 ? to_info(g_.values[size_t(v)]) : singa_value_info{sizeof(singa_value_info), 0, -1, {}});
-    }
+    describe_node(*info, g_, *e.node);
+    info->options = config_.options.get();
     e.info = std::move(info);
     select(e, fallback);
     e.host_inputs.assign(e.node->inputs.size(), false);
@@ -102,6 +86,14 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     if (last_use_[v] < 0 || val.is_output || val.is_initializer || val.is_outer) continue;
     exec_[size_t(last_use_[v])].release.push_back(int(v));
   }
+  std::vector<bool> in_env(g_.values.size(), false);
+  for (const ExecNode& e : exec_)
+    if (e.core)
+      for (int v : e.node->inputs)
+        if (v >= 0) in_env[size_t(v)] = true;
+  for (int v : g_.outputs) in_env[size_t(v)] = true;
+  for (size_t v = 0; v < g_.values.size(); ++v)
+    if (g_.values[v].is_initializer && (in_env[v] || g_.values[v].is_input)) env_constants_.push_back(int(v));
   if (config_.memory_plan && cpu_ && cpu_->host_addressable()) plan_memory_of_intermediates();
 }
 
@@ -300,8 +292,12 @@ void Executor::select(ExecNode& e, bool fallback) {
 std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, bool keep_all,
                                  std::vector<std::pair<size_t, double>>* timings) const {
   std::vector<Value> env(g_.values.size());
-  for (size_t v = 0; v < g_.values.size(); ++v)
-    if (g_.values[v].is_initializer) env[v] = g_.values[v].constant;
+  if (keep_all) {
+    for (size_t v = 0; v < g_.values.size(); ++v)
+      if (g_.values[v].is_initializer) env[v] = g_.values[v].constant;
+  } else {
+    for (int v : env_constants_) env[size_t(v)] = g_.values[size_t(v)].constant;
+  }
   for (size_t i = 0; i < g_.inputs.size() && i < inputs.size(); ++i) env[size_t(g_.inputs[i])] = inputs[i];
   for (size_t i = 0; i < g_.outer.size() && g_.inputs.size() + i < inputs.size(); ++i)
     if (g_.outer[i] >= 0) env[size_t(g_.outer[i])] = inputs[g_.inputs.size() + i];
@@ -349,10 +345,64 @@ void Executor::run_core(const ExecNode& e, std::vector<Value>& env) const {
     if (n.outputs[k] >= 0) env[size_t(n.outputs[k])] = std::move(call.outputs[k]);
 }
 
+namespace {
+
+// A kernel call's argument vectors, reused from call to call on each thread:
+// fresh ones cost four allocations per node, a good part of what a small
+// shape op (Gather of one dim, Unsqueeze, Concat of four int64s) costs.
+class PooledContext {
+ public:
+  PooledContext() {
+    auto& free = pool();
+    if (free.empty()) {
+      ctx_ = std::make_unique<singa_kernel_context>();
+    } else {
+      ctx_ = std::move(free.back());
+      free.pop_back();
+    }
+  }
+  ~PooledContext() {
+    // Every field back to its default, the vectors empty but keeping their
+    // capacity; nothing of this call's tensors stays alive.
+    KernelCall& c = ctx_->call;
+    c.inputs.clear();
+    c.input_views.clear();
+    c.outputs.clear();
+    c.output_views.clear();
+    c.workspaces.clear();
+    auto inputs = std::move(c.inputs);
+    auto input_views = std::move(c.input_views);
+    auto outputs = std::move(c.outputs);
+    auto output_views = std::move(c.output_views);
+    auto workspaces = std::move(c.workspaces);
+    c = KernelCall();
+    c.inputs = std::move(inputs);
+    c.input_views = std::move(input_views);
+    c.outputs = std::move(outputs);
+    c.output_views = std::move(output_views);
+    c.workspaces = std::move(workspaces);
+    auto& free = pool();
+    if (free.size() < 8) free.push_back(std::move(ctx_));  // nested calls need one each
+  }
+  PooledContext(const PooledContext&) = delete;
+  PooledContext& operator=(const PooledContext&) = delete;
+  singa_kernel_context& get() { return *ctx_; }
+
+ private:
+  static std::vector<std::unique_ptr<singa_kernel_context>>& pool() {
+    thread_local std::vector<std::unique_ptr<singa_kernel_context>> free;
+    return free;
+  }
+  std::unique_ptr<singa_kernel_context> ctx_;
+};
+
+}  // namespace
+
 void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, bool keep_all,
                           const std::shared_ptr<Storage>& arena) const {
   const graph::Node& n = *e.node;
-  singa_kernel_context ctx;
+  PooledContext pooled;
+  singa_kernel_context& ctx = pooled.get();
   KernelCall& call = ctx.call;
   call.node_name = &n.proto.name();
   call.device = e.device;
@@ -367,12 +417,15 @@ void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, 
   for (size_t j = 0; j < n.inputs.size(); ++j) {
     int v = n.inputs[j];
     if (v < 0) continue;
+    const graph::Value& gv = g_.values[size_t(v)];
     const Value& val = env[size_t(v)];
-    if (!val.is_tensor())
-      throw Error(val.is_none() && g_.values[size_t(v)].kind == graph::TypeKind::kTensor ? SINGA_INTERNAL : SINGA_INVALID_ARGUMENT,
-                  g_.source + ": " + n.label + ": input '" + g_.values[size_t(v)].name + "' is " +
+    // Initializers that no input overrides are read in place (env_constants_).
+    const bool constant = gv.is_initializer && !gv.is_input;
+    if (!constant && !val.is_tensor())
+      throw Error(val.is_none() && gv.kind == graph::TypeKind::kTensor ? SINGA_INTERNAL : SINGA_INVALID_ARGUMENT,
+                  g_.source + ": " + n.label + ": input '" + gv.name + "' is " +
                       (val.is_none() ? std::string("not available") : val.describe() + ", but this op takes tensors"));
-    const Tensor& t = val.tensor();
+    const Tensor& t = constant ? gv.constant : val.tensor();
     bool host = e.host_inputs[j] || e.device->host_addressable();
     auto cached = host ? device_constants_.end() : device_constants_.find({v, e.device});
     call.inputs[j] = host ? t.to_host() : cached != device_constants_.end() ? cached->second : t.to(e.device, e.device_id);
@@ -392,7 +445,7 @@ void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, 
   call.outputs.resize(n.outputs.size());
   call.output_views.resize(n.outputs.size());
   singa_status* st = e.kernel->def.compute(e.state, &ctx);
-  throw_status(st, g_.source + ": " + n.label);
+  if (st) throw_status(st, g_.source + ": " + n.label);  // the message is built only on failure
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     int v = n.outputs[k];
     if (v < 0) continue;

@@ -69,6 +69,10 @@ class Executor {
   Device* cpu_;
   size_t max_bytes_;
   std::vector<int> last_use_;
+  // Initializers a run puts in its value table: those a core op reads and
+  // those that are graph outputs. Kernels read the rest from the graph, which
+  // saves a tensor copy per initializer per run.
+  std::vector<int> env_constants_;
   MemoryPlan plan_;
   // Initializers already copied to the device of the nodes that read them.
   std::map<std::pair<int, Device*>, Tensor> device_constants_;

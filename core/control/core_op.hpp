@@ -24,6 +24,8 @@ struct ExecConfig {
   bool fallback = true;
   size_t max_tensor_bytes = 0;
   bool memory_plan = true;  // place intermediates in one arena per run (core/memory_plan.hpp)
+  // The prepare's named options (PrepareOptions::options), for kernels' create.
+  std::shared_ptr<const std::map<std::string, std::string>> options;
 };
 
 struct CoreCall {

@@ -1,5 +1,7 @@
 // prepare() and Rep: the user-facing backend over graph + executor.
 #include "rep_impl.hpp"
+#include "../env_options.hpp"
+#include "../graph_pass.hpp"
 #include "../passes/passes.hpp"
 
 #include <singa/onnx.hpp>
@@ -19,6 +21,7 @@ const std::vector<ValueInfo>& Rep::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& Rep::outputs() const { return impl_->outputs; }
 const std::vector<NodePlacement>& Rep::placement() const { return impl_->placement; }
 const std::string& Rep::source() const { return impl_->source; }
+ShapeCacheInfo Rep::shape_cache() const { return impl_->shapes ? impl_->shapes->info() : ShapeCacheInfo{}; }
 MemoryPlanInfo Rep::memory_plan() const {
   const MemoryPlan& p = impl_->exec->memory_plan();
   return MemoryPlanInfo{p.arena_bytes, p.planned_values, p.planned_bytes};
@@ -133,23 +136,27 @@ std::shared_ptr<Rep> prepare_at(::onnx::ModelProto&& model, const PrepareOptions
   auto dev = resolve_device(options.device);
   if (options.threads > 0)
     if (Device* cpu = rt.cpu()) cpu->set_num_threads(options.threads);
+  const auto named = std::make_shared<const std::map<std::string, std::string>>(with_env_options(options.options));
   graph::Graph g = graph::build(std::move(model), source, base_dir, options);
   for (const auto& w : g.warnings)
     if (std::getenv("SINGA_VERBOSE")) std::cerr << "singa: warning: " << source << ": " << w << "\n";
-  std::shared_ptr<const graph::Graph> plain;
+  std::shared_ptr<const graph::Graph> plain, before;
   if (options.optimize) {
-    auto before = std::make_shared<const graph::Graph>(g);  // initializers are shared, not copied
+    before = std::make_shared<const graph::Graph>(g);  // initializers are shared, not copied
     passes::PassStats stats;
     passes::PassOptions po{dev.first->name()};
     po.stats = &stats;
     passes::optimize(g, po);
+    run_graph_passes(g, dev.first->name(), named.get(), &stats.plugin_passes);
     if (stats.total() > 0) plain = before;
   }
   auto impl = std::make_unique<Rep::Impl>();
   impl->source = source;
-  impl->config = ExecConfig{dev.first, dev.second, options.fallback, options.max_tensor_bytes, options.memory_plan};
+  impl->config = ExecConfig{dev.first, dev.second, options.fallback, options.max_tensor_bytes, options.memory_plan,
+                            named};
   impl->plain_graph = std::move(plain);
   impl->exec = std::make_unique<Executor>(std::move(g), impl->config);
+  impl->shapes = std::make_unique<ShapeCache>(std::move(before), impl->exec->graph(), impl->config, options.optimize);
   const auto& eg = impl->exec->graph();
   for (int v : eg.inputs) impl->inputs.push_back(value_info(eg.values[size_t(v)]));
   for (int v : eg.outputs) impl->outputs.push_back(value_info(eg.values[size_t(v)]));
@@ -207,8 +214,6 @@ NamedTensors Rep::run(const std::vector<Tensor>& inputs, const RunOptions& optio
 
 NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& options) const {
   const bool cut = options.last_layers != 0 || !options.last_node.empty();
-  const Executor& exec = (cut || options.all_outputs) ? impl_->plain() : *impl_->exec;
-  const auto& g = exec.graph();
   const std::string& src = impl_->source;
   if (inputs.size() > impl_->inputs.size())
     throw Error(SINGA_INVALID_ARGUMENT, src + ": " + std::to_string(inputs.size()) + " inputs given, the model takes " +
@@ -260,6 +265,12 @@ NamedValues Rep::run_values(const std::vector<Value>& inputs, const RunOptions& 
       }
     }
   }
+  // A cut or every intermediate names the model's own nodes: the general
+  // plan. Otherwise the plan specialized for these shapes, once there is one.
+  std::shared_ptr<const Executor> special;
+  if (!cut && !options.all_outputs && impl_->shapes) special = impl_->shapes->find(inputs);
+  const Executor& exec = special ? *special : (cut || options.all_outputs) ? impl_->plain() : *impl_->exec;
+  const auto& g = exec.graph();
   size_t total = exec.nodes().size();
   if (options.last_layers > 0 && size_t(options.last_layers) != total)
     throw Error(SINGA_INVALID_ARGUMENT, src + ": last_layers must be <= 0 (stop |k| nodes before the end)");

@@ -4,6 +4,7 @@
 #define SINGA_CORE_ONNX_REP_IMPL_HPP
 
 #include "../executor.hpp"
+#include "shape_cache.hpp"
 
 #include <singa/onnx.hpp>
 
@@ -30,6 +31,9 @@ struct Rep::Impl {
     std::call_once(plain_once, [&] { plain_exec = std::make_unique<Executor>(*plain_graph, config); });
     return *plain_exec;
   }
+  // Plans specialized per input shape, for models with symbolic input dims
+  // (null when the passes are off).
+  std::unique_ptr<ShapeCache> shapes;
   std::vector<ValueInfo> inputs, outputs;
   std::vector<NodePlacement> placement;
   std::string source;

@@ -33,6 +33,9 @@ struct PrepareOptions {
   // at offsets planned so that values alive at the same node never overlap.
   bool memory_plan = true;
   size_t max_tensor_bytes = size_t(16) << 30;  // refuse larger allocations
+  // Named options for the plugins (key=value; docs/options.md lists them):
+  // kernels read them at create time, graph passes while they run.
+  std::map<std::string, std::string> options;
 };
 
 // One node's share of a run, for RunOptions::profile.
@@ -85,6 +88,17 @@ struct MemoryPlanInfo {
   size_t planned_bytes = 0;   // their sizes added up: what separate buffers would take
 };
 
+// The plans specialized per input shape (core.shape_cache in docs/options.md):
+// a model with symbolic input dims gets, for each shape it is run with twice,
+// a plan with those dims bound and its shape arithmetic folded.
+struct ShapeCacheInfo {
+  size_t capacity = 0;  // most plans kept (least recently used go); 0: off or nothing to specialize
+  size_t entries = 0;   // plans held now
+  size_t hits = 0, misses = 0;  // runs that found a plan held; runs that did not (general plan, or built one)
+  size_t built = 0, failed = 0;  // specializations made; those that failed (the general plan runs)
+  size_t unchanged = 0;          // shapes whose specialization folded nothing (the general plan runs)
+};
+
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 using NamedValues = std::vector<std::pair<std::string, Value>>;
 
@@ -107,6 +121,7 @@ class Rep {
   // each with its outputs' types and shapes as known at prepare time.
   std::vector<NodeInfo> nodes() const;
   MemoryPlanInfo memory_plan() const;
+  ShapeCacheInfo shape_cache() const;
   // Initializers by name (trainable parameters for the training API).
   std::map<std::string, Tensor> parameters() const;
   std::map<std::string, int64_t> opsets() const;
