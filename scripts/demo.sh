@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job, SINGA's sonnx MNIST workflow on Fashion-MNIST: install what is
-# missing (apt), build, then train the seed CNN, export it to ONNX, load the
+# missing (apt), build, install the Python package (build-py/venv), then train the seed CNN, export it to ONNX, load the
 # file back and test it, re-train the imported model, and transfer-learn (the
 # imported model cut before its last layer, Linear 500->128->32->10 appended),
 # printing the test accuracy after each stage.
@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/build.sh
+scripts/install_python.sh
 BUILD=${SINGA_BUILD_DIR:-build}
 OUT="$BUILD/demo"
 mkdir -p "$OUT"
@@ -27,3 +28,4 @@ rm -f "$OUT/done"
 "$BUILD/tools/singa" train --model "$OUT/fashion_mnist.onnx" --checkpoint "$ckpt" "${resume[@]}" "$@"
 touch "$OUT/done"
 echo "demo: the trained model is $OUT/fashion_mnist.onnx (singa run / singa info read it; so does ONNX Runtime)"
+echo "demo: the Python package is in build-py/venv; examples/python/ runs the same workflow in Python"

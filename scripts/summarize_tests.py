@@ -2,10 +2,11 @@
 (GoogleTest's counts, `singa conformance`'s closing line), else the suite as
 one case. Prints 'N passed, M failed' (plus skipped) as the last line.
 
-    summarize_tests.py TESTLOG.json... [--conformance-log LOG]... [--failed-stage NAME]...
+    summarize_tests.py TESTLOG.json... [--conformance-log LOG]... [--pytest-log LOG]... [--failed-stage NAME]...
 
 --conformance-log adds a `singa conformance --expect` output (the sanitizer
-stage's subset); --failed-stage counts a stage that produced no log (a build
+stage's subset); --pytest-log adds a pytest run's output (the Python
+package's tests, counted case by case from pytest's closing line); --failed-stage counts a stage that produced no log (a build
 that failed) as one failure."""
 import json
 import re
@@ -24,6 +25,13 @@ while args:
             records.append({"name": path, "stdout": text, "result": "OK" if done else "FAIL"})
         except OSError:
             records.append({"name": path, "stdout": "", "result": "FAIL"})
+    elif a == "--pytest-log":
+        path = args.pop(0)
+        try:
+            text = open(path, errors="replace").read()
+        except OSError:
+            text = ""
+        records.append({"name": path, "stdout": text, "pytest": True})
     elif a == "--failed-stage":
         records.append({"name": args.pop(0), "stdout": "", "result": "FAIL"})
     else:
@@ -34,6 +42,19 @@ for path in logs:
 
 for t in records:
     out = t.get("stdout") or ""
+    if t.get("pytest"):
+        closing = [l for l in out.splitlines() if re.search(r"\d+ (passed|failed|error)", l)]
+        if not closing:
+            failed += 1
+            print(f"suite failed: {t['name']} (no pytest summary)")
+            continue
+        counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", closing[-1]))
+        passed += counts.get("passed", 0) + counts.get("xfailed", 0)
+        failed += counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0) + counts.get("xpassed", 0)
+        skipped += counts.get("skipped", 0)
+        if counts.get("failed") or counts.get("error") or counts.get("errors"):
+            print(f"suite failed: {t['name']}")
+        continue
     ok = t.get("result") in ("OK", "EXPECTEDFAIL")
     conf = re.findall(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", out, re.M)
     gt_pass = re.findall(r"^\[  PASSED  \] (\d+) test", out, re.M)

@@ -8,6 +8,15 @@ scripts/build.sh || { echo "0 passed, 1 failed"; exit 1; }
 BUILD=${SINGA_BUILD_DIR:-build}
 meson test -C "$BUILD" --print-errorlogs --num-processes "$(nproc)" "$@"
 rc=$?
+# The Python package, installed into a venv with pip and tested from outside
+# the source tree (SINGA_SKIP_PYTHON=1 leaves it out).
+py=()
+if [ "${SINGA_SKIP_PYTHON:-0}" != 1 ]; then
+  mkdir -p "$BUILD/meson-logs"
+  scripts/test_python.sh -k "not cuda" > "$BUILD/meson-logs/pytest.log" 2>&1 || rc=1
+  tail -n 15 "$BUILD/meson-logs/pytest.log"
+  py=(--pytest-log "$BUILD/meson-logs/pytest.log")
+fi
 # The same unit and hardening suites, and a spread of conformance cases, under
 # ASan+UBSan+LSan (its own build folder; SINGA_SKIP_SANITIZE=1 leaves it out).
 extra=()
@@ -26,5 +35,5 @@ if [ "${SINGA_SKIP_SANITIZE:-0}" != 1 ]; then
     [ ${#extra[@]} -eq 0 ] && extra=(--failed-stage sanitize) && tail -n 30 sanitize.log
   fi
 fi
-/usr/bin/python3 scripts/summarize_tests.py "$BUILD/meson-logs/testlog.json" "${extra[@]}"
+/usr/bin/python3 scripts/summarize_tests.py "$BUILD/meson-logs/testlog.json" "${py[@]}" "${extra[@]}"
 exit $rc
