@@ -49,7 +49,7 @@ int64_t KernelBase::read_scalar_int(const Tensor& t, const char* what) const {
 
 Tensor KernelBase::required(const Context& ctx, size_t i, const char* what) const {
   Tensor t = ctx.input(i);
-  check(t.present(), std::string("required input '") + what + "' (index " + std::to_string(i) + ") is missing");
+  if (!t.present()) check(false, std::string("required input '") + what + "' (index " + std::to_string(i) + ") is missing");
   return t;
 }
 

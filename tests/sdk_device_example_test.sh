@@ -1,0 +1,155 @@
+#!/bin/sh
+# Proves that the installed SDK is enough to build a device plugin with its
+# own fusion: installs this build into a staging folder, builds
+# sdk/examples/toy_device from a copy of its sources with only the staged
+# singa-sdk.pc, and runs the example's model with `singa run --device toy`
+# (the plugin found through SINGA_PLUGIN_PATH). It checks that
+#  - the outputs equal numpy's;
+#  - the toy's graph pass fused Gemm+Relu and Add+Relu into toy.vendor ops
+#    that ran on the toy device, and its plain kernels ran there too;
+#  - the op the toy lacks (Sigmoid) and the node its MatMul declines (rank 3)
+#    fell back to the CPU;
+#  - buffers really came from the toy's pool and crossed by its copies;
+#  - the result equals the run without the fusion (the pass switched off
+#    with --option where the CLI has it, and the CPU run in any case).
+#
+# usage: sdk_device_example_test.sh SOURCE_ROOT BUILD_ROOT SINGA_EXE
+set -eu
+
+src_root=$1
+build_root=$2
+singa=$3
+python=/usr/bin/python3
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/singa_sdk_device.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+
+fail() {
+  echo "sdk_device_example_test: FAIL: $*" >&2
+  exit 1
+}
+
+echo "== installing $build_root into $work/stage"
+meson install -C "$build_root" --no-rebuild --destdir "$work/stage" >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log" >&2; fail "meson install failed"; }
+
+pc=$(find "$work/stage" -name singa-sdk.pc | head -n 1)
+[ -n "$pc" ] || fail "the install has no singa-sdk.pc"
+pcdir=$(dirname "$pc")
+# A .pc written for the final prefix needs the staging folder prepended; a
+# relocatable one (paths relative to ${pcfiledir}) needs nothing.
+if grep -q 'pcfiledir' "$pc"; then
+  unset PKG_CONFIG_SYSROOT_DIR || true
+else
+  PKG_CONFIG_SYSROOT_DIR="$work/stage"
+  export PKG_CONFIG_SYSROOT_DIR
+fi
+PKG_CONFIG_PATH=$pcdir
+PKG_CONFIG_LIBDIR=$pcdir
+export PKG_CONFIG_PATH PKG_CONFIG_LIBDIR
+
+# Build from a copy, so nothing of the singa tree is next to the sources.
+cp -R "$src_root/sdk/examples/toy_device" "$work/src"
+echo "== building the toy device plugin"
+meson setup "$work/build" "$work/src" >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; fail "meson setup failed"; }
+ninja -C "$work/build" >"$work/ninja.log" 2>&1 || { cat "$work/ninja.log" >&2; fail "the example does not compile"; }
+plugin="$work/build/singa_example_toy_device.so"
+[ -f "$plugin" ] || fail "the example built no $plugin"
+if grep -q "$src_root/sdk/include" "$work/build/compile_commands.json"; then
+  fail "the example was compiled against the source tree's SDK, not the installed one"
+fi
+exported=$(nm -D --defined-only "$plugin" | awk '$2 ~ /^[TDBR]$/ {print $3}')
+[ "$exported" = "singa_plugin_init" ] || fail "the example exports '$exported', expected only singa_plugin_init"
+
+SINGA_PLUGIN_PATH="$work/build"
+export SINGA_PLUGIN_PATH
+
+echo "== singa plugins"
+"$singa" plugins >"$work/plugins.log" 2>&1 || { cat "$work/plugins.log" >&2; fail "singa plugins failed"; }
+grep -q "toy_device" "$work/plugins.log" || { cat "$work/plugins.log" >&2; fail "singa plugins does not list toy_device"; }
+grep -q "toy: 1 available" "$work/plugins.log" || { cat "$work/plugins.log" >&2; fail "the toy device is not listed as available"; }
+
+echo "== making the model"
+"$python" "$work/src/make_model.py" "$work/data"
+
+run_model() {
+  out=$1
+  shift
+  "$singa" run "$work/data/model.onnx" --input "X=$work/data/X.npy" --input "S=$work/data/S.npy" \
+    --input "K=$work/data/K.npy" --input "Zb=$work/data/Zb.npy" --output-dir "$work/$out" --verbose "$@" >"$work/$out.log" 2>&1 ||
+    { cat "$work/$out.log" >&2; fail "singa run $* failed"; }
+}
+
+echo "== running on the toy device (SINGA_LOG_LEVEL=0 shows the pool's events)"
+SINGA_LOG_LEVEL=0 run_model toy --device toy
+cat "$work/toy.log"
+
+# The placement lines read: node  op  device  plugin.
+placed() { # NODE_NAME_PATTERN OP DEVICE: some placement line matches all three
+  awk -v n="$1" -v o="$2" -v d="$3" '$1 ~ n && $2 == o && $3 == d {found = 1} END {exit !found}' "$work/toy.log"
+}
+placed '' GemmRelu toy || fail "no toy.vendor::GemmRelu ran on toy: the pass did not fuse Gemm+Relu"
+placed '' AddRelu toy || fail "no toy.vendor::AddRelu ran on toy: the pass did not fuse Add+Relu"
+grep -q "toy_device" "$work/toy.log" || fail "the placement names no node run by the toy_device plugin"
+placed '^out_add$' Add toy || fail "the plain Add (out_add) did not run on toy"
+placed '^out_matmul$' MatMul toy || fail "the plain MatMul (out_matmul) did not run on toy"
+placed '^out_relu$' Relu toy || fail "the plain Relu (out_relu) did not run on toy"
+placed '^gate$' Sigmoid cpu || fail "Sigmoid, which the toy lacks, did not fall back to the cpu"
+placed '^batched_matmul$' MatMul cpu || fail "the rank-3 MatMul the toy declines did not fall back to the cpu"
+placed '^row_add$' Add cpu || fail "the row-broadcast Add the toy declines did not fall back to the cpu"
+if grep -q "dense_relu\|skip_relu" "$work/toy.log" || placed '' Gemm toy; then
+  fail "a Relu or Gemm ran unfused on toy although the pass should have claimed it"
+fi
+grep -q "toy: alloc" "$work/toy.log" || fail "the toy's pool logged no allocation"
+grep -q "toy: copy host->toy" "$work/toy.log" || fail "no value was copied onto the toy device"
+grep -q "toy: copy toy->host" "$work/toy.log" || fail "no value was copied back from the toy device"
+
+compare() { # DIR_A DIR_B_OR_EXPECTED MODE: MODE 'numpy' compares with expected_*.npy, 'run' two runs
+  "$python" - "$work/$1" "$2" "$3" <<'PY'
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def load_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+got_dir, other, mode = sys.argv[1:4]
+for name in ("Y", "Z"):
+    got = load_pb(os.path.join(got_dir, name + ".pb"))
+    want = np.load(os.path.join(other, f"expected_{name}.npy")) if mode == "numpy" else load_pb(os.path.join(other, name + ".pb"))
+    if got.shape != want.shape or got.dtype != want.dtype:
+        sys.exit(f"{name} is {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}")
+    # float32 sums of 8 products: a few ulps from numpy's float64 rounded once;
+    # the same arithmetic in another order (fused or not, toy or CPU) likewise.
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+        sys.exit(f"{name} differs ({mode}):\n got {got.tolist()}\nwant {want.tolist()}")
+    print(f"{name} matches ({mode}), max abs difference {float(np.max(np.abs(got - want))):.3g}")
+PY
+}
+
+compare toy "$work/data" numpy || fail "the toy run differs from numpy"
+
+echo "== the same model on the cpu"
+run_model cpu --device cpu
+compare toy "$work/cpu" run || fail "the toy run differs from the cpu run"
+
+if "$singa" run --help 2>&1 | grep -q -- '--option'; then
+  echo "== on the toy device with the pass switched off (--option pass.toy.fusions=0)"
+  run_model unfused --device toy --option pass.toy.fusions=0
+  cat "$work/unfused.log"
+  if grep -q "GemmRelu\|AddRelu" "$work/unfused.log"; then fail "pass.toy.fusions=0 did not switch the pass off"; fi
+  awk '$2 == "Relu" && $3 == "toy" {found = 1} END {exit !found}' "$work/unfused.log" ||
+    fail "without the pass, Relu did not run on toy"
+  compare toy "$work/unfused" run || fail "the fused run differs from the unfused one"
+else
+  echo "== (this singa has no --option: the unfused comparison is the cpu run above)"
+fi
+echo "sdk_device_example_test: PASS"
