@@ -178,7 +178,8 @@ struct DistOpt::Impl {
         Param& p = params[b.params[j]];
         Tensor g = p.var.grad();
         present[b.params[j]] = g.defined();
-        g = g.defined() ? g.clone() : Tensor::zeros(p.var.shape(), SINGA_ONNX_FLOAT).to(p.var.data().device(), p.var.data().device_id());
+        // Eager backward leaves gradients in host memory; NCCL needs them on the parameter's GPU.
+        g = (g.defined() ? (g.on_host() ? g : g.clone()) : Tensor::zeros(p.var.shape(), SINGA_ONNX_FLOAT)).to(p.var.data().device(), p.var.data().device_id());
         p.var.set_grad(g);
         bufs.push_back({g.raw_data(), p.numel});
       }
