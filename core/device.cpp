@@ -25,8 +25,8 @@ int32_t Device::count(std::string* reason) const {
 
 void* Device::alloc(int32_t id, size_t bytes, size_t alignment) {
   void* p = nullptr;
-  check(def_.alloc(def_.self, id, bytes, alignment, &p),
-        "device '" + name_ + "': allocating " + std::to_string(bytes) + " bytes");
+  if (singa_status* st = def_.alloc(def_.self, id, bytes, alignment, &p))
+    check(st, "device '" + name_ + "': allocating " + std::to_string(bytes) + " bytes");
   if (!p) throw Error(SINGA_OUT_OF_MEMORY, "device '" + name_ + "' returned no memory for " + std::to_string(bytes) + " bytes");
   return p;
 }
@@ -35,7 +35,8 @@ void Device::free(int32_t id, void* p) { def_.free(def_.self, id, p); }
 
 void Device::copy(int32_t id, void* dst, size_t dst_off, const void* src, size_t src_off, size_t bytes,
                   singa_copy_kind kind, void* stream) {
-  check(def_.copy(def_.self, id, dst, dst_off, src, src_off, bytes, kind, stream), "device '" + name_ + "': copy");
+  if (singa_status* st = def_.copy(def_.self, id, dst, dst_off, src, src_off, bytes, kind, stream))
+    check(st, "device '" + name_ + "': copy");
 }
 
 void Device::memset(int32_t id, void* p, size_t off, int value, size_t bytes, void* stream) {

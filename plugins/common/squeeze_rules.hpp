@@ -20,7 +20,7 @@ namespace ops {
 // Flatten to [outer, inner] at `axis` (negative counts from the end).
 inline sdk::Shape flatten_shape(const sdk::Shape& in, int64_t axis) {
   const int64_t r = int64_t(in.size());
-  sdk::check(axis >= -r && axis <= r, "axis " + std::to_string(axis) + " is out of range for input of shape " + shape_str(in));
+  SINGA_CHECK(axis >= -r && axis <= r, "axis " + std::to_string(axis) + " is out of range for input of shape " + shape_str(in));
   if (axis < 0) axis += r;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= in[size_t(i)];
@@ -57,14 +57,14 @@ class SqueezeAxes {
 
 // Axes normalised against `rank`, sorted; a repeated axis is an error.
 inline std::vector<int64_t> sorted_axes(std::vector<int64_t> axes, int64_t rank) {
-  const std::string given = shape_str(axes);
+  const std::vector<int64_t> given = axes;  // as written, for messages
   for (int64_t& a : axes) {
-    sdk::check(a >= -rank && a < rank,
-               "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank) + " (axes " + given + ")");
+    SINGA_CHECK(a >= -rank && a < rank,
+               "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank) + " (axes " + shape_str(given) + ")");
     if (a < 0) a += rank;
   }
   std::sort(axes.begin(), axes.end());
-  sdk::check(std::adjacent_find(axes.begin(), axes.end()) == axes.end(), "axes " + given + " repeat an axis");
+  SINGA_CHECK(std::adjacent_find(axes.begin(), axes.end()) == axes.end(), "axes " + shape_str(given) + " repeat an axis");
   return axes;
 }
 
@@ -80,7 +80,7 @@ inline sdk::Shape squeeze_shape(const sdk::Shape& in, const std::vector<int64_t>
   const std::vector<int64_t> ax = sorted_axes(*axes, int64_t(in.size()));
   for (size_t i = 0; i < in.size(); ++i) {
     const bool drop = std::binary_search(ax.begin(), ax.end(), int64_t(i));
-    sdk::check(!drop || in[i] == 1, "cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(in[i]) +
+    SINGA_CHECK(!drop || in[i] == 1, "cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(in[i]) +
                                         " (input shape " + shape_str(in) + ")");
     if (!drop) out.push_back(in[i]);
   }
@@ -90,7 +90,7 @@ inline sdk::Shape squeeze_shape(const sdk::Shape& in, const std::vector<int64_t>
 // Unsqueeze: size-1 axes inserted at `axes` of the result.
 inline sdk::Shape unsqueeze_shape(const sdk::Shape& in, const std::vector<int64_t>& axes) {
   const int64_t rank = int64_t(in.size() + axes.size());
-  sdk::check(rank <= SINGA_MAX_DIMS, "result rank " + std::to_string(rank) + " exceeds " + std::to_string(SINGA_MAX_DIMS));
+  SINGA_CHECK(rank <= SINGA_MAX_DIMS, "result rank " + std::to_string(rank) + " exceeds " + std::to_string(SINGA_MAX_DIMS));
   const std::vector<int64_t> ax = sorted_axes(axes, rank);
   sdk::Shape out;
   size_t next = 0;

@@ -131,8 +131,8 @@ class ModKernel : public SameTypeBinary {
     same_type<kNumeric>(ctx, [&](auto tag, const BinaryOperands& io, sdk::Tensor& out) {
       using T = decltype(tag);
       if constexpr (is_float_v<T>) {
-        sdk::check(fmod_, std::string("fmod must be 1 for floating-point inputs (got ") +
-                              sdk::dtype_name(io.a.dtype()) + ")");
+        SINGA_CHECK(
+            fmod_, std::string("fmod must be 1 for floating-point inputs (got ") + sdk::dtype_name(io.a.dtype()) + ")");
         binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Via<T, FmodFn>{});
       } else if constexpr (is_int_v<T>) {
         sdk::check(!has_zero<T>(io.b), "integer modulo by zero");

@@ -54,20 +54,21 @@ class BinaryBase {
     Shape as = ops.a.shape(), bs = ops.b.shape();
     ops.out_shape = as;
     if (!broadcast_) {
-      sdk::check(as == bs, "shapes " + shape_str(as) + " and " + shape_str(bs) +
-                               " differ and the broadcast attribute is not set (opset < 7)");
+      SINGA_CHECK(as == bs, "shapes " + shape_str(as) + " and " + shape_str(bs) +
+                                " differ and the broadcast attribute is not set (opset < 7)");
       return;
     }
     int64_t rank = int64_t(as.size()), brank = int64_t(bs.size());
     int64_t axis = has_axis_ ? axis_ : rank - brank;
     if (axis < 0) axis += rank;
-    sdk::check(brank <= rank && axis >= 0 && axis + brank <= rank,
-               "cannot broadcast B " + shape_str(bs) + " onto A " + shape_str(as) + " at axis " + std::to_string(axis));
+    SINGA_CHECK(
+        brank <= rank && axis >= 0 && axis + brank <= rank,
+        "cannot broadcast B " + shape_str(bs) + " onto A " + shape_str(as) + " at axis " + std::to_string(axis));
     ops.b_shape.assign(size_t(rank), 1);
     for (int64_t i = 0; i < brank; ++i) {
       int64_t d = bs[size_t(i)];
-      sdk::check(d == 1 || d == as[size_t(axis + i)], "cannot broadcast B " + shape_str(bs) + " onto A " +
-                                                          shape_str(as) + " at axis " + std::to_string(axis));
+      SINGA_CHECK(d == 1 || d == as[size_t(axis + i)], "cannot broadcast B " + shape_str(bs) + " onto A " +
+                                                           shape_str(as) + " at axis " + std::to_string(axis));
       ops.b_shape[size_t(axis + i)] = d;
     }
     ops.b_view = *ops.b.raw();

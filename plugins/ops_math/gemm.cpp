@@ -54,8 +54,8 @@ void blas_gemm(const sdk::Context& ctx, bool ta, bool tb, int64_t M, int64_t N, 
 }
 
 MatMulPlan plan_matmul(const Shape& a_in, const Shape& b_in) {
-  sdk::check(!a_in.empty() && !b_in.empty(),
-             "inputs must have rank >= 1, got A " + shape_str(a_in) + " and B " + shape_str(b_in));
+  SINGA_CHECK(!a_in.empty() && !b_in.empty(),
+              "inputs must have rank >= 1, got A " + shape_str(a_in) + " and B " + shape_str(b_in));
   Shape a = a_in, b = b_in;
   bool drop_m = a.size() == 1, drop_n = b.size() == 1;
   if (drop_m) a.insert(a.begin(), 1);
@@ -64,7 +64,7 @@ MatMulPlan plan_matmul(const Shape& a_in, const Shape& b_in) {
   p.M = a[a.size() - 2];
   p.K = a.back();
   p.N = b.back();
-  sdk::check(b[b.size() - 2] == p.K, "inner dimensions differ: A " + shape_str(a_in) + " and B " + shape_str(b_in));
+  SINGA_CHECK(b[b.size() - 2] == p.K, "inner dimensions differ: A " + shape_str(a_in) + " and B " + shape_str(b_in));
 
   Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   Shape batch;

@@ -47,7 +47,7 @@ class MatMulKernel {
     same_dtype(a, b, "inputs A and B");
     Shape bs = b.shape();
     if (trans_b_) {
-      sdk::check(bs.size() >= 2, "a transposed B needs rank >= 2, got " + shape_str(bs));
+      SINGA_CHECK(bs.size() >= 2, "a transposed B needs rank >= 2, got " + shape_str(bs));
       std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
     }
     MatMulPlan p = plan_matmul(a.shape(), bs);
@@ -55,10 +55,10 @@ class MatMulKernel {
     // added as the product is stored; its fourth a residual Z.
     sdk::Tensor bias = fused_ ? ctx.input(2) : sdk::Tensor();
     if (bias.present()) {
-      sdk::check(a.dtype() == SINGA_ONNX_FLOAT && bias.dtype() == SINGA_ONNX_FLOAT && (p.fold || p.batch == 1) &&
-                     bias.numel() == p.N,
-                 "a fused bias needs float inputs, B of rank 2 and " + std::to_string(p.N) + " values, got bias " +
-                     shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
+      SINGA_CHECK(a.dtype() == SINGA_ONNX_FLOAT && bias.dtype() == SINGA_ONNX_FLOAT && (p.fold || p.batch == 1) &&
+                      bias.numel() == p.N,
+                  "a fused bias needs float inputs, B of rank 2 and " + std::to_string(p.N) + " values, got bias " +
+                      shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
     }
     sdk::Tensor z = fused_ ? ctx.input(3) : sdk::Tensor();
     const bool epilogue = gelu_ || z.present();
@@ -172,19 +172,19 @@ class GemmKernel {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
     sdk::Tensor a = ctx.input(0), b = ctx.input(1);
     same_dtype(a, b, "inputs A and B");
-    sdk::check(a.ndim() == 2 && b.ndim() == 2,
-               "A and B must be 2-D, got " + shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    SINGA_CHECK(a.ndim() == 2 && b.ndim() == 2,
+                "A and B must be 2-D, got " + shape_str(a.shape()) + " and " + shape_str(b.shape()));
     int64_t M = trans_a_ ? a.dim(1) : a.dim(0), K = trans_a_ ? a.dim(0) : a.dim(1);
     int64_t Kb = trans_b_ ? b.dim(1) : b.dim(0), N = trans_b_ ? b.dim(0) : b.dim(1);
-    sdk::check(K == Kb, "inner dimensions differ: A " + shape_str(a.shape()) + (trans_a_ ? " (transposed)" : "") +
-                            ", B " + shape_str(b.shape()) + (trans_b_ ? " (transposed)" : ""));
+    SINGA_CHECK(K == Kb, "inner dimensions differ: A " + shape_str(a.shape()) + (trans_a_ ? " (transposed)" : "") +
+                             ", B " + shape_str(b.shape()) + (trans_b_ ? " (transposed)" : ""));
     Shape out_shape{M, N};
     sdk::Tensor c = ctx.input(2);
     sdk::check(c.present() || !c_required_, "input C is required before opset 11");
     if (c.present()) {
       same_dtype(a, c, "inputs A and C");
       bool ok = exact_c_ ? c.shape() == out_shape : c.ndim() <= 2 && unidirectional(c.shape(), out_shape);
-      sdk::check(ok, "C " + shape_str(c.shape()) + " cannot be broadcast to the output " + shape_str(out_shape));
+      SINGA_CHECK(ok, "C " + shape_str(c.shape()) + " cannot be broadcast to the output " + shape_str(out_shape));
     }
     bool use_c = c.present() && beta_ != 0.0f;
     sdk::Tensor y = ctx.output(0, out_shape, a.dtype());

@@ -50,8 +50,8 @@ QuantParam<V> row_param(const sdk::Tensor& t, const char* name, const Shape& a, 
   Shape per_matrix(a.begin(), a.end() - 1);
   per_matrix.push_back(1);
   bool ok = n == 1 || (t.ndim() == 1 && n == M) || (allow_per_matrix && t.shape() == per_matrix);
-  sdk::check(ok, std::string(name) + " " + shape_str(t.shape()) + " must be a scalar or have one value per row of A " +
-                     shape_str(a));
+  SINGA_CHECK(ok, std::string(name) + " " + shape_str(t.shape()) + " must be a scalar or have one value per row of A " +
+                      shape_str(a));
   q.period = n == 1 ? 1 : (t.ndim() == 1 ? M : rows);
   q.values.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -73,8 +73,8 @@ QuantParam<V> col_param(const sdk::Tensor& t, const char* name, const Shape& b, 
   Shape per_matrix = b;
   if (per_matrix.size() >= 2) per_matrix[per_matrix.size() - 2] = 1;
   bool ok = n == 1 || (t.ndim() == 1 && n == N) || (allow_per_matrix && b.size() >= 2 && t.shape() == per_matrix);
-  sdk::check(ok, std::string(name) + " " + shape_str(t.shape()) +
-                     " must be a scalar or have one value per column of B " + shape_str(b));
+  SINGA_CHECK(ok, std::string(name) + " " + shape_str(t.shape()) +
+                      " must be a scalar or have one value per column of B " + shape_str(b));
   q.period = n;
   q.values.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -152,7 +152,7 @@ class QLinearMatMulKernel {
   explicit QLinearMatMulKernel(const sdk::Node& node) : opset_(node.opset()) {}
   void compute(sdk::Context& ctx) const {
     for (size_t i = 0; i < 8; ++i)
-      sdk::check(ctx.has_input(i), "input " + std::to_string(i) + " is missing (all eight inputs are required)");
+      SINGA_CHECK(ctx.has_input(i), "input " + std::to_string(i) + " is missing (all eight inputs are required)");
     sdk::Tensor a = ctx.input(0), a_scale = ctx.input(1), a_zp = ctx.input(2);
     sdk::Tensor b = ctx.input(3), b_scale = ctx.input(4), b_zp = ctx.input(5);
     sdk::Tensor y_scale = ctx.input(6), y_zp = ctx.input(7);
@@ -162,11 +162,11 @@ class QLinearMatMulKernel {
     const int32_t st = a_scale.dtype();
     const uint64_t scale_types = opset_ >= 21 ? kScaleTypes : sdk::bit(SINGA_ONNX_FLOAT);
     for (const sdk::Tensor* s : {&a_scale, &b_scale, &y_scale}) {
-      sdk::check((scale_types & sdk::bit(s->dtype())) != 0,
-                 std::string("scales must be ") + (opset_ >= 21 ? "float, float16 or bfloat16" : "float") + ", got " +
-                     sdk::dtype_name(s->dtype()));
-      sdk::check(s->dtype() == st, std::string("a_scale, b_scale and y_scale must share one type, got ") +
-                                       sdk::dtype_name(st) + " and " + sdk::dtype_name(s->dtype()));
+      SINGA_CHECK((scale_types & sdk::bit(s->dtype())) != 0,
+                  std::string("scales must be ") + (opset_ >= 21 ? "float, float16 or bfloat16" : "float") + ", got " +
+                      sdk::dtype_name(s->dtype()));
+      SINGA_CHECK(s->dtype() == st, std::string("a_scale, b_scale and y_scale must share one type, got ") +
+                                        sdk::dtype_name(st) + " and " + sdk::dtype_name(s->dtype()));
     }
     sdk::check(y_scale.numel() == 1 && y_zp.numel() == 1, "y_scale and y_zero_point must be scalars");
     sdk::check(scale_at(y_scale, 0) != 0.0f, "y_scale is 0");

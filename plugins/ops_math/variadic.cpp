@@ -43,7 +43,7 @@ class VariadicKernel {
     sdk::check(n >= 1, "needs at least one input");
     std::vector<Shape> shapes;
     for (size_t i = 0; i < n; ++i) {
-      sdk::check(ctx.has_input(i), "input " + std::to_string(i) + " is missing");
+      SINGA_CHECK(ctx.has_input(i), "input " + std::to_string(i) + " is missing");
       if (i) same_dtype(ctx.input(0), ctx.input(i), "inputs 0 and " + std::to_string(i));
       shapes.push_back(ctx.input(i).shape());
     }

@@ -241,8 +241,8 @@ class PRelu : public NodeKernel {
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor slope = required(ctx, 1, "slope");
-    check(slope.dtype() == x.dtype(), std::string("slope is ") + sdk::dtype_name(slope.dtype()) + " but X is " +
-                                          sdk::dtype_name(x.dtype()));
+    SINGA_CHECK(slope.dtype() == x.dtype(),
+                std::string("slope is ") + sdk::dtype_name(slope.dtype()) + " but X is " + sdk::dtype_name(x.dtype()));
     const Shape xs = x.shape();
     Shape ss = slope.shape();
     if (opset() < 7 && ss.size() == 1 && xs.size() >= 2 && ss[0] == xs[1] && ss[0] != 1) ss.resize(xs.size() - 1, 1);
@@ -251,7 +251,8 @@ class PRelu : public NodeKernel {
       int64_t d = ss[ss.size() - 1 - i];
       ok = d == 1 || d == xs[xs.size() - 1 - i];
     }
-    check(ok, "slope of shape " + shape_str(slope.shape()) + " does not broadcast to X of shape " + shape_str(xs));
+    SINGA_CHECK(ok,
+                "slope of shape " + shape_str(slope.shape()) + " does not broadcast to X of shape " + shape_str(xs));
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     ops::Broadcaster<2> bc(xs, {xs, ss});
     dispatch_among<float, double, half, bfloat16, int32_t, int64_t, uint32_t, uint64_t>(x.dtype(), where(), [&](auto tag) {

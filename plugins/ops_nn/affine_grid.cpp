@@ -27,14 +27,15 @@ class AffineGrid : public NodeKernel {
     sdk::Tensor theta = required(ctx, 0, "theta");
     sdk::Tensor size_in = required(ctx, 1, "size");
     const std::vector<int64_t> size = size_in.to_int_vector();
-    check(size.size() == 4 || size.size() == 5,
-          "size must hold 4 values (N, C, H, W) or 5 (N, C, D, H, W), got " + shape_str(size));
+    SINGA_CHECK(size.size() == 4 || size.size() == 5,
+                "size must hold 4 values (N, C, H, W) or 5 (N, C, D, H, W), got " + shape_str(size));
     const size_t nd = size.size() - 2;  // spatial dims: 2 or 3
-    for (int64_t d : size) check(d >= 0, "size " + shape_str(size) + " has a negative value");
+    for (int64_t d : size) SINGA_CHECK(d >= 0, "size " + shape_str(size) + " has a negative value");
     const int64_t N = size[0];
-    check(theta.ndim() == 3 && theta.dim(0) == N && theta.dim(1) == int64_t(nd) && theta.dim(2) == int64_t(nd) + 1,
-          "theta must have shape (" + std::to_string(N) + ", " + std::to_string(nd) + ", " + std::to_string(nd + 1) +
-              ") for size " + shape_str(size) + ", got " + shape_str(theta.shape()));
+    SINGA_CHECK(
+        theta.ndim() == 3 && theta.dim(0) == N && theta.dim(1) == int64_t(nd) && theta.dim(2) == int64_t(nd) + 1,
+        "theta must have shape (" + std::to_string(N) + ", " + std::to_string(nd) + ", " + std::to_string(nd + 1) +
+            ") for size " + shape_str(size) + ", got " + shape_str(theta.shape()));
     // Spatial dims in x, y[, z] order (innermost first).
     std::vector<int64_t> dims(size.rbegin(), size.rbegin() + int64_t(nd));
     Shape out{N};
@@ -43,10 +44,10 @@ class AffineGrid : public NodeKernel {
     // The product of the sizes must not overflow.
     int64_t points = 1;
     for (int64_t d : dims) {
-      check(d == 0 || points <= (int64_t(1) << 40) / d, "size " + shape_str(size) + " is too large");
+      SINGA_CHECK(d == 0 || points <= (int64_t(1) << 40) / d, "size " + shape_str(size) + " is too large");
       points *= d;
     }
-    check(points == 0 || N <= (int64_t(1) << 40) / points, "size " + shape_str(size) + " is too large");
+    SINGA_CHECK(points == 0 || N <= (int64_t(1) << 40) / points, "size " + shape_str(size) + " is too large");
     sdk::Tensor grid = ctx.output(0, out, theta.dl_dtype());
     if (N == 0 || points == 0) return;
     // Normalised positions along each axis.

@@ -101,23 +101,24 @@ class Attention : public NodeKernel {
         offsets_{node.attr_int("q_offset", 0), node.attr_int("k_offset", 0), node.attr_int("v_offset", 0)} {}
 
   void compute(sdk::Context& ctx) const {
-    check(heads_ > 0 && head_size_ > 0, "attributes num_heads and head_size must be positive, got " +
-                                            std::to_string(heads_) + " and " + std::to_string(head_size_));
+    SINGA_CHECK(heads_ > 0 && head_size_ > 0, "attributes num_heads and head_size must be positive, got " +
+                                                  std::to_string(heads_) + " and " + std::to_string(head_size_));
     const sdk::Tensor t[3] = {required(ctx, 0, "Q"), required(ctx, 1, "K"), required(ctx, 2, "V")};
     const char* names[3] = {"Q", "K", "V"};
     const int64_t H = heads_, D = head_size_;
     for (int i = 0; i < 3; ++i) {
-      check(t[i].dtype() == SINGA_ONNX_FLOAT, std::string(names[i]) + " must be float");
-      check(t[i].shape().size() == 3, std::string(names[i]) + " must be [B, S, W], got " + shape_str(t[i].shape()));
-      check(offsets_[i] >= 0 && offsets_[i] + H * D <= t[i].dim(2),
-            std::string(names[i]) + " " + shape_str(t[i].shape()) + " has no columns " + std::to_string(offsets_[i]) +
-                ".." + std::to_string(offsets_[i] + H * D) + " for " + std::to_string(H) + " heads of " +
-                std::to_string(D));
+      SINGA_CHECK(t[i].dtype() == SINGA_ONNX_FLOAT, std::string(names[i]) + " must be float");
+      SINGA_CHECK(t[i].shape().size() == 3,
+                  std::string(names[i]) + " must be [B, S, W], got " + shape_str(t[i].shape()));
+      SINGA_CHECK(offsets_[i] >= 0 && offsets_[i] + H * D <= t[i].dim(2),
+                  std::string(names[i]) + " " + shape_str(t[i].shape()) + " has no columns " +
+                      std::to_string(offsets_[i]) + ".." + std::to_string(offsets_[i] + H * D) + " for " +
+                      std::to_string(H) + " heads of " + std::to_string(D));
     }
     const int64_t B = t[0].dim(0), Sq = t[0].dim(1), Sk = t[1].dim(1);
-    check(t[1].dim(0) == B && t[2].dim(0) == B && t[2].dim(1) == Sk,
-          "K " + shape_str(t[1].shape()) + " and V " + shape_str(t[2].shape()) + " must be [" + std::to_string(B) +
-              ", Sk, W] alike for Q " + shape_str(t[0].shape()));
+    SINGA_CHECK(t[1].dim(0) == B && t[2].dim(0) == B && t[2].dim(1) == Sk,
+                "K " + shape_str(t[1].shape()) + " and V " + shape_str(t[2].shape()) + " must be [" +
+                    std::to_string(B) + ", Sk, W] alike for Q " + shape_str(t[0].shape()));
     sdk::Tensor y = ctx.output(0, Shape{B, Sq, H * D}, t[0].dl_dtype());
     if (y.numel() == 0) return;
     const float* q = t[0].data<float>() + offsets_[0];

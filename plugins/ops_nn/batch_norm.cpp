@@ -22,19 +22,20 @@ class BatchNorm : public NodeKernel {
     sdk::Tensor mean = required(ctx, 3, "input_mean");
     sdk::Tensor var = required(ctx, 4, "input_var");
     const Shape xs = x.shape();
-    check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1], S = N ? x.numel() / (N * std::max<int64_t>(1, C)) : 0;
     // Statistics per channel, or per (channel, position) without `spatial`.
     const int64_t channels = attrs_.spatial ? C : C * S, inner = attrs_.spatial ? S : 1;
     for (auto* t : {&scale, &bias, &mean, &var})
-      check(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) + " values for X " +
-                                        shape_str(xs) + ", got shape " + shape_str(t->shape()));
+      SINGA_CHECK(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) +
+                                              " values for X " + shape_str(xs) + ", got shape " +
+                                              shape_str(t->shape()));
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     std::vector<double> sc = real_values(scale, where()), b = real_values(bias, where());
     std::vector<double> mu = real_values(mean, where()), vr = real_values(var, where());
 
     if (attrs_.training) {
-      check(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
+      SINGA_CHECK(N * inner > 0, "training mode needs a non-empty batch, got X " + shape_str(xs));
       std::vector<double> bm(static_cast<size_t>(channels)), bv(static_cast<size_t>(channels));
       batch_stats(ctx, x, N, channels, inner, bm, bv);
       if (ctx.num_outputs() > 1) write_running(ctx, 1, mean, mu, bm);

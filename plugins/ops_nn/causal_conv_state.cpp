@@ -32,20 +32,21 @@ class CausalConvWithState : public NodeKernel {
     const sdk::Tensor x = required(ctx, 0, "input"), w = required(ctx, 1, "weight");
     const sdk::Tensor bias = ctx.input(2), past = ctx.input(3);
     const Shape xs = x.shape(), ws = w.shape();
-    check(xs.size() == 3, "input must be [B, C, L], got " + shape_str(xs));
+    SINGA_CHECK(xs.size() == 3, "input must be [B, C, L], got " + shape_str(xs));
     const int64_t B = xs[0], C = xs[1], L = xs[2];
-    check(ws.size() == 3 && ws[0] == C && ws[1] == 1 && ws[2] >= 1,
-          "weight must be [" + std::to_string(C) + ", 1, k] with k >= 1, got " + shape_str(ws));
+    SINGA_CHECK(ws.size() == 3 && ws[0] == C && ws[1] == 1 && ws[2] >= 1,
+                "weight must be [" + std::to_string(C) + ", 1, k] with k >= 1, got " + shape_str(ws));
     const int64_t k = ws[2], K1 = k - 1;
     check(w.dtype() == x.dtype(), "weight must have input's element type");
     if (bias.present()) {
       check(bias.dtype() == x.dtype(), "bias must have input's element type");
-      check(bias.shape() == Shape{C}, "bias must be [" + std::to_string(C) + "], got " + shape_str(bias.shape()));
+      SINGA_CHECK(bias.shape() == Shape{C}, "bias must be [" + std::to_string(C) + "], got " + shape_str(bias.shape()));
     }
     if (past.present()) {
       check(past.dtype() == x.dtype(), "past_state must have input's element type");
-      check(past.shape() == (Shape{B, C, K1}), "past_state must be [" + std::to_string(B) + ", " + std::to_string(C) +
-                                                   ", " + std::to_string(K1) + "], got " + shape_str(past.shape()));
+      SINGA_CHECK(past.shape() == (Shape{B, C, K1}), "past_state must be [" + std::to_string(B) + ", " +
+                                                         std::to_string(C) + ", " + std::to_string(K1) + "], got " +
+                                                         shape_str(past.shape()));
     }
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     sdk::Tensor st;

@@ -32,13 +32,13 @@ class ChannelGate : public NodeKernel {
     check(x.dtype() == SINGA_ONNX_FLOAT && g.dtype() == SINGA_ONNX_FLOAT, "X and G must be float");
     const Shape& xs = x.shape();
     const Shape& gs = g.shape();
-    check(xs.size() >= 2 && gs.size() == xs.size(),
-          "X " + shape_str(xs) + " and G " + shape_str(gs) + " must have one rank, at least 2");
+    SINGA_CHECK(xs.size() >= 2 && gs.size() == xs.size(),
+                "X " + shape_str(xs) + " and G " + shape_str(gs) + " must have one rank, at least 2");
     const int64_t N = xs[0], C = xs[1];
     bool ok = (gs[0] == N || gs[0] == 1) && gs[1] == C;
     for (size_t d = 2; d < gs.size(); ++d) ok = ok && gs[d] == 1;
-    check(ok, "G " + shape_str(gs) + " must hold one gate per channel of X " + shape_str(xs) +
-                  " ([N or 1, C, 1, ...])");
+    SINGA_CHECK(
+        ok, "G " + shape_str(gs) + " must hold one gate per channel of X " + shape_str(xs) + " ([N or 1, C, 1, ...])");
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     const int64_t plane = N * C == 0 ? 0 : x.numel() / (N * C);
     if (x.numel() == 0) return;

@@ -54,9 +54,9 @@ class Clip : public NodeKernel {
  private:
   template <class T, class A>
   A bound(const sdk::Tensor& t, const sdk::Tensor& x, const char* name) const {
-    check(t.dtype() == x.dtype(), std::string(name) + " is " + sdk::dtype_name(t.dtype()) + " but input is " +
-                                      sdk::dtype_name(x.dtype()));
-    check(t.numel() == 1, std::string(name) + " must be a scalar, got shape " + shape_str(t.shape()));
+    SINGA_CHECK(t.dtype() == x.dtype(), std::string(name) + " is " + sdk::dtype_name(t.dtype()) + " but input is " +
+                                            sdk::dtype_name(x.dtype()));
+    SINGA_CHECK(t.numel() == 1, std::string(name) + " must be a scalar, got shape " + shape_str(t.shape()));
     return to_acc<A>(t.data<T>()[0]);
   }
 

@@ -40,23 +40,23 @@ class Col2Im : public NodeKernel {
     const std::vector<int64_t> block = required(ctx, 2, "block_shape").to_int_vector();
     const size_t r = image.size();
     check(r >= 1, "image_shape must not be empty");
-    check(block.size() == r, "block_shape " + shape_str(block) + " must have as many values as image_shape " +
-                                 shape_str(image));
+    SINGA_CHECK(block.size() == r,
+                "block_shape " + shape_str(block) + " must have as many values as image_shape " + shape_str(image));
     auto check_len = [&](const std::vector<int64_t>& v, size_t want, const char* name) {
-      check(v.empty() || v.size() == want, std::string("attribute ") + name + " has " + std::to_string(v.size()) +
-                                               " values, expected " + std::to_string(want));
+      SINGA_CHECK(v.empty() || v.size() == want, std::string("attribute ") + name + " has " + std::to_string(v.size()) +
+                                                     " values, expected " + std::to_string(want));
     };
     check_len(dilations_, r, "dilations");
     check_len(strides_, r, "strides");
     check_len(pads_, 2 * r, "pads");
     const Shape xs = x.shape();
-    check(xs.size() == 3, "input must be 3-D (N, C * prod(block_shape), L), got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() == 3, "input must be 3-D (N, C * prod(block_shape), L), got shape " + shape_str(xs));
     const int64_t limit = int64_t(1) << 40;
     int64_t kernel = 1, blocks = 1, pixels = 1;
     std::vector<int64_t> nb(r), dil(r), str(r), pb(r);
     for (size_t i = 0; i < r; ++i) {
-      check(image[i] > 0, "image_shape " + shape_str(image) + " must be positive");
-      check(block[i] > 0, "block_shape " + shape_str(block) + " must be positive");
+      SINGA_CHECK(image[i] > 0, "image_shape " + shape_str(image) + " must be positive");
+      SINGA_CHECK(block[i] > 0, "block_shape " + shape_str(block) + " must be positive");
       dil[i] = dilations_.empty() ? 1 : dilations_[i];
       str[i] = strides_.empty() ? 1 : strides_[i];
       pb[i] = pads_.empty() ? 0 : pads_[i];
@@ -65,8 +65,8 @@ class Col2Im : public NodeKernel {
             "image_shape, block_shape and the attributes are too large");
       const int64_t extent = dil[i] * (block[i] - 1) + 1;
       const int64_t span = image[i] + pb[i] + pe - extent;
-      check(span >= 0, "block of extent " + std::to_string(extent) + " does not fit the padded image along axis " +
-                           std::to_string(i));
+      SINGA_CHECK(span >= 0, "block of extent " + std::to_string(extent) +
+                                 " does not fit the padded image along axis " + std::to_string(i));
       nb[i] = span / str[i] + 1;
       check(kernel <= limit / block[i] && blocks <= limit / nb[i] && pixels <= limit / image[i],
             "image_shape and block_shape are too large");
@@ -75,14 +75,14 @@ class Col2Im : public NodeKernel {
       pixels *= image[i];
     }
     const int64_t N = xs[0];
-    check(xs[1] % kernel == 0, "input's dim 1 (" + std::to_string(xs[1]) + ") is not a multiple of prod(block_shape) = " +
-                                   std::to_string(kernel));
-    check(xs[2] == blocks, "input's dim 2 (" + std::to_string(xs[2]) + ") must equal the number of sliding blocks, " +
-                               std::to_string(blocks));
+    SINGA_CHECK(xs[1] % kernel == 0, "input's dim 1 (" + std::to_string(xs[1]) +
+                                         ") is not a multiple of prod(block_shape) = " + std::to_string(kernel));
+    SINGA_CHECK(xs[2] == blocks, "input's dim 2 (" + std::to_string(xs[2]) +
+                                     ") must equal the number of sliding blocks, " + std::to_string(blocks));
     const int64_t C = xs[1] / kernel;
     Shape ys{N, C};
     ys.insert(ys.end(), image.begin(), image.end());
-    check(N * C == 0 || pixels <= limit / (N * C), "output " + shape_str(ys) + " is too large");
+    SINGA_CHECK(N * C == 0 || pixels <= limit / (N * C), "output " + shape_str(ys) + " is too large");
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (N * C == 0 || pixels == 0) return;
     dispatch_among<float, double, half, bfloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,

@@ -126,9 +126,9 @@ class Conv : public NodeKernel {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor z = sum_ ? required(ctx, 3, "Z") : sdk::Tensor();
     if (sum_)
-      check(x.dtype() == SINGA_ONNX_FLOAT && z.dtype() == SINGA_ONNX_FLOAT,
-            std::string("X and Z must be float, got ") + sdk::dtype_name(x.dtype()) + " and " +
-                sdk::dtype_name(z.dtype()));
+      SINGA_CHECK(x.dtype() == SINGA_ONNX_FLOAT && z.dtype() == SINGA_ONNX_FLOAT,
+                  std::string("X and Z must be float, got ") + sdk::dtype_name(x.dtype()) + " and " +
+                      sdk::dtype_name(z.dtype()));
     const DnnlConv* dnnl = dnnl_for(ctx, x);
     if (dnnl && x.dtype() == SINGA_ONNX_FLOAT && x.shape() == dnnl->input_shape()) {
       if (sum_) check_summand(z, dnnl->output_shape());
@@ -148,22 +148,23 @@ class Conv : public NodeKernel {
     ops::use_blas_threads(ctx);
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor b = ctx.input(2);
-    check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
-          std::string("X, W and B must share one element type, got ") + sdk::dtype_name(x.dtype()) + ", " +
-              sdk::dtype_name(w.dtype()) + (b.present() ? std::string(", ") + sdk::dtype_name(b.dtype()) : ""));
+    SINGA_CHECK(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
+                std::string("X, W and B must share one element type, got ") + sdk::dtype_name(x.dtype()) + ", " +
+                    sdk::dtype_name(w.dtype()) + (b.present() ? std::string(", ") + sdk::dtype_name(b.dtype()) : ""));
     const Shape xs = x.shape(), ws = w.shape();
     std::vector<int64_t> in = spatial_dims(xs, "X", *this);
-    check(ws.size() == xs.size(), "W of shape " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+    SINGA_CHECK(ws.size() == xs.size(), "W of shape " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
-    check(Cg * group_ == C, "X has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
-                                std::to_string(group_) + " expects " + std::to_string(Cg * group_));
-    check(M % group_ == 0, "W has " + std::to_string(M) + " output channels, not a multiple of group " +
-                               std::to_string(group_));
+    SINGA_CHECK(Cg * group_ == C, "X has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
+                                      std::to_string(group_) + " expects " + std::to_string(Cg * group_));
+    SINGA_CHECK(M % group_ == 0,
+                "W has " + std::to_string(M) + " output channels, not a multiple of group " + std::to_string(group_));
     std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
     if (!attrs_.kernel_shape.empty())
-      check(attrs_.kernel_shape == kernel,
-            "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
-    if (b.present()) check(b.numel() == M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(M));
+      SINGA_CHECK(attrs_.kernel_shape == kernel,
+                  "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
+    if (b.present())
+      SINGA_CHECK(b.numel() == M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(M));
     Geometry g = window_geometry(attrs_, in, kernel, *this);
 
     Shape ys{N, M};
@@ -201,9 +202,9 @@ class Conv : public NodeKernel {
   // then Y into blocks in place where they wrote NCHW.
   void compute_unblocked(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& z) const {
     auto blocked_4d = [&](const sdk::Tensor& t, const char* name) {
-      check(t.dtype() == SINGA_ONNX_FLOAT && t.ndim() == 4 && t.dim(1) % 16 == 0,
-            std::string(name) + " in 16-channel blocks must be float [N, C, H, W] with C a multiple of 16, got " +
-                sdk::dtype_name(t.dtype()) + " " + shape_str(t.shape()));
+      SINGA_CHECK(t.dtype() == SINGA_ONNX_FLOAT && t.ndim() == 4 && t.dim(1) % 16 == 0,
+                  std::string(name) + " in 16-channel blocks must be float [N, C, H, W] with C a multiple of 16, got " +
+                      sdk::dtype_name(t.dtype()) + " " + shape_str(t.shape()));
     };
     auto unblocked = [&](const sdk::Tensor& t, DLTensor& view) {
       view = *t.raw();
@@ -261,7 +262,8 @@ class Conv : public NodeKernel {
   }
 
   void check_summand(const sdk::Tensor& z, const Shape& ys) const {
-    check(z.shape() == ys, "Z of shape " + shape_str(z.shape()) + " must have the output's shape " + shape_str(ys));
+    SINGA_CHECK(z.shape() == ys,
+                "Z of shape " + shape_str(z.shape()) + " must have the output's shape " + shape_str(ys));
   }
 
   // The pool's window over a conv output of shape ys.
@@ -275,8 +277,8 @@ class Conv : public NodeKernel {
   // windows, and weights that came as inputs, convolve into a buffer first.
   sdk::Tensor compute_mean(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& b,
                            const Geometry& g, const Shape& ys, int64_t Cg) const {
-    check(x.dtype() == SINGA_ONNX_FLOAT, std::string("a fused GlobalAveragePool needs float, got ") +
-                                             sdk::dtype_name(x.dtype()));
+    SINGA_CHECK(x.dtype() == SINGA_ONNX_FLOAT,
+                std::string("a fused GlobalAveragePool needs float, got ") + sdk::dtype_name(x.dtype()));
     const int64_t N = ys[0], M = ys[1], C = x.dim(1), P = g.out_size();
     const ClassifierHead head = classifier_ ? classifier_head(ctx, M) : ClassifierHead();
     Shape ms(ys.begin(), ys.begin() + 2);
@@ -352,17 +354,17 @@ class Conv : public NodeKernel {
     sdk::Tensor w = required(ctx, 3, "Wfc"), c = ctx.input(4);
     const Shape ws = w.shape();
     const std::string want = classifier_trans_b_ ? "N, " + std::to_string(M) : std::to_string(M) + ", N";
-    check(w.dtype() == SINGA_ONNX_FLOAT && ws.size() == 2 && ws[classifier_trans_b_ ? 1 : 0] == M,
-          "Wfc must be float [" + want + "] (transB = " + std::to_string(int(classifier_trans_b_)) + "), got " +
-              sdk::dtype_name(w.dtype()) + " " + shape_str(ws));
+    SINGA_CHECK(w.dtype() == SINGA_ONNX_FLOAT && ws.size() == 2 && ws[classifier_trans_b_ ? 1 : 0] == M,
+                "Wfc must be float [" + want + "] (transB = " + std::to_string(int(classifier_trans_b_)) + "), got " +
+                    sdk::dtype_name(w.dtype()) + " " + shape_str(ws));
     ClassifierHead h;
     h.w = w.data<float>();
     h.outputs = ws[classifier_trans_b_ ? 0 : 1];
     if (c.present()) {
-      check(c.dtype() == SINGA_ONNX_FLOAT && c.numel() == h.outputs && c.ndim() >= 1 && c.ndim() <= 2 &&
-                c.dim(c.ndim() - 1) == h.outputs,
-            "Cfc must be a float row of " + std::to_string(h.outputs) + " values, got " + sdk::dtype_name(c.dtype()) +
-                " " + shape_str(c.shape()));
+      SINGA_CHECK(c.dtype() == SINGA_ONNX_FLOAT && c.numel() == h.outputs && c.ndim() >= 1 && c.ndim() <= 2 &&
+                      c.dim(c.ndim() - 1) == h.outputs,
+                  "Cfc must be a float row of " + std::to_string(h.outputs) + " values, got " +
+                      sdk::dtype_name(c.dtype()) + " " + shape_str(c.shape()));
       h.bias = c.data<float>();
     }
     return h;

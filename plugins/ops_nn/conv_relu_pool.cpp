@@ -68,7 +68,7 @@ class ConvReluMaxPool : public NodeKernel {
     check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()), "X, W and B must share one element type");
     const ConvReluPoolShape s = attrs_.resolve(x.shape(), w.shape(), *this);
     if (b.present())
-      check(b.numel() == s.M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(s.M));
+      SINGA_CHECK(b.numel() == s.M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(s.M));
     sdk::Tensor y = ctx.output(0, s.out, x.dl_dtype());
     sdk::Tensor idx;
     if (ctx.num_outputs() > 1) idx = ctx.output(1, s.out, SINGA_ONNX_INT64);

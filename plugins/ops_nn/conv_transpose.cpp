@@ -34,20 +34,22 @@ class ConvTranspose : public NodeKernel {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor b = ctx.input(2);
-    check(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
-          std::string("X, W and B must share one element type, got ") + sdk::dtype_name(x.dtype()) + ", " +
-              sdk::dtype_name(w.dtype()) + (b.present() ? std::string(", ") + sdk::dtype_name(b.dtype()) : ""));
+    SINGA_CHECK(w.dtype() == x.dtype() && (!b.present() || b.dtype() == x.dtype()),
+                std::string("X, W and B must share one element type, got ") + sdk::dtype_name(x.dtype()) + ", " +
+                    sdk::dtype_name(w.dtype()) + (b.present() ? std::string(", ") + sdk::dtype_name(b.dtype()) : ""));
     const Shape xs = x.shape(), ws = w.shape();
     std::vector<int64_t> in = spatial_dims(xs, "X", *this);
-    check(ws.size() == xs.size(), "W of shape " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+    SINGA_CHECK(ws.size() == xs.size(), "W of shape " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1], Mg = ws[1], M = Mg * group_;
-    check(ws[0] == C, "W " + shape_str(ws) + " must have X's " + std::to_string(C) + " input channels first");
-    check(C % group_ == 0, "X has " + std::to_string(C) + " channels, not a multiple of group " + std::to_string(group_));
+    SINGA_CHECK(ws[0] == C, "W " + shape_str(ws) + " must have X's " + std::to_string(C) + " input channels first");
+    SINGA_CHECK(C % group_ == 0,
+                "X has " + std::to_string(C) + " channels, not a multiple of group " + std::to_string(group_));
     std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
     if (!attrs_.kernel_shape.empty())
-      check(attrs_.kernel_shape == kernel,
-            "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
-    if (b.present()) check(b.numel() == M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(M));
+      SINGA_CHECK(attrs_.kernel_shape == kernel,
+                  "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
+    if (b.present())
+      SINGA_CHECK(b.numel() == M, "B has " + std::to_string(b.numel()) + " values, expected " + std::to_string(M));
     Geometry g = transpose_geometry(attrs_, in, kernel, output_padding_, output_shape_, *this);
 
     Shape ys{N, M};

@@ -37,32 +37,36 @@ class DeformConv : public NodeKernel {
     sdk::Tensor b = ctx.input(3);
     sdk::Tensor mask = ctx.input(4);
     const Shape xs = x.shape(), ws = w.shape();
-    check(xs.size() == 4, "X must be 4-D (N, C, H, W): only 2-D DeformConv is implemented, got shape " + shape_str(xs));
-    check(ws.size() == 4, "W must be 4-D (oC, C / group, kH, kW), got shape " + shape_str(ws));
+    SINGA_CHECK(xs.size() == 4,
+                "X must be 4-D (N, C, H, W): only 2-D DeformConv is implemented, got shape " + shape_str(xs));
+    SINGA_CHECK(ws.size() == 4, "W must be 4-D (oC, C / group, kH, kW), got shape " + shape_str(ws));
     for (const sdk::Tensor* t : {&w, &off})
-      check(t->dtype() == x.dtype(), std::string("W and offset must have X's type ") + sdk::dtype_name(x.dtype()));
+      SINGA_CHECK(t->dtype() == x.dtype(),
+                  std::string("W and offset must have X's type ") + sdk::dtype_name(x.dtype()));
     const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], M = ws[0];
     const int64_t G = group_, OG = offset_group_;
-    check(ws[1] * G == C, "W " + shape_str(ws) + " with group " + std::to_string(G) + " does not match X's " +
-                              std::to_string(C) + " channels");
-    check(M % G == 0, "W's " + std::to_string(M) + " output channels are not a multiple of group " + std::to_string(G));
-    check(C % OG == 0, "X's " + std::to_string(C) + " channels are not a multiple of offset_group " +
-                           std::to_string(OG));
+    SINGA_CHECK(ws[1] * G == C, "W " + shape_str(ws) + " with group " + std::to_string(G) + " does not match X's " +
+                                    std::to_string(C) + " channels");
+    SINGA_CHECK(M % G == 0,
+                "W's " + std::to_string(M) + " output channels are not a multiple of group " + std::to_string(G));
+    SINGA_CHECK(C % OG == 0,
+                "X's " + std::to_string(C) + " channels are not a multiple of offset_group " + std::to_string(OG));
     std::vector<int64_t> kernel{ws[2], ws[3]};
     if (!attrs_.kernel_shape.empty())
-      check(attrs_.kernel_shape == kernel,
-            "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
+      SINGA_CHECK(attrs_.kernel_shape == kernel,
+                  "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
     Geometry g = window_geometry(attrs_, {H, W}, kernel, *this);
     const int64_t OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2], K = KH * KW, P = OH * OW;
     const Shape want_off{N, OG * K * 2, OH, OW};
-    check(off.shape() == want_off, "offset must have shape " + shape_str(want_off) + ", got " + shape_str(off.shape()));
+    SINGA_CHECK(off.shape() == want_off,
+                "offset must have shape " + shape_str(want_off) + ", got " + shape_str(off.shape()));
     if (b.present())
-      check(b.dtype() == x.dtype() && b.numel() == M,
-            "B must hold " + std::to_string(M) + " values of X's type, got " + shape_str(b.shape()));
+      SINGA_CHECK(b.dtype() == x.dtype() && b.numel() == M,
+                  "B must hold " + std::to_string(M) + " values of X's type, got " + shape_str(b.shape()));
     if (mask.present()) {
       const Shape want_mask{N, OG * K, OH, OW};
-      check(mask.dtype() == x.dtype() && mask.shape() == want_mask,
-            "mask must have shape " + shape_str(want_mask) + " and X's type, got " + shape_str(mask.shape()));
+      SINGA_CHECK(mask.dtype() == x.dtype() && mask.shape() == want_mask,
+                  "mask must have shape " + shape_str(want_mask) + " and X's type, got " + shape_str(mask.shape()));
     }
     sdk::Tensor y = ctx.output(0, {N, M, OH, OW}, x.dl_dtype());
     if (N * M * P == 0) return;

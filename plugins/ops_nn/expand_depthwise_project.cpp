@@ -67,7 +67,7 @@ class ExpandDepthwiseProject : public NodeKernel {
     for (const sdk::Tensor* t : {&x, &w1, &b1, &wd, &bd, &w2, &b2})
       if (t->present()) check(t->dtype() == SINGA_ONNX_FLOAT, "every input must be float");
     const Shape xs = x.shape();
-    check(xs.size() == 4, "X must be [N, C, H, W], got " + shape_str(xs));
+    SINGA_CHECK(xs.size() == 4, "X must be [N, C, H, W], got " + shape_str(xs));
     InvertedResidual s;
     s.N = xs[0];
     s.C = xs[1];
@@ -78,25 +78,25 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.stem_conv = stem_;
     if (s.stem_conv) {
       const Shape ws = w1.shape();
-      check(ws.size() == 4 && ws[1] == s.C,
-            "W1 must be [Me, " + std::to_string(s.C) + ", KH, KW], got " + shape_str(ws));
+      SINGA_CHECK(ws.size() == 4 && ws[1] == s.C,
+                  "W1 must be [Me, " + std::to_string(s.C) + ", KH, KW], got " + shape_str(ws));
       s.stem = window_geometry(stem_attrs_, {xs[2], xs[3]}, {ws[2], ws[3]}, *this);
     } else if (s.expand) {
-      check(w1.shape() == Shape{s.Me, s.C, 1, 1},
-            "W1 must be [Me, " + std::to_string(s.C) + ", 1, 1], got " + shape_str(w1.shape()));
+      SINGA_CHECK((w1.shape() == Shape{s.Me, s.C, 1, 1}),
+                  "W1 must be [Me, " + std::to_string(s.C) + ", 1, 1], got " + shape_str(w1.shape()));
     }
     const int64_t H = s.stem_conv ? s.stem.out[1] : xs[2], W = s.stem_conv ? s.stem.out[2] : xs[3];
     const Shape ds = wd.shape();
-    check(ds.size() == 4 && ds[0] == s.Me && ds[1] == 1 && ds[2] == ds[3],
-          "Wd must be [" + std::to_string(s.Me) + ", 1, K, K], got " + shape_str(ds));
+    SINGA_CHECK(ds.size() == 4 && ds[0] == s.Me && ds[1] == 1 && ds[2] == ds[3],
+                "Wd must be [" + std::to_string(s.Me) + ", 1, K, K], got " + shape_str(ds));
     const Shape ps = w2.shape();
-    check(ps.size() == 4 && ps[1] == s.Me && ps[2] == 1 && ps[3] == 1,
-          "W2 must be [M, " + std::to_string(s.Me) + ", 1, 1], got " + shape_str(ps));
+    SINGA_CHECK(ps.size() == 4 && ps[1] == s.Me && ps[2] == 1 && ps[3] == 1,
+                "W2 must be [M, " + std::to_string(s.Me) + ", 1, 1], got " + shape_str(ps));
     s.M = ps[0];
     auto check_bias = [&](const sdk::Tensor& b, int64_t n, const char* name) {
       if (b.present())
-        check(b.numel() == n, std::string(name) + " has " + std::to_string(b.numel()) + " values, expected " +
-                                  std::to_string(n));
+        SINGA_CHECK(b.numel() == n,
+                    std::string(name) + " has " + std::to_string(b.numel()) + " values, expected " + std::to_string(n));
     };
     check_bias(b1, s.Me, "B1");
     check_bias(bd, s.Me, "Bd");
@@ -108,8 +108,8 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.x_channels_last = x_channels_last_;
     s.y_channels_last = y_channels_last_;
     if (s.residual)
-      check(!s.stem_conv && s.M == s.C && s.dw.out[1] == xs[2] && s.dw.out[2] == xs[3],
-            "attribute residual needs Y of X's shape " + shape_str(xs));
+      SINGA_CHECK(!s.stem_conv && s.M == s.C && s.dw.out[1] == xs[2] && s.dw.out[2] == xs[3],
+                  "attribute residual needs Y of X's shape " + shape_str(xs));
     s.expand_act = expand_act_;
     s.dw_act = dw_act_;
     s.project_act = project_act_;

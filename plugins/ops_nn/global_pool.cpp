@@ -47,7 +47,7 @@ class GlobalPool : public NodeKernel {
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
     Shape xs = x.shape();
-    check(xs.size() >= 3, "X must be [N, C, D1, ...] with at least one spatial dim, got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() >= 3, "X must be [N, C, D1, ...] with at least one spatial dim, got shape " + shape_str(xs));
     Shape ys(xs.size(), 1);
     ys[0] = xs[0];
     ys[1] = xs[1];
@@ -55,7 +55,7 @@ class GlobalPool : public NodeKernel {
     const int64_t planes = xs[0] * xs[1];
     const int64_t size = planes ? x.numel() / planes : 0;
     if (planes == 0) return;
-    check(size > 0, "X of shape " + shape_str(xs) + " has an empty spatial extent");
+    SINGA_CHECK(size > 0, "X of shape " + shape_str(xs) + " has an empty spatial extent");
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       using A = acc_t<T>;

@@ -259,13 +259,13 @@ class GridSample : public NodeKernel {
       return compute_nd(ctx);
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor grid = required(ctx, 1, "grid");
-    check(x.ndim() == 4, "X must be 4-D (N, C, H, W), got shape " + shape_str(x.shape()));
-    check(grid.ndim() == 4 && grid.dim(3) == 2 && grid.dim(0) == x.dim(0),
-          "grid must have shape (N, H_out, W_out, 2) with N = " + std::to_string(x.dim(0)) + ", got " +
-              shape_str(grid.shape()));
+    SINGA_CHECK(x.ndim() == 4, "X must be 4-D (N, C, H, W), got shape " + shape_str(x.shape()));
+    SINGA_CHECK(grid.ndim() == 4 && grid.dim(3) == 2 && grid.dim(0) == x.dim(0),
+                "grid must have shape (N, H_out, W_out, 2) with N = " + std::to_string(x.dim(0)) + ", got " +
+                    shape_str(grid.shape()));
     int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
     int64_t ho = grid.dim(1), wo = grid.dim(2);
-    check((h > 0 && w > 0) || n * c == 0, "X has an empty spatial extent " + shape_str(x.shape()));
+    SINGA_CHECK((h > 0 && w > 0) || n * c == 0, "X has an empty spatial extent " + shape_str(x.shape()));
     sdk::Tensor y = ctx.output(0, {n, c, ho, wo}, x.dl_dtype());
     int64_t out_plane = ho * wo;
     each_volume(ctx, x, grid, y, c, h * w, out_plane, 2, [&](const auto* plane, const auto* g, auto* dst) {
@@ -283,17 +283,18 @@ class GridSample : public NodeKernel {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor grid = required(ctx, 1, "grid");
     const Shape xs = x.shape(), gs = grid.shape();
-    check(xs.size() >= 3 && xs.size() <= 10, "X must be (N, C, D1, ..., Dr) with 1 to 8 spatial dims, got shape " +
-                                                 shape_str(xs));
+    SINGA_CHECK(xs.size() >= 3 && xs.size() <= 10,
+                "X must be (N, C, D1, ..., Dr) with 1 to 8 spatial dims, got shape " + shape_str(xs));
     const size_t r = xs.size() - 2;
-    check(gs.size() == r + 2 && gs[0] == xs[0] && gs[r + 1] == int64_t(r),
-          "grid must have shape (N, D1_out, ..., D" + std::to_string(r) + "_out, " + std::to_string(r) + ") with N = " +
-              std::to_string(xs[0]) + " for X of shape " + shape_str(xs) + ", got " + shape_str(gs));
+    SINGA_CHECK(gs.size() == r + 2 && gs[0] == xs[0] && gs[r + 1] == int64_t(r),
+                "grid must have shape (N, D1_out, ..., D" + std::to_string(r) + "_out, " + std::to_string(r) +
+                    ") with N = " + std::to_string(xs[0]) + " for X of shape " + shape_str(xs) + ", got " +
+                    shape_str(gs));
     const int64_t n = xs[0], c = xs[1];
     std::vector<int64_t> dims(xs.begin() + 2, xs.end());
     int64_t vol = 1;
     for (int64_t d : dims) vol *= d;
-    check(vol > 0 || n * c == 0, "X has an empty spatial extent " + shape_str(xs));
+    SINGA_CHECK(vol > 0 || n * c == 0, "X has an empty spatial extent " + shape_str(xs));
     Shape ys{n, c};
     ys.insert(ys.end(), gs.begin() + 1, gs.end() - 1);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());

@@ -35,15 +35,15 @@ class GroupNorm : public NodeKernel {
     sdk::Tensor scale = required(ctx, 1, "scale");
     sdk::Tensor bias = required(ctx, 2, "bias");
     const Shape xs = x.shape();
-    check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1], G = groups_;
-    check(C % G == 0, "the " + std::to_string(C) + " channels of X " + shape_str(xs) +
-                          " do not split into num_groups = " + std::to_string(G) + " groups");
+    SINGA_CHECK(C % G == 0, "the " + std::to_string(C) + " channels of X " + shape_str(xs) +
+                                " do not split into num_groups = " + std::to_string(G) + " groups");
     const int64_t want = per_channel_ ? C : G;
     const char* per = per_channel_ ? " (one per channel)" : " (one per group)";
-    check(scale.ndim() == 1 && scale.numel() == want && bias.ndim() == 1 && bias.numel() == want,
-          "scale and bias must be 1-D with " + std::to_string(want) + " values" + per + ", got " +
-              shape_str(scale.shape()) + " and " + shape_str(bias.shape()));
+    SINGA_CHECK(scale.ndim() == 1 && scale.numel() == want && bias.ndim() == 1 && bias.numel() == want,
+                "scale and bias must be 1-D with " + std::to_string(want) + " values" + per + ", got " +
+                    shape_str(scale.shape()) + " and " + shape_str(bias.shape()));
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     if (N * C == 0) return;
     const int64_t S = x.numel() / (N * C);  // spatial size of one channel

@@ -21,10 +21,11 @@ class InstanceNorm : public NodeKernel {
     sdk::Tensor scale = required(ctx, 1, "scale");
     sdk::Tensor bias = required(ctx, 2, "B");
     const Shape xs = x.shape();
-    check(xs.size() >= 3, "input must be [N, C, D1, ...], got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() >= 3, "input must be [N, C, D1, ...], got shape " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1];
-    check(scale.numel() == C && bias.numel() == C, "scale and B must hold " + std::to_string(C) + " values, got " +
-                                                       shape_str(scale.shape()) + " and " + shape_str(bias.shape()));
+    SINGA_CHECK(scale.numel() == C && bias.numel() == C, "scale and B must hold " + std::to_string(C) +
+                                                             " values, got " + shape_str(scale.shape()) + " and " +
+                                                             shape_str(bias.shape()));
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     if (N * C == 0) return;
     const int64_t S = x.numel() / (N * C);

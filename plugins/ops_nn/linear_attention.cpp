@@ -63,44 +63,44 @@ class LinearAttention : public NodeKernel {
     const sdk::Tensor past = ctx.input(3), decay = ctx.input(4), beta = ctx.input(5), erase = ctx.input(6);
     const int64_t Hq = q_heads_, Hkv = kv_heads_, G = Hq / Hkv;
     for (const sdk::Tensor* t : {&q, &k, &v})
-      check(t->ndim() == 3, "query, key and value must be [B, T, H*D], got " + shape_str(t->shape()));
+      SINGA_CHECK(t->ndim() == 3, "query, key and value must be [B, T, H*D], got " + shape_str(t->shape()));
     check(k.dtype() == q.dtype() && v.dtype() == q.dtype(), "query, key and value must have one element type");
     const int64_t B = q.dim(0), T = q.dim(1);
-    check(k.dim(0) == B && v.dim(0) == B && k.dim(1) == T && v.dim(1) == T,
-          "query " + shape_str(q.shape()) + ", key " + shape_str(k.shape()) + " and value " + shape_str(v.shape()) +
-              " must share batch and sequence length");
+    SINGA_CHECK(k.dim(0) == B && v.dim(0) == B && k.dim(1) == T && v.dim(1) == T,
+                "query " + shape_str(q.shape()) + ", key " + shape_str(k.shape()) + " and value " +
+                    shape_str(v.shape()) + " must share batch and sequence length");
     check(q.dim(2) % Hq == 0 && k.dim(2) % Hkv == 0 && v.dim(2) % Hkv == 0,
           "hidden sizes are not multiples of the head counts");
     const int64_t dk = q.dim(2) / Hq, dv = v.dim(2) / Hkv;
-    check(k.dim(2) / Hkv == dk, "key's head size " + std::to_string(k.dim(2) / Hkv) + " differs from query's " +
-                                    std::to_string(dk));
+    SINGA_CHECK(k.dim(2) / Hkv == dk,
+                "key's head size " + std::to_string(k.dim(2) / Hkv) + " differs from query's " + std::to_string(dk));
     if (gating_ != decay.present())
       fail(std::string("update_rule ") + (gating_ ? "needs" : "forbids") + " the decay input");
     if (delta_ != beta.present()) fail(std::string("update_rule ") + (delta_ ? "needs" : "forbids") + " the beta input");
     if (erase.present() && !delta_) fail("update_rule forbids the erase_gate input");
     bool decay_per_dim = false;
     if (decay.present()) {
-      check(decay.ndim() == 3 && decay.dim(0) == B && decay.dim(1) == T &&
-                (decay.dim(2) == Hkv || decay.dim(2) == Hkv * dk),
-            "decay must be [" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(Hkv) + " or " +
-                std::to_string(Hkv * dk) + "], got " + shape_str(decay.shape()));
+      SINGA_CHECK(decay.ndim() == 3 && decay.dim(0) == B && decay.dim(1) == T &&
+                      (decay.dim(2) == Hkv || decay.dim(2) == Hkv * dk),
+                  "decay must be [" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(Hkv) +
+                      " or " + std::to_string(Hkv * dk) + "], got " + shape_str(decay.shape()));
       decay_per_dim = decay.dim(2) == Hkv * dk;  // with dk == 1 both readings agree
     }
     int64_t beta_w = 0;
     if (beta.present()) {
-      check(beta.ndim() == 3 && beta.dim(0) == B && beta.dim(1) == T && (beta.dim(2) == Hkv || beta.dim(2) == 1),
-            "beta must be [" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(Hkv) +
-                " or 1], got " + shape_str(beta.shape()));
+      SINGA_CHECK(beta.ndim() == 3 && beta.dim(0) == B && beta.dim(1) == T && (beta.dim(2) == Hkv || beta.dim(2) == 1),
+                  "beta must be [" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(Hkv) +
+                      " or 1], got " + shape_str(beta.shape()));
       beta_w = beta.dim(2);
     }
     if (erase.present())
-      check(erase.shape() == (Shape{B, T, Hkv * dk}), "erase_gate must be [" + std::to_string(B) + ", " +
-                                                          std::to_string(T) + ", " + std::to_string(Hkv * dk) +
-                                                          "], got " + shape_str(erase.shape()));
+      SINGA_CHECK(erase.shape() == (Shape{B, T, Hkv * dk}), "erase_gate must be [" + std::to_string(B) + ", " +
+                                                                std::to_string(T) + ", " + std::to_string(Hkv * dk) +
+                                                                "], got " + shape_str(erase.shape()));
     if (past.present())
-      check(past.shape() == (Shape{B, Hkv, dk, dv}), "past_state must be [" + std::to_string(B) + ", " +
-                                                          std::to_string(Hkv) + ", " + std::to_string(dk) + ", " +
-                                                          std::to_string(dv) + "], got " + shape_str(past.shape()));
+      SINGA_CHECK(past.shape() == (Shape{B, Hkv, dk, dv}),
+                  "past_state must be [" + std::to_string(B) + ", " + std::to_string(Hkv) + ", " + std::to_string(dk) +
+                      ", " + std::to_string(dv) + "], got " + shape_str(past.shape()));
 
     sdk::Tensor y = ctx.output(0, Shape{B, T, Hq * dv}, q.dl_dtype());
     sdk::Tensor st;

@@ -44,21 +44,23 @@ class LossKernel : public NodeKernel {
   Dims check_shapes(const sdk::Tensor& x, const sdk::Tensor& labels, const sdk::Tensor* weights,
                     const char* x_name) const {
     const Shape xs = x.shape(), ls = labels.shape();
-    check(xs.size() >= 2, std::string(x_name) + " must have rank >= 2 (N, C, d1..dk), got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() >= 2,
+                std::string(x_name) + " must have rank >= 2 (N, C, d1..dk), got shape " + shape_str(xs));
     bool match = ls.size() + 1 == xs.size() && ls[0] == xs[0];
     for (size_t i = 1; match && i < ls.size(); ++i) match = ls[i] == xs[i + 1];
-    check(match, "labels shape " + shape_str(ls) + " does not match " + x_name + " shape " + shape_str(xs) +
-                     " without its class axis");
+    SINGA_CHECK(match, "labels shape " + shape_str(ls) + " does not match " + x_name + " shape " + shape_str(xs) +
+                           " without its class axis");
     Dims dims;
     dims.n = xs[0];
     dims.c = xs[1];
     for (size_t i = 2; i < xs.size(); ++i) dims.d *= xs[i];
     if (weights) {
       const Shape ws = weights->shape();
-      check(ws.size() == 1 && ws[0] == dims.c,
-            "weights must have shape [" + std::to_string(dims.c) + "] (one per class), got " + shape_str(ws));
-      check(weights->dtype() == x.dtype(), std::string("weights dtype ") + sdk::dtype_name(weights->dtype()) +
-                                               " differs from " + x_name + " dtype " + sdk::dtype_name(x.dtype()));
+      SINGA_CHECK(ws.size() == 1 && ws[0] == dims.c,
+                  "weights must have shape [" + std::to_string(dims.c) + "] (one per class), got " + shape_str(ws));
+      SINGA_CHECK(weights->dtype() == x.dtype(), std::string("weights dtype ") + sdk::dtype_name(weights->dtype()) +
+                                                     " differs from " + x_name + " dtype " +
+                                                     sdk::dtype_name(x.dtype()));
     }
     return dims;
   }
@@ -74,10 +76,10 @@ class LossKernel : public NodeKernel {
     for (size_t i = 0; i < out.size(); ++i) {
       const int64_t t = out[i];
       if (has_ignore_ && t == ignore_index_) continue;
-      check(t >= 0 && t < classes, "label " + std::to_string(t) + " at flat index " + std::to_string(i) +
-                                       " is outside [0, " + std::to_string(classes) + ")" +
-                                       (has_ignore_ ? " and is not ignore_index " + std::to_string(ignore_index_)
-                                                    : std::string()));
+      SINGA_CHECK(t >= 0 && t < classes,
+                  "label " + std::to_string(t) + " at flat index " + std::to_string(i) + " is outside [0, " +
+                      std::to_string(classes) + ")" +
+                      (has_ignore_ ? " and is not ignore_index " + std::to_string(ignore_index_) : std::string()));
     }
     return out;
   }

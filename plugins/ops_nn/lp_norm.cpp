@@ -23,8 +23,8 @@ class LpNorm : public NodeKernel {
     const Shape xs = x.shape();
     const int64_t r = int64_t(xs.size());
     check(r >= 1, "input must have at least one dim");
-    check(axis_ >= -r && axis_ < r,
-          "attribute axis " + std::to_string(axis_) + " is out of range for input of shape " + shape_str(xs));
+    SINGA_CHECK(axis_ >= -r && axis_ < r,
+                "attribute axis " + std::to_string(axis_) + " is out of range for input of shape " + shape_str(xs));
     const size_t a = size_t(axis_ < 0 ? axis_ + r : axis_);
     int64_t outer = 1, inner = 1;
     for (size_t i = 0; i < a; ++i) outer *= xs[i];

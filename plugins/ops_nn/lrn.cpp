@@ -23,7 +23,7 @@ class LRN : public NodeKernel {
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
     const Shape xs = x.shape();
-    check(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
+    SINGA_CHECK(xs.size() >= 2, "X must be [N, C, ...], got shape " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1];
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
     if (N * C == 0) return;

@@ -20,8 +20,8 @@ class MaxUnpool : public NodeKernel {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor ind = required(ctx, 1, "I");
     const Shape xs = x.shape();
-    check(ind.shape() == xs, "I of shape " + shape_str(ind.shape()) + " must match X " + shape_str(xs));
-    check(ind.dtype() == SINGA_ONNX_INT64, std::string("I must be int64, got ") + sdk::dtype_name(ind.dtype()));
+    SINGA_CHECK(ind.shape() == xs, "I of shape " + shape_str(ind.shape()) + " must match X " + shape_str(xs));
+    SINGA_CHECK(ind.dtype() == SINGA_ONNX_INT64, std::string("I must be int64, got ") + sdk::dtype_name(ind.dtype()));
     std::vector<int64_t> in = spatial_dims(xs, "X", *this);
     const size_t r = in.size();
     if (attrs_.kernel_shape.size() != r || (!attrs_.strides.empty() && attrs_.strides.size() != r) ||
@@ -33,14 +33,15 @@ class MaxUnpool : public NodeKernel {
       const int64_t s = attrs_.strides.empty() ? 1 : attrs_.strides[i];
       const int64_t p = attrs_.pads.empty() ? 0 : attrs_.pads[i] + attrs_.pads[i + r];
       pooled_from.push_back((in[i] - 1) * s + attrs_.kernel_shape[i] - p);
-      check(pooled_from.back() > 0, "pads leave no output along spatial axis " + std::to_string(i));
+      SINGA_CHECK(pooled_from.back() > 0, "pads leave no output along spatial axis " + std::to_string(i));
     }
     Shape ys = pooled_from;
     if (ctx.has_input(2)) {
       ys = ctx.input(2).to_int_vector();
-      check(ys.size() == xs.size() && ys[0] == xs[0] && ys[1] == xs[1],
-            "output_shape " + shape_str(ys) + " must be [N, C, ...] of X's rank with X's N and C " + shape_str(xs));
-      for (int64_t d : ys) check(d >= 0, "output_shape " + shape_str(ys) + " has a negative dim");
+      SINGA_CHECK(
+          ys.size() == xs.size() && ys[0] == xs[0] && ys[1] == xs[1],
+          "output_shape " + shape_str(ys) + " must be [N, C, ...] of X's rank with X's N and C " + shape_str(xs));
+      for (int64_t d : ys) SINGA_CHECK(d >= 0, "output_shape " + shape_str(ys) + " has a negative dim");
     }
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     const size_t elem = size_t(x.dl_dtype().bits / 8);
@@ -51,8 +52,8 @@ class MaxUnpool : public NodeKernel {
     char* py = static_cast<char*>(y.data_ptr());
     for (int64_t j = 0; j < n; ++j) {
       const int64_t at = pi[j];
-      check(at >= 0 && at < total, "index " + std::to_string(at) + " is outside the unpooled shape " +
-                                       shape_str(pooled_from));
+      SINGA_CHECK(at >= 0 && at < total,
+                  "index " + std::to_string(at) + " is outside the unpooled shape " + shape_str(pooled_from));
       // Same coordinates in the (possibly larger) requested output shape.
       int64_t rem = at, flat = 0, stride = 1;
       bool inside = true;

@@ -19,9 +19,10 @@ class MeanVarianceNorm : public NodeKernel {
     const int64_t rank = int64_t(xs.size());
     std::vector<bool> reduced(xs.size(), false);
     for (int64_t a : axes_) {
-      check(a >= -rank && a < rank, "axis " + std::to_string(a) + " is out of range for X of shape " + shape_str(xs));
+      SINGA_CHECK(a >= -rank && a < rank,
+                  "axis " + std::to_string(a) + " is out of range for X of shape " + shape_str(xs));
       int64_t k = a < 0 ? a + rank : a;
-      check(!reduced[size_t(k)], "axis " + std::to_string(a) + " is listed twice in axes");
+      SINGA_CHECK(!reduced[size_t(k)], "axis " + std::to_string(a) + " is listed twice in axes");
       reduced[size_t(k)] = true;
     }
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());

@@ -97,6 +97,11 @@ class NodeKernel {
   void check(bool ok, const std::string& msg) const {
     if (!ok) fail(msg);
   }
+  // A literal message builds no std::string unless the check fails; messages
+  // that are built (concatenation, shape_str) go through SINGA_CHECK instead.
+  void check(bool ok, const char* msg) const {
+    if (!ok) fail(msg);
+  }
   // Input i, which must be present.
   sdk::Tensor required(const sdk::Context& ctx, size_t i, const char* name) const {
     sdk::Tensor t = ctx.input(i);

@@ -112,8 +112,8 @@ class TrailingNorm : public NodeKernel {
     const Shape xs = x.shape();
     const int64_t rank = int64_t(xs.size());
     check(rank >= 1, "X must have at least one dim");
-    check(axis_ >= -rank && axis_ < rank,
-          "attribute axis " + std::to_string(axis_) + " is out of range for X of rank " + std::to_string(rank));
+    SINGA_CHECK(axis_ >= -rank && axis_ < rank,
+                "attribute axis " + std::to_string(axis_) + " is out of range for X of rank " + std::to_string(rank));
     Split s;
     s.axis = axis_ < 0 ? axis_ + rank : axis_;
     s.norm.assign(xs.begin() + s.axis, xs.end());

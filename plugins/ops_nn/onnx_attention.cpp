@@ -245,9 +245,9 @@ class OnnxAttention : public NodeKernel {
     const sdk::Tensor q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
     const sdk::Tensor mask = ctx.input(3), past_k = ctx.input(4), past_v = ctx.input(5), nonpad = ctx.input(6);
     const Shape qs = q.shape(), ks = k.shape(), vs = v.shape();
-    check(qs.size() == 3 || qs.size() == 4, "Q must be 3-D or 4-D, got " + shape_str(qs));
-    check(ks.size() == qs.size() && vs.size() == qs.size(),
-          "Q " + shape_str(qs) + ", K " + shape_str(ks) + " and V " + shape_str(vs) + " must have one rank");
+    SINGA_CHECK(qs.size() == 3 || qs.size() == 4, "Q must be 3-D or 4-D, got " + shape_str(qs));
+    SINGA_CHECK(ks.size() == qs.size() && vs.size() == qs.size(),
+                "Q " + shape_str(qs) + ", K " + shape_str(ks) + " and V " + shape_str(vs) + " must have one rank");
     const bool four = qs.size() == 4;
     const int64_t B = qs[0];
     int64_t Hq, Hkv, Sq, Skv, D, Dv;
@@ -255,23 +255,25 @@ class OnnxAttention : public NodeKernel {
       Hq = qs[1], Sq = qs[2], D = qs[3];
       Hkv = ks[1], Skv = ks[2];
       Dv = vs[3];
-      check(ks[3] == D, "K's head size " + std::to_string(ks[3]) + " differs from Q's " + std::to_string(D));
-      check(vs[1] == Hkv && vs[2] == Skv, "V " + shape_str(vs) + " must have K's heads and sequence length (K " +
-                                              shape_str(ks) + ")");
+      SINGA_CHECK(ks[3] == D, "K's head size " + std::to_string(ks[3]) + " differs from Q's " + std::to_string(D));
+      SINGA_CHECK(vs[1] == Hkv && vs[2] == Skv,
+                  "V " + shape_str(vs) + " must have K's heads and sequence length (K " + shape_str(ks) + ")");
     } else {
       check(q_heads_ > 0 && kv_heads_ > 0, "3-D inputs need attributes q_num_heads and kv_num_heads");
       Hq = q_heads_, Hkv = kv_heads_;
       Sq = qs[1], Skv = ks[1];
-      check(qs[2] % Hq == 0 && ks[2] % Hkv == 0 && vs[2] % Hkv == 0,
-            "hidden sizes of Q " + shape_str(qs) + ", K " + shape_str(ks) + ", V " + shape_str(vs) +
-                " are not multiples of q_num_heads " + std::to_string(Hq) + " / kv_num_heads " + std::to_string(Hkv));
+      SINGA_CHECK(qs[2] % Hq == 0 && ks[2] % Hkv == 0 && vs[2] % Hkv == 0,
+                  "hidden sizes of Q " + shape_str(qs) + ", K " + shape_str(ks) + ", V " + shape_str(vs) +
+                      " are not multiples of q_num_heads " + std::to_string(Hq) + " / kv_num_heads " +
+                      std::to_string(Hkv));
       D = qs[2] / Hq, Dv = vs[2] / Hkv;
-      check(ks[2] / Hkv == D, "K's head size " + std::to_string(ks[2] / Hkv) + " differs from Q's " + std::to_string(D));
-      check(vs[1] == Skv, "V " + shape_str(vs) + " must have K's sequence length (K " + shape_str(ks) + ")");
+      SINGA_CHECK(ks[2] / Hkv == D,
+                  "K's head size " + std::to_string(ks[2] / Hkv) + " differs from Q's " + std::to_string(D));
+      SINGA_CHECK(vs[1] == Skv, "V " + shape_str(vs) + " must have K's sequence length (K " + shape_str(ks) + ")");
     }
     check(ks[0] == B && vs[0] == B, "Q, K and V must have one batch size");
-    check(Hkv > 0 && Hq % Hkv == 0, "q_num_heads " + std::to_string(Hq) + " must be a multiple of kv_num_heads " +
-                                        std::to_string(Hkv));
+    SINGA_CHECK(Hkv > 0 && Hq % Hkv == 0,
+                "q_num_heads " + std::to_string(Hq) + " must be a multiple of kv_num_heads " + std::to_string(Hkv));
     const int64_t group = Hq / Hkv;
 
     // The KV cache.
@@ -280,12 +282,12 @@ class OnnxAttention : public NodeKernel {
     if (past_k.present()) {
       check(past_k.dtype() == q.dtype() && past_v.dtype() == q.dtype(), "past_key and past_value must have Q's type");
       P = past_k.ndim() == 4 ? past_k.dim(2) : -1;
-      check(past_k.shape() == Shape{B, Hkv, P, D}, "past_key must be [" + std::to_string(B) + ", " +
-                                                       std::to_string(Hkv) + ", P, " + std::to_string(D) + "], got " +
-                                                       shape_str(past_k.shape()));
-      check(past_v.shape() == Shape{B, Hkv, P, Dv}, "past_value must be [" + std::to_string(B) + ", " +
-                                                        std::to_string(Hkv) + ", " + std::to_string(P) + ", " +
-                                                        std::to_string(Dv) + "], got " + shape_str(past_v.shape()));
+      SINGA_CHECK((past_k.shape() == Shape{B, Hkv, P, D}), "past_key must be [" + std::to_string(B) + ", " +
+                                                               std::to_string(Hkv) + ", P, " + std::to_string(D) +
+                                                               "], got " + shape_str(past_k.shape()));
+      SINGA_CHECK((past_v.shape() == Shape{B, Hkv, P, Dv}),
+                  "past_value must be [" + std::to_string(B) + ", " + std::to_string(Hkv) + ", " + std::to_string(P) +
+                      ", " + std::to_string(Dv) + "], got " + shape_str(past_v.shape()));
     }
     const int64_t T = P + Skv;
 
@@ -293,8 +295,8 @@ class OnnxAttention : public NodeKernel {
     std::vector<int64_t> valid;
     if (nonpad.present()) {
       check(nonpad.dtype() == SINGA_ONNX_INT64, "nonpad_kv_seqlen must be int64");
-      check(nonpad.shape() == Shape{B}, "nonpad_kv_seqlen must be [" + std::to_string(B) + "], got " +
-                                            shape_str(nonpad.shape()));
+      SINGA_CHECK(nonpad.shape() == Shape{B},
+                  "nonpad_kv_seqlen must be [" + std::to_string(B) + "], got " + shape_str(nonpad.shape()));
       // Clamped to [-Sq-1, T+Sq]: beyond either end every key is masked
       // (or none is), and the frontier arithmetic cannot overflow.
       const int64_t* nv = nonpad.data<int64_t>();
@@ -307,19 +309,19 @@ class OnnxAttention : public NodeKernel {
     int64_t mstride[3] = {0, 0, 0}, mlen = 0;
     if (mask.present()) {
       const Shape ms = mask.shape();
-      check(ms.size() >= 1 && ms.size() <= 4, "attn_mask must have rank 1 to 4, got " + shape_str(ms));
-      check(mask.dtype() == SINGA_ONNX_BOOL || mask.dtype() == q.dtype(),
-            std::string("attn_mask must be bool or Q's type, got ") + sdk::dtype_name(mask.dtype()));
+      SINGA_CHECK(ms.size() >= 1 && ms.size() <= 4, "attn_mask must have rank 1 to 4, got " + shape_str(ms));
+      SINGA_CHECK(mask.dtype() == SINGA_ONNX_BOOL || mask.dtype() == q.dtype(),
+                  std::string("attn_mask must be bool or Q's type, got ") + sdk::dtype_name(mask.dtype()));
       Shape m4(4 - ms.size(), 1);
       m4.insert(m4.end(), ms.begin(), ms.end());
       const int64_t want[3] = {B, Hq, Sq};
       for (int d = 0; d < 3; ++d)
-        check(m4[size_t(d)] == 1 || m4[size_t(d)] == want[d],
-              "attn_mask " + shape_str(ms) + " does not broadcast to [" + std::to_string(B) + ", " + std::to_string(Hq) +
-                  ", " + std::to_string(Sq) + ", " + std::to_string(T) + "]");
+        SINGA_CHECK(m4[size_t(d)] == 1 || m4[size_t(d)] == want[d],
+                    "attn_mask " + shape_str(ms) + " does not broadcast to [" + std::to_string(B) + ", " +
+                        std::to_string(Hq) + ", " + std::to_string(Sq) + ", " + std::to_string(T) + "]");
       mlen = m4[3];
-      check(mlen <= T, "attn_mask's last dim " + std::to_string(mlen) + " exceeds the total sequence length " +
-                           std::to_string(T));
+      SINGA_CHECK(mlen <= T, "attn_mask's last dim " + std::to_string(mlen) + " exceeds the total sequence length " +
+                                 std::to_string(T));
       mstride[2] = m4[2] == 1 ? 0 : mlen;
       mstride[1] = m4[1] == 1 ? 0 : m4[2] * mlen;
       mstride[0] = m4[0] == 1 ? 0 : m4[1] * m4[2] * mlen;

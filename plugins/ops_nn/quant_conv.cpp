@@ -46,8 +46,8 @@ class QuantConvBase : public NodeKernel {
   // absent means zero.
   std::vector<double> per_channel(const sdk::Tensor& t, int64_t M, const char* name) const {
     if (!t.present()) return {0.0};
-    check(t.numel() == 1 || t.numel() == M, std::string(name) + " must hold 1 or " + std::to_string(M) +
-                                                " values, got shape " + shape_str(t.shape()));
+    SINGA_CHECK(t.numel() == 1 || t.numel() == M, std::string(name) + " must hold 1 or " + std::to_string(M) +
+                                                      " values, got shape " + shape_str(t.shape()));
     std::vector<double> v(static_cast<size_t>(t.numel()));
     dispatch_among<uint8_t, int8_t, int32_t, float>(t.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
@@ -57,7 +57,7 @@ class QuantConvBase : public NodeKernel {
   }
 
   double scalar(const sdk::Tensor& t, const char* name) const {
-    check(t.numel() == 1, std::string(name) + " must be a scalar, got shape " + shape_str(t.shape()));
+    SINGA_CHECK(t.numel() == 1, std::string(name) + " must be a scalar, got shape " + shape_str(t.shape()));
     return per_channel(t, 1, name)[0];
   }
 
@@ -66,17 +66,18 @@ class QuantConvBase : public NodeKernel {
                    const std::vector<double>& wz, int32_t** acc) const {
     const Shape xs = x.shape(), ws = w.shape();
     std::vector<int64_t> in = spatial_dims(xs, "x", *this);
-    check(ws.size() == xs.size(), "w of shape " + shape_str(ws) + " must have the rank of x " + shape_str(xs));
+    SINGA_CHECK(ws.size() == xs.size(), "w of shape " + shape_str(ws) + " must have the rank of x " + shape_str(xs));
     const int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
-    check(Cg * group_ == C, "x has " + std::to_string(C) + " channels but w " + shape_str(ws) + " with group " +
-                                std::to_string(group_) + " expects " + std::to_string(Cg * group_));
-    check(M % group_ == 0, "w has " + std::to_string(M) + " output channels, not a multiple of group " +
-                               std::to_string(group_));
-    check(wz.size() == 1 || int64_t(wz.size()) == M, "w zero point must hold 1 or " + std::to_string(M) + " values");
+    SINGA_CHECK(Cg * group_ == C, "x has " + std::to_string(C) + " channels but w " + shape_str(ws) + " with group " +
+                                      std::to_string(group_) + " expects " + std::to_string(Cg * group_));
+    SINGA_CHECK(M % group_ == 0,
+                "w has " + std::to_string(M) + " output channels, not a multiple of group " + std::to_string(group_));
+    SINGA_CHECK(wz.size() == 1 || int64_t(wz.size()) == M,
+                "w zero point must hold 1 or " + std::to_string(M) + " values");
     std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
     if (!attrs_.kernel_shape.empty())
-      check(attrs_.kernel_shape == kernel,
-            "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match w " + shape_str(ws));
+      SINGA_CHECK(attrs_.kernel_shape == kernel,
+                  "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match w " + shape_str(ws));
     Geometry g = window_geometry(attrs_, in, kernel, *this);
     Shape ys{N, M};
     for (int64_t d : g.out_dims()) ys.push_back(d);
@@ -151,9 +152,9 @@ class QLinearConv : public QuantConvBase {
     std::vector<double> bias(static_cast<size_t>(M), 0.0);
     if (ctx.has_input(8)) {
       sdk::Tensor b = ctx.input(8);
-      check(b.dtype() == SINGA_ONNX_INT32 && b.numel() == M,
-            "B must be int32 with " + std::to_string(M) + " values, got " + sdk::dtype_name(b.dtype()) + " " +
-                shape_str(b.shape()));
+      SINGA_CHECK(b.dtype() == SINGA_ONNX_INT32 && b.numel() == M, "B must be int32 with " + std::to_string(M) +
+                                                                       " values, got " + sdk::dtype_name(b.dtype()) +
+                                                                       " " + shape_str(b.shape()));
       for (int64_t m = 0; m < M; ++m) bias[size_t(m)] = double(b.data<int32_t>()[m]);
     }
     int32_t* acc = nullptr;

@@ -83,7 +83,8 @@ class QuantizeLinear : public QuantKernelBase {
     sdk::Tensor x = required(ctx, 0, "x");
     sdk::Tensor scale = required(ctx, 1, "y_scale");
     sdk::Tensor zp = ctx.input(2);
-    check(scale.dtype() == SINGA_ONNX_FLOAT, std::string("y_scale must be float, got ") + sdk::dtype_name(scale.dtype()));
+    SINGA_CHECK(scale.dtype() == SINGA_ONNX_FLOAT,
+                std::string("y_scale must be float, got ") + sdk::dtype_name(scale.dtype()));
     QuantLayout l = layout(x, scale, zp, "y_scale", "y_zero_point");
     const float* ps = scale.data<float>();
     check_scales(ps, l.channels, "y_scale");
@@ -118,10 +119,11 @@ class DequantizeLinear : public QuantKernelBase {
     sdk::Tensor x = required(ctx, 0, "x");
     sdk::Tensor scale = required(ctx, 1, "x_scale");
     sdk::Tensor zp = ctx.input(2);
-    check(scale.dtype() == SINGA_ONNX_FLOAT, std::string("x_scale must be float, got ") + sdk::dtype_name(scale.dtype()));
+    SINGA_CHECK(scale.dtype() == SINGA_ONNX_FLOAT,
+                std::string("x_scale must be float, got ") + sdk::dtype_name(scale.dtype()));
     if (zp.present())
-      check(zp.dtype() == x.dtype(), std::string("x_zero_point has type ") + sdk::dtype_name(zp.dtype()) +
-                                         " but x has type " + sdk::dtype_name(x.dtype()));
+      SINGA_CHECK(zp.dtype() == x.dtype(), std::string("x_zero_point has type ") + sdk::dtype_name(zp.dtype()) +
+                                               " but x has type " + sdk::dtype_name(x.dtype()));
     QuantLayout l = layout(x, scale, zp, "x_scale", "x_zero_point");
     const float* ps = scale.data<float>();
     sdk::Tensor y = ctx.output(0, x.shape(), SINGA_ONNX_FLOAT);
@@ -135,7 +137,7 @@ class DequantizeLinear : public QuantKernelBase {
       // construction; anything else is a malformed model.
       if (std::is_same<X, int32_t>::value && pz)
         for (int64_t c = 0; c < l.channels; ++c)
-          check(pz[c] == 0, "x_zero_point must be 0 for int32 input, got " + std::to_string(int64_t(pz[c])));
+          SINGA_CHECK(pz[c] == 0, "x_zero_point must be 0 for int32 input, got " + std::to_string(int64_t(pz[c])));
       ctx.parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           int64_t c = l.channel(i);
@@ -153,7 +155,7 @@ class DynamicQuantizeLinear : public NodeKernel {
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "x");
-    check(x.dtype() == SINGA_ONNX_FLOAT, std::string("x must be float, got ") + sdk::dtype_name(x.dtype()));
+    SINGA_CHECK(x.dtype() == SINGA_ONNX_FLOAT, std::string("x must be float, got ") + sdk::dtype_name(x.dtype()));
     int64_t n = x.numel();
     const float* px = x.data<float>();
     // Per-chunk minima and maxima on the pool, with NaN counted apart so the
@@ -353,7 +355,7 @@ class QuantizeLinear19 : public QdqBase {
     const QuantMap m = map(x, scale, zp, "y_scale", "y_zero_point");
     const std::vector<float> s = scale_values(scale, "y_scale");
     for (float v : s)
-      check(v != 0.0f && std::isfinite(v), "y_scale must be finite and non-zero, got " + std::to_string(v));
+      SINGA_CHECK(v != 0.0f && std::isfinite(v), "y_scale must be finite and non-zero, got " + std::to_string(v));
     std::vector<float> z(s.size(), 0.0f);
     if (zp.present())
       for (size_t i = 0; i < z.size(); ++i) z[i] = quant_value(zp, int64_t(i));
@@ -421,11 +423,11 @@ class DequantizeLinear19 : public QdqBase {
     sdk::Tensor scale = required(ctx, 1, "x_scale");
     sdk::Tensor zp = ctx.input(2);
     if (zp.present())
-      check(zp.dtype() == x.dtype(), std::string("x_zero_point has type ") + sdk::dtype_name(zp.dtype()) +
-                                         " but x has type " + sdk::dtype_name(x.dtype()));
+      SINGA_CHECK(zp.dtype() == x.dtype(), std::string("x_zero_point has type ") + sdk::dtype_name(zp.dtype()) +
+                                               " but x has type " + sdk::dtype_name(x.dtype()));
     const int32_t out_type = output_dtype_ ? output_dtype_ : scale.dtype() == SINGA_ONNX_FLOAT8E8M0 ? SINGA_ONNX_FLOAT : scale.dtype();
-    check(out_type == SINGA_ONNX_FLOAT || out_type == SINGA_ONNX_FLOAT16 || out_type == SINGA_ONNX_BFLOAT16,
-          std::string("cannot dequantize to ") + sdk::dtype_name(out_type));
+    SINGA_CHECK(out_type == SINGA_ONNX_FLOAT || out_type == SINGA_ONNX_FLOAT16 || out_type == SINGA_ONNX_BFLOAT16,
+                std::string("cannot dequantize to ") + sdk::dtype_name(out_type));
     const QuantMap m = map(x, scale, zp, "x_scale", "x_zero_point");
     const std::vector<float> s = scale_values(scale, "x_scale");
     std::vector<float> z(s.size(), 0.0f);
@@ -433,7 +435,7 @@ class DequantizeLinear19 : public QdqBase {
       for (size_t i = 0; i < z.size(); ++i) z[i] = quant_value(zp, int64_t(i));
       // int32 data comes from integer accumulators whose zero point is 0.
       if (x.dtype() == SINGA_ONNX_INT32)
-        for (float v : z) check(v == 0.0f, "x_zero_point must be 0 for int32 input, got " + std::to_string(v));
+        for (float v : z) SINGA_CHECK(v == 0.0f, "x_zero_point must be 0 for int32 input, got " + std::to_string(v));
     }
     const int64_t n = x.numel();
     sdk::Tensor y = ctx.output(0, x.shape(), out_type);

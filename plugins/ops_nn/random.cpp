@@ -169,9 +169,9 @@ class RandomDistribution : public RandomKernel {
       sdk::Tensor x = required(ctx, 0, "input");
       shape = x.shape();
       if (dtype == 0) dtype = x.dtype();
-      check((types_ & bit(dtype)) != 0,
-            std::string("input type ") + sdk::dtype_name(dtype) +
-                " is not a float type; set attribute dtype to choose the output type");
+      SINGA_CHECK((types_ & bit(dtype)) != 0,
+                  std::string("input type ") + sdk::dtype_name(dtype) +
+                      " is not a float type; set attribute dtype to choose the output type");
     }
     sdk::Tensor y = ctx.output(0, shape, dtype);
     CallStream s = next_call();
@@ -222,8 +222,8 @@ class Bernoulli : public RandomKernel {
     sdk::Tensor x = required(ctx, 0, "input");
     std::vector<double> p = real_values(x, where());
     for (size_t i = 0; i < p.size(); ++i)
-      check(p[i] >= 0.0 && p[i] <= 1.0,
-            "probability " + std::to_string(p[i]) + " at element " + std::to_string(i) + " is not in [0, 1]");
+      SINGA_CHECK(p[i] >= 0.0 && p[i] <= 1.0,
+                  "probability " + std::to_string(p[i]) + " at element " + std::to_string(i) + " is not in [0, 1]");
     int32_t dtype = dtype_ ? dtype_ : x.dtype();
     sdk::Tensor y = ctx.output(0, x.shape(), dtype);
     CallStream s = next_call();
@@ -255,9 +255,9 @@ class Multinomial : public RandomKernel {
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "input");
-    check(x.ndim() == 2, "input must be 2-D [batch_size, class_size], got shape " + shape_str(x.shape()));
+    SINGA_CHECK(x.ndim() == 2, "input must be 2-D [batch_size, class_size], got shape " + shape_str(x.shape()));
     int64_t batch = x.dim(0), classes = x.dim(1);
-    check(classes > 0 || batch == 0, "input has no classes: shape " + shape_str(x.shape()));
+    SINGA_CHECK(classes > 0 || batch == 0, "input has no classes: shape " + shape_str(x.shape()));
     std::vector<double> logits = real_values(x, where());
     sdk::Tensor y = ctx.output(0, {batch, samples_}, dtype_);
     CallStream s = next_call();
@@ -266,11 +266,11 @@ class Multinomial : public RandomKernel {
       const double* l = logits.data() + r * classes;
       double* c = cdf.data() + r * classes;
       double top = *std::max_element(l, l + classes);
-      check(!std::isnan(top) && top != -INFINITY && top != INFINITY,
-            "row " + std::to_string(r) + " has no finite log-probability to sample from");
+      SINGA_CHECK(!std::isnan(top) && top != -INFINITY && top != INFINITY,
+                  "row " + std::to_string(r) + " has no finite log-probability to sample from");
       double sum = 0;
       for (int64_t k = 0; k < classes; ++k) {
-        check(!std::isnan(l[k]), "input has NaN in row " + std::to_string(r));
+        SINGA_CHECK(!std::isnan(l[k]), "input has NaN in row " + std::to_string(r));
         sum += std::exp(l[k] - top);
         c[k] = sum;
       }

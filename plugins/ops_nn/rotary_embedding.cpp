@@ -36,7 +36,8 @@ class RotaryEmbedding : public NodeKernel {
     sdk::Tensor sinc = required(ctx, 2, "sin_cache");
     sdk::Tensor pos = ctx.input(3);
     const Shape xs = x.shape();
-    check(xs.size() == 3 || xs.size() == 4, "X must be 3-D [B, S, hidden] or 4-D [B, H, S, D], got " + shape_str(xs));
+    SINGA_CHECK(xs.size() == 3 || xs.size() == 4,
+                "X must be 3-D [B, S, hidden] or 4-D [B, H, S, D], got " + shape_str(xs));
     check(cosc.dtype() == x.dtype() && sinc.dtype() == x.dtype(), "cos_cache and sin_cache must have X's element type");
     const int64_t B = xs[0];
     int64_t H, S, D;
@@ -45,33 +46,34 @@ class RotaryEmbedding : public NodeKernel {
     } else {
       S = xs[1];
       check(num_heads_ > 0, "a 3-D X needs attribute num_heads");
-      check(xs[2] % num_heads_ == 0, "X's hidden size " + std::to_string(xs[2]) + " is not a multiple of num_heads " +
-                                         std::to_string(num_heads_));
+      SINGA_CHECK(xs[2] % num_heads_ == 0, "X's hidden size " + std::to_string(xs[2]) +
+                                               " is not a multiple of num_heads " + std::to_string(num_heads_));
       H = num_heads_, D = xs[2] / num_heads_;
     }
     const int64_t R = rotary_dim_ == 0 ? D : rotary_dim_;
-    check(R <= D && R % 2 == 0, "rotary_embedding_dim " + std::to_string(R) + " must be even and at most the head size " +
-                                    std::to_string(D));
+    SINGA_CHECK(R <= D && R % 2 == 0, "rotary_embedding_dim " + std::to_string(R) +
+                                          " must be even and at most the head size " + std::to_string(D));
     const int64_t half = R / 2;
-    check(cosc.shape() == sinc.shape(), "cos_cache " + shape_str(cosc.shape()) + " and sin_cache " +
-                                            shape_str(sinc.shape()) + " must have one shape");
+    SINGA_CHECK(cosc.shape() == sinc.shape(), "cos_cache " + shape_str(cosc.shape()) + " and sin_cache " +
+                                                  shape_str(sinc.shape()) + " must have one shape");
     const Shape cs = cosc.shape();
     std::vector<int64_t> rows(size_t(B * S));  // the cache row of each (b, s)
     if (pos.present()) {
-      check(pos.shape() == Shape{B, S}, "position_ids must be [" + std::to_string(B) + ", " + std::to_string(S) +
-                                            "], got " + shape_str(pos.shape()));
-      check(cs.size() == 2 && cs[1] == half, "with position_ids, cos_cache must be [max_position, " +
-                                                 std::to_string(half) + "], got " + shape_str(cs));
+      SINGA_CHECK((pos.shape() == Shape{B, S}), "position_ids must be [" + std::to_string(B) + ", " +
+                                                    std::to_string(S) + "], got " + shape_str(pos.shape()));
+      SINGA_CHECK(cs.size() == 2 && cs[1] == half, "with position_ids, cos_cache must be [max_position, " +
+                                                       std::to_string(half) + "], got " + shape_str(cs));
       check(pos.dtype() == SINGA_ONNX_INT64, "position_ids must be int64");
       const int64_t* p = pos.data<int64_t>();
       for (int64_t i = 0; i < B * S; ++i) {
-        check(p[i] >= 0 && p[i] < cs[0], "position_ids holds " + std::to_string(p[i]) + ", outside the cache's " +
-                                             std::to_string(cs[0]) + " positions");
+        SINGA_CHECK(p[i] >= 0 && p[i] < cs[0], "position_ids holds " + std::to_string(p[i]) + ", outside the cache's " +
+                                                   std::to_string(cs[0]) + " positions");
         rows[size_t(i)] = p[i];
       }
     } else {
-      check(cs == Shape{B, S, half}, "without position_ids, cos_cache must be [" + std::to_string(B) + ", " +
-                                         std::to_string(S) + ", " + std::to_string(half) + "], got " + shape_str(cs));
+      SINGA_CHECK((cs == Shape{B, S, half}), "without position_ids, cos_cache must be [" + std::to_string(B) + ", " +
+                                                 std::to_string(S) + ", " + std::to_string(half) + "], got " +
+                                                 shape_str(cs));
       for (int64_t i = 0; i < B * S; ++i) rows[size_t(i)] = i;
     }
     sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());

@@ -21,8 +21,8 @@ class SwiGlu : public NodeKernel {
   void compute(sdk::Context& ctx) const {
     const sdk::Tensor a = required(ctx, 0, "A"), b = required(ctx, 1, "B");
     check(a.dtype() == b.dtype(), "A and B must have one element type");
-    check(a.shape() == b.shape(),
-          "A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()) + " must have one shape (no broadcasting)");
+    SINGA_CHECK(a.shape() == b.shape(), "A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()) +
+                                            " must have one shape (no broadcasting)");
     sdk::Tensor y = ctx.output(0, a.shape(), a.dl_dtype());
     const int64_t n = a.numel();
     if (n == 0) return;

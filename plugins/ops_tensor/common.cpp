@@ -25,7 +25,7 @@ std::vector<size_t> KernelBase::distinct_axes(const std::vector<int64_t>& axes, 
   std::vector<char> seen(rank, 0);
   for (int64_t a : axes) {
     const size_t d = size_t(normalize_axis(a, int64_t(rank), "axes entry"));
-    check(!seen[d], "axes " + ints_str(axes) + " name axis " + std::to_string(d) + " twice");
+    SINGA_CHECK(!seen[d], "axes " + ints_str(axes) + " name axis " + std::to_string(d) + " twice");
     seen[d] = 1;
     out.push_back(d);
   }
@@ -33,23 +33,24 @@ std::vector<size_t> KernelBase::distinct_axes(const std::vector<int64_t>& axes, 
 }
 
 std::vector<int64_t> KernelBase::read_ints(const Tensor& t, const char* what) const {
-  check(t.present(), std::string("input '") + what + "' is missing");
-  check(t.ndim() <= 1, std::string("input '") + what + "' must be 0-d or 1-d, got shape " + shape_str(t.shape()));
+  SINGA_CHECK(t.present(), std::string("input '") + what + "' is missing");
+  SINGA_CHECK(t.ndim() <= 1, std::string("input '") + what + "' must be 0-d or 1-d, got shape " + shape_str(t.shape()));
   int32_t dt = t.dtype();
-  check((sdk::kIntTypes & sdk::bit(dt)) != 0,
-        std::string("input '") + what + "' must hold integers, got " + sdk::dtype_name(dt));
+  SINGA_CHECK((sdk::kIntTypes & sdk::bit(dt)) != 0,
+              std::string("input '") + what + "' must hold integers, got " + sdk::dtype_name(dt));
   return read_index_tensor(t);
 }
 
 int64_t KernelBase::read_scalar_int(const Tensor& t, const char* what) const {
   std::vector<int64_t> v = read_ints(t, what);
-  check(v.size() == 1, std::string("input '") + what + "' must hold one value, got " + std::to_string(v.size()));
+  SINGA_CHECK(v.size() == 1, std::string("input '") + what + "' must hold one value, got " + std::to_string(v.size()));
   return v[0];
 }
 
 Tensor KernelBase::required(const Context& ctx, size_t i, const char* what) const {
   Tensor t = ctx.input(i);
-  if (!t.present()) check(false, std::string("required input '") + what + "' (index " + std::to_string(i) + ") is missing");
+  if (!t.present())
+    SINGA_CHECK(false, std::string("required input '") + what + "' (index " + std::to_string(i) + ") is missing");
   return t;
 }
 

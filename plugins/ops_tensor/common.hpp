@@ -50,6 +50,11 @@ class KernelBase {
   void check(bool ok, const std::string& msg) const {
     if (!ok) fail(msg);
   }
+  // A literal message builds no std::string unless the check fails; messages
+  // that are built (concatenation, shape_str) go through SINGA_CHECK instead.
+  void check(bool ok, const char* msg) const {
+    if (!ok) fail(msg);
+  }
   // Maps axis in [-rank, rank) to [0, rank); `what` names the attribute/input.
   int64_t normalize_axis(int64_t axis, int64_t rank, const char* what) const;
   // An `axes` list normalised to [0, rank), failing on an axis named twice.

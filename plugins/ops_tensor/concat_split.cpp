@@ -36,11 +36,11 @@ class Concat : public KernelBase {
     out[axis] = 0;
     for (size_t k = 0; k < ins.size(); ++k) {
       Shape s = ins[k].shape();
-      check(ins[k].dl_dtype() == ins[0].dl_dtype(), "input " + std::to_string(k) + " has another element type");
+      SINGA_CHECK(ins[k].dl_dtype() == ins[0].dl_dtype(), "input " + std::to_string(k) + " has another element type");
       bool ok = s.size() == first.size();
       for (size_t d = 0; ok && d < s.size(); ++d) ok = d == axis || s[d] == first[d];
-      check(ok, "input " + std::to_string(k) + " of shape " + shape_str(s) + " does not match input 0 of shape " +
-                    shape_str(first) + " outside axis " + std::to_string(axis));
+      SINGA_CHECK(ok, "input " + std::to_string(k) + " of shape " + shape_str(s) + " does not match input 0 of shape " +
+                          shape_str(first) + " outside axis " + std::to_string(axis));
       out[axis] += s[axis];
     }
     Tensor y = ctx.output(0, out, ins[0].dl_dtype());
@@ -107,25 +107,26 @@ class Split : public KernelBase {
     if (num_outputs_ > 0) {
       check(split.empty(), "only one of input 'split' and attribute 'num_outputs' may be given");
       const int64_t part = (dim + n - 1) / n, last = dim - part * (n - 1);
-      check(last >= 0, "axis " + std::to_string(axis) + " of size " + std::to_string(dim) + " cannot be split into " +
-                           std::to_string(n) + " parts of " + std::to_string(part) + " (the last one would be negative)");
+      SINGA_CHECK(last >= 0, "axis " + std::to_string(axis) + " of size " + std::to_string(dim) +
+                                 " cannot be split into " + std::to_string(n) + " parts of " + std::to_string(part) +
+                                 " (the last one would be negative)");
       split.assign(size_t(n), part);
       split.back() = last;
     }
     if (split.empty()) {
-      check(n > 0 && dim % n == 0, "axis " + std::to_string(axis) + " of size " + std::to_string(dim) +
-                                       " cannot be split evenly into " + std::to_string(n) + " outputs");
+      SINGA_CHECK(n > 0 && dim % n == 0, "axis " + std::to_string(axis) + " of size " + std::to_string(dim) +
+                                             " cannot be split evenly into " + std::to_string(n) + " outputs");
       split.assign(size_t(n), dim / n);
     }
-    check(int64_t(split.size()) == n, "split " + ints_str(split) + " has " + std::to_string(split.size()) +
-                                          " entries for " + std::to_string(n) + " outputs");
+    SINGA_CHECK(int64_t(split.size()) == n, "split " + ints_str(split) + " has " + std::to_string(split.size()) +
+                                                " entries for " + std::to_string(n) + " outputs");
     int64_t sum = 0;
     for (int64_t s : split) {
-      check(s >= 0, "split " + ints_str(split) + " has a negative size");
+      SINGA_CHECK(s >= 0, "split " + ints_str(split) + " has a negative size");
       sum += s;
     }
-    check(sum == dim, "split " + ints_str(split) + " sums to " + std::to_string(sum) + ", not to axis size " +
-                          std::to_string(dim));
+    SINGA_CHECK(sum == dim, "split " + ints_str(split) + " sums to " + std::to_string(sum) + ", not to axis size " +
+                                std::to_string(dim));
     const size_t es = elem_size(x);
     const int64_t outer = prod(in, 0, axis), inner = prod(in, axis + 1, in.size());
     const int64_t in_row = dim * inner * int64_t(es);

@@ -97,7 +97,7 @@ class ConstantOfShape : public KernelBase {
 
   void compute(Context& ctx) const {
     std::vector<int64_t> shape = read_ints(required(ctx, 0, "input"), "input");
-    for (int64_t d : shape) check(d >= 0, "shape " + ints_str(shape) + " has a negative dimension");
+    for (int64_t d : shape) SINGA_CHECK(d >= 0, "shape " + ints_str(shape) + " has a negative dimension");
     Tensor y = ctx.output(0, shape, value_.dtype);
     const size_t es = value_.data.size();
     char* dst = mutable_bytes(y);
@@ -118,7 +118,7 @@ class EyeLike : public KernelBase {
 
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "input");
-    check(x.ndim() == 2, "input must be 2-d, got shape " + shape_str(x.shape()));
+    SINGA_CHECK(x.ndim() == 2, "input must be 2-d, got shape " + shape_str(x.shape()));
     const int32_t dt = dtype_ ? dtype_ : x.dtype();
     Tensor y = ctx.output(0, x.shape(), dt);
     const int64_t rows = x.dim(0), cols = x.dim(1);
@@ -152,7 +152,8 @@ class Range : public KernelBase {
   void compute(Context& ctx) const {
     Tensor start = required(ctx, 0, "start"), limit = required(ctx, 1, "limit"), delta = required(ctx, 2, "delta");
     for (const Tensor* t : {&start, &limit, &delta})
-      check(t->numel() == 1 && t->ndim() <= 1, "start, limit and delta must be scalars, got shape " + shape_str(t->shape()));
+      SINGA_CHECK(t->numel() == 1 && t->ndim() <= 1,
+                  "start, limit and delta must be scalars, got shape " + shape_str(t->shape()));
     check(start.dl_dtype() == limit.dl_dtype() && start.dl_dtype() == delta.dl_dtype(),
           "start, limit and delta must share one element type");
     sdk::dispatch(

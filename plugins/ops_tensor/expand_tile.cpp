@@ -19,15 +19,16 @@ class Expand : public KernelBase {
     std::vector<int64_t> target = read_ints(required(ctx, 1, "shape"), "shape");
     const Shape in = x.shape();
     const size_t rank = std::max(in.size(), target.size());
-    check(rank <= SINGA_MAX_DIMS, "result rank " + std::to_string(rank) + " is too large");
+    SINGA_CHECK(rank <= SINGA_MAX_DIMS, "result rank " + std::to_string(rank) + " is too large");
     Shape out(rank), src_strides(rank, 0);
     const Shape in_strides = contiguous_strides(in);
     for (size_t i = 0; i < rank; ++i) {
       // align both shapes on their last dimension
       int64_t a = i + in.size() >= rank ? in[i + in.size() - rank] : 1;
       int64_t b = i + target.size() >= rank ? target[i + target.size() - rank] : 1;
-      check(a == b || a == 1 || b == 1, "input of shape " + shape_str(in) + " cannot be expanded to " + ints_str(target));
-      check(b >= 0, "shape " + ints_str(target) + " has a negative dimension");
+      SINGA_CHECK(a == b || a == 1 || b == 1,
+                  "input of shape " + shape_str(in) + " cannot be expanded to " + ints_str(target));
+      SINGA_CHECK(b >= 0, "shape " + ints_str(target) + " has a negative dimension");
       out[i] = a == 1 ? b : a;
       if (a != 1) src_strides[i] = in_strides[i + in.size() - rank];
     }
@@ -53,13 +54,13 @@ class Tile : public KernelBase {
     } else {
       repeats = read_ints(required(ctx, 1, "repeats"), "repeats");
     }
-    check(repeats.size() == in.size(), "repeats " + ints_str(repeats) + " must have one entry per input dimension " +
-                                           shape_str(in));
+    SINGA_CHECK(repeats.size() == in.size(),
+                "repeats " + ints_str(repeats) + " must have one entry per input dimension " + shape_str(in));
     // View the output as [rep_0, d_0, rep_1, d_1, ...]: row-major it is the tiled tensor.
     const Shape in_strides = contiguous_strides(in);
     Shape out(in.size()), view, src_strides;
     for (size_t i = 0; i < in.size(); ++i) {
-      check(repeats[i] >= 0, "repeats " + ints_str(repeats) + " has a negative entry");
+      SINGA_CHECK(repeats[i] >= 0, "repeats " + ints_str(repeats) + " has a negative entry");
       out[i] = in[i] * repeats[i];
       view.insert(view.end(), {repeats[i], in[i]});
       src_strides.insert(src_strides.end(), {0, in_strides[i]});

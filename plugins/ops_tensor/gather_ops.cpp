@@ -69,11 +69,12 @@ class GatherElements : public IndexKernel {
     Tensor x = required(ctx, 0, "data"), ind = required(ctx, 1, "indices");
     const Shape in = x.shape(), is = ind.shape();
     check(!in.empty(), "data must have rank >= 1");
-    check(is.size() == in.size(), "indices of shape " + shape_str(is) + " must have the rank of data " + shape_str(in));
+    SINGA_CHECK(is.size() == in.size(),
+                "indices of shape " + shape_str(is) + " must have the rank of data " + shape_str(in));
     const size_t axis = size_t(normalize_axis(axis_, int64_t(in.size()), "axis"));
     for (size_t d = 0; d < in.size(); ++d)
-      check(d == axis || is[d] <= in[d], "indices of shape " + shape_str(is) + " exceed data of shape " + shape_str(in) +
-                                             " on axis " + std::to_string(d));
+      SINGA_CHECK(d == axis || is[d] <= in[d], "indices of shape " + shape_str(is) + " exceed data of shape " +
+                                                   shape_str(in) + " on axis " + std::to_string(d));
     std::vector<int64_t> idx = read_index_tensor(ind);
     for (int64_t& i : idx) i = wrap(i, in[axis], "index");
     Tensor y = ctx.output(0, is, x.dl_dtype());
@@ -109,13 +110,15 @@ class GatherND : public IndexKernel {
     const Shape in = x.shape(), is = ind.shape();
     const size_t b = size_t(batch_dims_);
     check(!is.empty() && !in.empty(), "data and indices must have rank >= 1");
-    check(b < is.size() && b < in.size(), "batch_dims " + std::to_string(b) + " must be below the ranks of data " +
-                                              shape_str(in) + " and indices " + shape_str(is));
+    SINGA_CHECK(b < is.size() && b < in.size(), "batch_dims " + std::to_string(b) +
+                                                    " must be below the ranks of data " + shape_str(in) +
+                                                    " and indices " + shape_str(is));
     for (size_t d = 0; d < b; ++d)
-      check(in[d] == is[d], "batch dimensions of data " + shape_str(in) + " and indices " + shape_str(is) + " differ");
+      SINGA_CHECK(in[d] == is[d],
+                  "batch dimensions of data " + shape_str(in) + " and indices " + shape_str(is) + " differ");
     const size_t k = size_t(is.back());
-    check(k <= in.size() - b, "indices' last dimension " + std::to_string(k) + " exceeds data rank " +
-                                  std::to_string(in.size()) + " minus batch_dims " + std::to_string(b));
+    SINGA_CHECK(k <= in.size() - b, "indices' last dimension " + std::to_string(k) + " exceeds data rank " +
+                                        std::to_string(in.size()) + " minus batch_dims " + std::to_string(b));
     Shape out(is.begin(), is.end() - 1);
     out.insert(out.end(), in.begin() + int64_t(b + k), in.end());
     std::vector<int64_t> idx = read_index_tensor(ind);
@@ -149,7 +152,7 @@ class Compress : public KernelBase {
 
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "input"), cond = required(ctx, 1, "condition");
-    check(cond.ndim() == 1, "condition must be 1-d, got shape " + shape_str(cond.shape()));
+    SINGA_CHECK(cond.ndim() == 1, "condition must be 1-d, got shape " + shape_str(cond.shape()));
     const Shape in = x.shape();
     size_t axis = 0;
     Shape view = in;  // without an axis the input is flattened

@@ -38,16 +38,16 @@ class NonMaxSuppression : public KernelBase {
   void compute(Context& ctx) const {
     Tensor boxes = required(ctx, 0, "boxes"), scores = required(ctx, 1, "scores");
     check(boxes.dtype() == SINGA_ONNX_FLOAT && scores.dtype() == SINGA_ONNX_FLOAT, "boxes and scores must be float");
-    check(boxes.ndim() == 3 && boxes.dim(2) == 4,
-          "boxes must have shape [batch, boxes, 4], got " + shape_str(boxes.shape()));
-    check(scores.ndim() == 3 && scores.dim(0) == boxes.dim(0) && scores.dim(2) == boxes.dim(1),
-          "scores shape " + shape_str(scores.shape()) + " must be [batch, classes, boxes] matching boxes " +
-              shape_str(boxes.shape()));
+    SINGA_CHECK(boxes.ndim() == 3 && boxes.dim(2) == 4,
+                "boxes must have shape [batch, boxes, 4], got " + shape_str(boxes.shape()));
+    SINGA_CHECK(scores.ndim() == 3 && scores.dim(0) == boxes.dim(0) && scores.dim(2) == boxes.dim(1),
+                "scores shape " + shape_str(scores.shape()) + " must be [batch, classes, boxes] matching boxes " +
+                    shape_str(boxes.shape()));
     const int64_t max_out = ctx.has_input(2) ? read_scalar_int(ctx.input(2), "max_output_boxes_per_class") : 0;
     const float iou_thr = ctx.has_input(3) ? scalar_float(ctx.input(3), "iou_threshold") : 0.f;
     const bool has_score_thr = ctx.has_input(4);
     const float score_thr = has_score_thr ? scalar_float(ctx.input(4), "score_threshold") : 0.f;
-    check(iou_thr >= 0.f && iou_thr <= 1.f, "iou_threshold must be in [0, 1], got " + std::to_string(iou_thr));
+    SINGA_CHECK(iou_thr >= 0.f && iou_thr <= 1.f, "iou_threshold must be in [0, 1], got " + std::to_string(iou_thr));
 
     const int64_t nb = boxes.dim(0), nbox = boxes.dim(1), ncls = scores.dim(1);
     std::vector<int64_t> selected;  // triples (batch, class, box)
@@ -92,8 +92,8 @@ class NonMaxSuppression : public KernelBase {
   }
 
   float scalar_float(const Tensor& t, const char* what) const {
-    check(t.dtype() == SINGA_ONNX_FLOAT && t.numel() == 1,
-          std::string("input '") + what + "' must be one float, got shape " + shape_str(t.shape()));
+    SINGA_CHECK(t.dtype() == SINGA_ONNX_FLOAT && t.numel() == 1,
+                std::string("input '") + what + "' must be one float, got shape " + shape_str(t.shape()));
     return t.data<float>()[0];
   }
 

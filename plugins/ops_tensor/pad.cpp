@@ -44,25 +44,27 @@ class Pad : public KernelBase {
     const size_t r = in.size(), es = elem_size(x);
     std::vector<int64_t> pads = opset_ < 11 ? attr_pads_ : read_ints(required(ctx, 1, "pads"), "pads");
     if (opset_ >= 18 && ctx.has_input(3)) pads = spread_over_axes(pads, read_ints(ctx.input(3), "axes"), r);
-    check(pads.size() == 2 * r, "pads " + ints_str(pads) + " must have 2 * rank = " + std::to_string(2 * r) + " entries");
+    SINGA_CHECK(pads.size() == 2 * r,
+                "pads " + ints_str(pads) + " must have 2 * rank = " + std::to_string(2 * r) + " entries");
     char value[16] = {};
     fill_value(ctx, x, value);
 
     Shape out(r), lo(r), kept(r), pre(r);
     for (size_t d = 0; d < r; ++d) {
       const int64_t begin = pads[d], end = pads[d + r], lim = int64_t(1) << 61;
-      check(begin > -lim && begin < lim && end > -lim && end < lim, "pads " + ints_str(pads) + " are out of range");
+      SINGA_CHECK(begin > -lim && begin < lim && end > -lim && end < lim,
+                  "pads " + ints_str(pads) + " are out of range");
       out[d] = in[d] + begin + end;
-      check(out[d] >= 0, "pads " + ints_str(pads) + " crop axis " + std::to_string(d) + " of size " +
-                             std::to_string(in[d]) + " below zero");
+      SINGA_CHECK(out[d] >= 0, "pads " + ints_str(pads) + " crop axis " + std::to_string(d) + " of size " +
+                                   std::to_string(in[d]) + " below zero");
       // Negative pads crop first; the padding then extends what is left,
       // [lo, lo + kept) of the input (as the reference does).
       lo[d] = std::max<int64_t>(-begin, 0);
       kept[d] = in[d] - lo[d] - std::max<int64_t>(-end, 0);
       pre[d] = std::max<int64_t>(begin, 0);
-      check(mode_ == PadMode::kConstant || kept[d] > 0 || out[d] == 0,
-            "cannot " + std::string(mode_name()) + "-pad axis " + std::to_string(d) +
-                ": nothing is left of it after cropping");
+      SINGA_CHECK(mode_ == PadMode::kConstant || kept[d] > 0 || out[d] == 0,
+                  "cannot " + std::string(mode_name()) + "-pad axis " + std::to_string(d) +
+                      ": nothing is left of it after cropping");
     }
     // The output first: its allocation checks the size before the per-axis
     // maps (as long as the output axes) are built.
@@ -158,8 +160,9 @@ class Pad : public KernelBase {
   // Pad-18's `axes`: pads holds begin/end pairs for those axes only.
   std::vector<int64_t> spread_over_axes(const std::vector<int64_t>& pads, const std::vector<int64_t>& axes,
                                         size_t r) const {
-    check(pads.size() == 2 * axes.size(), "pads " + ints_str(pads) + " must have 2 * len(axes) = " +
-                                              std::to_string(2 * axes.size()) + " entries for axes " + ints_str(axes));
+    SINGA_CHECK(pads.size() == 2 * axes.size(), "pads " + ints_str(pads) +
+                                                    " must have 2 * len(axes) = " + std::to_string(2 * axes.size()) +
+                                                    " entries for axes " + ints_str(axes));
     std::vector<int64_t> full(2 * r, 0);
     const std::vector<size_t> named = distinct_axes(axes, r);
     for (size_t i = 0; i < named.size(); ++i) {
@@ -176,14 +179,14 @@ class Pad : public KernelBase {
     if (opset_ >= 11) {
       if (!ctx.has_input(2)) return;  // zero bytes are 0 in every dtype
       Tensor v = ctx.input(2);
-      check(v.numel() == 1, "constant_value must hold one element, got shape " + shape_str(v.shape()));
+      SINGA_CHECK(v.numel() == 1, "constant_value must hold one element, got shape " + shape_str(v.shape()));
       check(v.dl_dtype() == x.dl_dtype(), "constant_value must have the element type of data");
       std::memcpy(value, v.data_ptr(), elem_size(v));
       return;
     }
     int32_t dt = x.dtype();
-    check((sdk::bit(dt) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))) != 0,
-          std::string("constant padding of element type ") + sdk::dtype_name(dt) + " is not supported");
+    SINGA_CHECK((sdk::bit(dt) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))) != 0,
+                std::string("constant padding of element type ") + sdk::dtype_name(dt) + " is not supported");
     sdk::dispatch(dt, [&](auto tag) {
       using T = decltype(tag);
       T v = T(attr_value_);
@@ -219,13 +222,14 @@ class CenterCropPad : public KernelBase {
       axes = distinct_axes(axes_, r);
     else
       for (size_t d = 0; d < r; ++d) axes.push_back(d);
-    check(shape.size() == axes.size(), "shape " + ints_str(shape) + " must have one entry per " +
-                                           (has_axes_ ? "axis in axes " + ints_str(axes_) : "axis of the input (rank " + std::to_string(r) + ")"));
+    SINGA_CHECK(shape.size() == axes.size(), "shape " + ints_str(shape) + " must have one entry per " +
+                                                 (has_axes_ ? "axis in axes " + ints_str(axes_)
+                                                            : "axis of the input (rank " + std::to_string(r) + ")"));
     Shape out = in, src_off(r, 0), dst_off(r, 0), copy = in;
     for (size_t i = 0; i < axes.size(); ++i) {
       const size_t d = axes[i];
       const int64_t want = shape[i];
-      check(want >= 0, "shape " + ints_str(shape) + " must not be negative");
+      SINGA_CHECK(want >= 0, "shape " + ints_str(shape) + " must not be negative");
       out[d] = want;
       copy[d] = std::min(want, in[d]);
       if (want < in[d]) src_off[d] = (in[d] - want) / 2;

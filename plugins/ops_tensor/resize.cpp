@@ -153,7 +153,7 @@ class Resize : public KernelBase {
     if (one_scale) {
       bool first = true;
       for (size_t d : axes) {
-        check(in[d] > 0, "keep_aspect_ratio_policy cannot resize the empty axis " + std::to_string(d));
+        SINGA_CHECK(in[d] > 0, "keep_aspect_ratio_policy cannot resize the empty axis " + std::to_string(d));
         check(sizes[d] >= 0, "sizes must not be negative");
         double s = double(sizes[d]) / double(in[d]);
         if (first || (policy_ == AspectPolicy::kNotLarger ? s < common : s > common)) common = s;
@@ -174,21 +174,22 @@ class Resize : public KernelBase {
         bool resized = std::find(axes.begin(), axes.end(), d) != axes.end();
         scale = resized ? common : 1.0;
         width = scale * double(m.in);
-        check(width < 9.0e18, "sizes give axis " + std::to_string(d) + " a size of " + std::to_string(width));
+        SINGA_CHECK(width < 9.0e18, "sizes give axis " + std::to_string(d) + " a size of " + std::to_string(width));
         m.out = resized ? int64_t(width + 0.5) : m.in;  // rounds half up
       } else if (!sizes.empty()) {
         m.out = sizes[d];
-        check(m.out >= 0, "sizes " + ints_str(sizes) + " must not be negative");
-        check(m.in > 0 || m.out == 0, "cannot resize the empty axis " + std::to_string(d) + " to " +
-                                          std::to_string(m.out));
+        SINGA_CHECK(m.out >= 0, "sizes " + ints_str(sizes) + " must not be negative");
+        SINGA_CHECK(m.in > 0 || m.out == 0,
+                    "cannot resize the empty axis " + std::to_string(d) + " to " + std::to_string(m.out));
         scale = m.in > 0 ? double(m.out) / double(m.in) : 1.0;
         width = double(m.out);
       } else {
         scale = scales[d];
-        check(scale > 0, "scales must be positive, got " + std::to_string(scale) + " on axis " + std::to_string(d));
+        SINGA_CHECK(scale > 0,
+                    "scales must be positive, got " + std::to_string(scale) + " on axis " + std::to_string(d));
         width = scale * double(m.in);
         // (an infinite or absurd size is undefined as an integer)
-        check(width < 9.0e18, "scales give axis " + std::to_string(d) + " a size of " + std::to_string(width));
+        SINGA_CHECK(width < 9.0e18, "scales give axis " + std::to_string(d) + " a size of " + std::to_string(width));
         m.out = int64_t(std::floor(width));
       }
       out[d] = m.out;
@@ -224,8 +225,9 @@ class Resize : public KernelBase {
       check(s.empty() || z.empty(), "only one of 'scales' and 'sizes' may be given");
       check(!s.empty() || !z.empty(), "one of 'scales' and 'sizes' must be given");
       const size_t n = s.empty() ? z.size() : s.size();
-      check(n == axes.size(), std::string(s.empty() ? "sizes" : "scales") + " must have one entry per axis in axes " +
-                                  ints_str(axes_) + ", got " + std::to_string(n));
+      SINGA_CHECK(n == axes.size(), std::string(s.empty() ? "sizes" : "scales") +
+                                        " must have one entry per axis in axes " + ints_str(axes_) + ", got " +
+                                        std::to_string(n));
       if (!s.empty()) {
         scales.assign(r, 1.0);
         for (size_t i = 0; i < axes.size(); ++i) scales[axes[i]] = s[i];
@@ -244,11 +246,12 @@ class Resize : public KernelBase {
       if (ctx.has_input(3)) sizes = read_ints(ctx.input(3), "sizes");
       check(scales.empty() || sizes.empty(), "only one of 'scales' and 'sizes' may be given");
       check(!scales.empty() || !sizes.empty(), "one of 'scales' and 'sizes' must be given");
-      check(sizes.empty() || sizes.size() == r,
-            "sizes " + ints_str(sizes) + " must have one entry per axis of X (rank " + std::to_string(r) + ")");
+      SINGA_CHECK(sizes.empty() || sizes.size() == r,
+                  "sizes " + ints_str(sizes) + " must have one entry per axis of X (rank " + std::to_string(r) + ")");
     }
-    check(!sizes.empty() || scales.size() == r, "scales must have one entry per axis of X (rank " +
-                                                     std::to_string(r) + "), got " + std::to_string(scales.size()));
+    SINGA_CHECK(!sizes.empty() || scales.size() == r, "scales must have one entry per axis of X (rank " +
+                                                          std::to_string(r) + "), got " +
+                                                          std::to_string(scales.size()));
   }
 
   std::vector<double> read_roi(const Context& ctx, size_t r, const std::vector<size_t>& axes) const {
@@ -256,8 +259,8 @@ class Resize : public KernelBase {
     check(ctx.has_input(1) && ctx.input(1).numel() > 0, "tf_crop_and_resize needs the 'roi' input");
     std::vector<double> roi = read_floats(ctx.input(1), "roi");
     const size_t n = axes.size();
-    check(roi.size() == 2 * n, "roi must have 2 * " + std::string(has_axes_ ? "len(axes)" : "rank") + " = " +
-                                   std::to_string(2 * n) + " entries, got " + std::to_string(roi.size()));
+    SINGA_CHECK(roi.size() == 2 * n, "roi must have 2 * " + std::string(has_axes_ ? "len(axes)" : "rank") + " = " +
+                                         std::to_string(2 * n) + " entries, got " + std::to_string(roi.size()));
     if (!has_axes_) return roi;
     std::vector<double> full(2 * r);
     for (size_t d = 0; d < r; ++d) {
@@ -311,7 +314,7 @@ class Resize : public KernelBase {
     if (aa) {
       const double support = mode_ == Mode::kCubic ? 2.0 : 1.0;
       const double f = std::floor(-support / aa_scale) + 1;
-      check(f > -1.0e6, "antialias with scale " + std::to_string(scale) + " needs too wide a kernel");
+      SINGA_CHECK(f > -1.0e6, "antialias with scale " + std::to_string(scale) + " needs too wide a kernel");
       first = int64_t(f);
       n = int(2 - 2 * first);
     }
@@ -398,8 +401,8 @@ class Resize : public KernelBase {
     const size_t r = maps.size(), es = elem_size(x);
     char fill[16] = {};
     if (coord_ == Coord::kTfCropAndResize) {
-      check((sdk::bit(x.dtype()) & sdk::kNumericTypes) != 0,
-            std::string("extrapolation for element type ") + sdk::dtype_name(x.dtype()) + " is not supported");
+      SINGA_CHECK((sdk::bit(x.dtype()) & sdk::kNumericTypes) != 0,
+                  std::string("extrapolation for element type ") + sdk::dtype_name(x.dtype()) + " is not supported");
       sdk::dispatch(x.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T v = from_double<T>(extrapolation_);
@@ -438,8 +441,8 @@ class Resize : public KernelBase {
   // double buffer.
   void interpolate(const Context& ctx, const Tensor& x, const Tensor& y, const std::vector<AxisMap>& maps) const {
     const int32_t dt = x.dtype();
-    check((sdk::bit(dt) & sdk::kNumericTypes) != 0,
-          std::string("linear/cubic resize of element type ") + sdk::dtype_name(dt) + " is not supported");
+    SINGA_CHECK((sdk::bit(dt) & sdk::kNumericTypes) != 0,
+                std::string("linear/cubic resize of element type ") + sdk::dtype_name(dt) + " is not supported");
     Shape cur = x.shape();
     std::vector<double> buf(size_t(x.numel()));
     sdk::dispatch(dt, [&](auto tag) {

@@ -23,11 +23,11 @@ class ReverseSequence : public KernelBase {
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "input"), lens_t = required(ctx, 1, "sequence_lens");
     const Shape in = x.shape();
-    check(in.size() >= 2, "input must have rank >= 2, got shape " + shape_str(in));
+    SINGA_CHECK(in.size() >= 2, "input must have rank >= 2, got shape " + shape_str(in));
     const int64_t batch = in[size_t(batch_axis_)], steps = in[size_t(time_axis_)];
     std::vector<int64_t> lens = read_ints(lens_t, "sequence_lens");
-    check(int64_t(lens.size()) == batch, "sequence_lens has " + std::to_string(lens.size()) + " entries for batch size " +
-                                             std::to_string(batch));
+    SINGA_CHECK(int64_t(lens.size()) == batch, "sequence_lens has " + std::to_string(lens.size()) +
+                                                   " entries for batch size " + std::to_string(batch));
     for (int64_t l : lens)
       if (l < 0 || l > steps)
         fail("sequence length " + std::to_string(l) + " is outside [0, " + std::to_string(steps) + "]");

@@ -49,17 +49,19 @@ class RoiAlign : public KernelBase {
 
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "X"), rois = required(ctx, 1, "rois"), bi = required(ctx, 2, "batch_indices");
-    check(x.ndim() == 4, "X must have shape [N, C, H, W], got " + shape_str(x.shape()));
-    check(rois.ndim() == 2 && rois.dim(1) == 4, "rois must have shape [num_rois, 4], got " + shape_str(rois.shape()));
+    SINGA_CHECK(x.ndim() == 4, "X must have shape [N, C, H, W], got " + shape_str(x.shape()));
+    SINGA_CHECK(rois.ndim() == 2 && rois.dim(1) == 4,
+                "rois must have shape [num_rois, 4], got " + shape_str(rois.shape()));
     check(rois.dtype() == x.dtype(), "rois must have the element type of X");
-    check(bi.ndim() == 1 && bi.dim(0) == rois.dim(0), "batch_indices must have shape [num_rois] = [" +
-                                                          std::to_string(rois.dim(0)) + "], got " +
-                                                          shape_str(bi.shape()));
+    SINGA_CHECK(bi.ndim() == 1 && bi.dim(0) == rois.dim(0), "batch_indices must have shape [num_rois] = [" +
+                                                                std::to_string(rois.dim(0)) + "], got " +
+                                                                shape_str(bi.shape()));
     const std::vector<int64_t> batch = read_index_tensor(bi);
     const int64_t n = x.dim(0), c = x.dim(1), nroi = rois.dim(0);
     for (size_t i = 0; i < batch.size(); ++i)
-      check(batch[i] >= 0 && batch[i] < n, "batch_indices[" + std::to_string(i) + "] = " + std::to_string(batch[i]) +
-                                               " is out of range for batch size " + std::to_string(n));
+      SINGA_CHECK(batch[i] >= 0 && batch[i] < n, "batch_indices[" + std::to_string(i) +
+                                                     "] = " + std::to_string(batch[i]) +
+                                                     " is out of range for batch size " + std::to_string(n));
     Tensor y = ctx.output(0, {nroi, c, out_h_, out_w_}, x.dl_dtype());
     if (y.numel() == 0) return;
     sdk::dispatch(x.dtype(), [&](auto tag) {

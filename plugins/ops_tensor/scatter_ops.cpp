@@ -79,8 +79,9 @@ class ScatterBase : public KernelBase {
     });
   }
   void check_reduction_dtype(const Tensor& x) const {
-    check(reduction_ == Reduction::kNone || (sdk::bit(x.dtype()) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))),
-          std::string("reduction is not supported for element type ") + sdk::dtype_name(x.dtype()));
+    SINGA_CHECK(
+        reduction_ == Reduction::kNone || (sdk::bit(x.dtype()) & (sdk::kNumericTypes | sdk::bit(SINGA_ONNX_BOOL))),
+        std::string("reduction is not supported for element type ") + sdk::dtype_name(x.dtype()));
   }
 
   Reduction reduction_ = Reduction::kNone;
@@ -94,14 +95,16 @@ class ScatterElements : public ScatterBase {
     Tensor x = required(ctx, 0, "data"), ind = required(ctx, 1, "indices"), upd = required(ctx, 2, "updates");
     const Shape in = x.shape(), is = ind.shape();
     check(!in.empty(), "data must have rank >= 1");
-    check(upd.shape() == is, "updates of shape " + shape_str(upd.shape()) + " must match indices of shape " + shape_str(is));
+    SINGA_CHECK(upd.shape() == is,
+                "updates of shape " + shape_str(upd.shape()) + " must match indices of shape " + shape_str(is));
     check(upd.dl_dtype() == x.dl_dtype(), "updates must have the element type of data");
-    check(is.size() == in.size(), "indices of shape " + shape_str(is) + " must have the rank of data " + shape_str(in));
+    SINGA_CHECK(is.size() == in.size(),
+                "indices of shape " + shape_str(is) + " must have the rank of data " + shape_str(in));
     check_reduction_dtype(x);
     const size_t axis = size_t(normalize_axis(axis_, int64_t(in.size()), "axis"));
     for (size_t d = 0; d < in.size(); ++d)
-      check(d == axis || is[d] <= in[d], "indices of shape " + shape_str(is) + " exceed data of shape " + shape_str(in) +
-                                             " on axis " + std::to_string(d));
+      SINGA_CHECK(d == axis || is[d] <= in[d], "indices of shape " + shape_str(is) + " exceed data of shape " +
+                                                   shape_str(in) + " on axis " + std::to_string(d));
     std::vector<int64_t> idx = read_index_tensor(ind);
     for (int64_t& i : idx) i = wrap(i, in[axis]);
     Tensor y = copy_of_data(ctx, x);
@@ -135,10 +138,12 @@ class ScatterND : public ScatterBase {
     check(upd.dl_dtype() == x.dl_dtype(), "updates must have the element type of data");
     check_reduction_dtype(x);
     const size_t k = size_t(is.back());
-    check(k <= in.size(), "indices' last dimension " + std::to_string(k) + " exceeds data rank " + std::to_string(in.size()));
+    SINGA_CHECK(k <= in.size(),
+                "indices' last dimension " + std::to_string(k) + " exceeds data rank " + std::to_string(in.size()));
     Shape expect(is.begin(), is.end() - 1);
     expect.insert(expect.end(), in.begin() + int64_t(k), in.end());
-    check(upd.shape() == expect, "updates of shape " + shape_str(upd.shape()) + " should be " + shape_str(expect));
+    SINGA_CHECK(upd.shape() == expect,
+                "updates of shape " + shape_str(upd.shape()) + " should be " + shape_str(expect));
     std::vector<int64_t> idx = read_index_tensor(ind);
     const Shape ds = contiguous_strides(in);
     int64_t slice = 1;
@@ -174,29 +179,29 @@ class TensorScatter : public KernelBase {
     Tensor past = required(ctx, 0, "past_cache"), upd = required(ctx, 1, "update");
     const Shape ps = past.shape(), us = upd.shape();
     const int64_t r = int64_t(ps.size());
-    check(r >= 2, "past_cache must have rank >= 2, got shape " + shape_str(ps));
+    SINGA_CHECK(r >= 2, "past_cache must have rank >= 2, got shape " + shape_str(ps));
     const size_t axis = size_t(normalize_axis(axis_, r, "axis"));
     check(axis != 0, "axis must not be the batch axis 0");
     check(upd.dl_dtype() == past.dl_dtype(), "update must have the element type of past_cache");
     bool ok = us.size() == ps.size();
     for (size_t d = 0; ok && d < ps.size(); ++d) ok = d == axis ? us[d] <= ps[d] : us[d] == ps[d];
-    check(ok, "update of shape " + shape_str(us) + " must match past_cache of shape " + shape_str(ps) +
-                  " except for a sequence axis " + std::to_string(axis) + " no longer than the cache's");
+    SINGA_CHECK(ok, "update of shape " + shape_str(us) + " must match past_cache of shape " + shape_str(ps) +
+                        " except for a sequence axis " + std::to_string(axis) + " no longer than the cache's");
     const int64_t batch = ps[0], max_len = ps[axis], len = us[axis];
     std::vector<int64_t> starts(size_t(batch), 0);
     if (ctx.has_input(2)) {
       std::vector<int64_t> w = read_ints(ctx.input(2), "write_indices");
-      check(int64_t(w.size()) == batch, "write_indices must hold one index per batch entry (" + std::to_string(batch) +
-                                            "), got " + std::to_string(w.size()));
+      SINGA_CHECK(int64_t(w.size()) == batch, "write_indices must hold one index per batch entry (" +
+                                                  std::to_string(batch) + "), got " + std::to_string(w.size()));
       for (int64_t b = 0; b < batch; ++b) {
         int64_t i = w[size_t(b)];
         if (circular_) {
           check(max_len > 0 || len == 0, "cannot write circularly into an empty sequence axis");
           if (max_len > 0) i = ((i % max_len) + max_len) % max_len;
         } else {
-          check(i >= 0 && i <= max_len - len, "write index " + std::to_string(i) + " of batch entry " + std::to_string(b) +
-                                                  " with " + std::to_string(len) + " new positions exceeds the cache length " +
-                                                  std::to_string(max_len));
+          SINGA_CHECK(i >= 0 && i <= max_len - len,
+                      "write index " + std::to_string(i) + " of batch entry " + std::to_string(b) + " with " +
+                          std::to_string(len) + " new positions exceeds the cache length " + std::to_string(max_len));
         }
         starts[size_t(b)] = i;
       }

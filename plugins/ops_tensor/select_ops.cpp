@@ -59,10 +59,10 @@ class OneHot : public KernelBase {
 
   void compute(Context& ctx) const {
     Tensor ind = required(ctx, 0, "indices"), depth_t = required(ctx, 1, "depth"), values = required(ctx, 2, "values");
-    check(depth_t.numel() == 1, "depth must hold one value, got shape " + shape_str(depth_t.shape()));
-    check(values.numel() == 2, "values must hold [off_value, on_value], got shape " + shape_str(values.shape()));
+    SINGA_CHECK(depth_t.numel() == 1, "depth must hold one value, got shape " + shape_str(depth_t.shape()));
+    SINGA_CHECK(values.numel() == 2, "values must hold [off_value, on_value], got shape " + shape_str(values.shape()));
     const int64_t depth = depth_t.int_at(0);
-    check(depth > 0, "depth must be positive, got " + std::to_string(depth));
+    SINGA_CHECK(depth > 0, "depth must be positive, got " + std::to_string(depth));
     const Shape is = ind.shape();
     const int64_t rank = int64_t(is.size()) + 1;
     const size_t axis = size_t(normalize_axis(axis_, rank, "axis"));

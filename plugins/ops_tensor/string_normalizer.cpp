@@ -43,8 +43,8 @@ class StringNormalizer {
     sdk::check(x.dtype() == SINGA_ONNX_STRING, "X must be a string tensor");
     auto shape = x.shape();
     bool two_d = shape.size() == 2;
-    sdk::check(shape.size() == 1 || (two_d && shape[0] == 1),
-               "X must have shape [C] or [1, C], got rank " + std::to_string(shape.size()));
+    SINGA_CHECK(shape.size() == 1 || (two_d && shape[0] == 1),
+                "X must have shape [C] or [1, C], got rank " + std::to_string(shape.size()));
     std::vector<std::string> kept;
     for (int64_t i = 0; i < x.numel(); ++i) {
       std::string s = Context::string_at(x, i);

@@ -36,11 +36,11 @@ class Transpose : public KernelBase {
       perm.resize(r);
       for (size_t i = 0; i < r; ++i) perm[i] = int64_t(r - 1 - i);
     }
-    check(perm.size() == r, "perm " + ints_str(perm) + " does not match input rank " + std::to_string(r));
+    SINGA_CHECK(perm.size() == r, "perm " + ints_str(perm) + " does not match input rank " + std::to_string(r));
     std::vector<bool> seen(r, false);
     for (int64_t& p : perm) {
       p = normalize_axis(p, int64_t(r), "perm entry");
-      check(!seen[size_t(p)], "perm " + ints_str(perm_) + " is not a permutation");
+      SINGA_CHECK(!seen[size_t(p)], "perm " + ints_str(perm_) + " is not a permutation");
       seen[size_t(p)] = true;
     }
     Shape out(r);
@@ -66,9 +66,10 @@ class DepthToSpace : public KernelBase {
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "input");
     Shape in = x.shape();
-    check(in.size() == 4, "input must be 4-d [N,C,H,W], got " + shape_str(in));
+    SINGA_CHECK(in.size() == 4, "input must be 4-d [N,C,H,W], got " + shape_str(in));
     const int64_t n = in[0], c = in[1], h = in[2], w = in[3], b = block_;
-    check(c % (b * b) == 0, "channels " + std::to_string(c) + " are not divisible by blocksize^2 = " + std::to_string(b * b));
+    SINGA_CHECK(c % (b * b) == 0,
+                "channels " + std::to_string(c) + " are not divisible by blocksize^2 = " + std::to_string(b * b));
     const int64_t oc = c / (b * b);
     Tensor y = ctx.output(0, {n, oc, h * b, w * b}, x.dl_dtype());
     // DCR splits C as [b, b, oc], CRD as [oc, b, b]; both land in [n, oc, h, b, w, b].
@@ -98,10 +99,10 @@ class SpaceToDepth : public KernelBase {
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "input");
     Shape in = x.shape();
-    check(in.size() == 4, "input must be 4-d [N,C,H,W], got " + shape_str(in));
+    SINGA_CHECK(in.size() == 4, "input must be 4-d [N,C,H,W], got " + shape_str(in));
     const int64_t n = in[0], c = in[1], h = in[2], w = in[3], b = block_;
-    check(h % b == 0 && w % b == 0, "spatial size " + std::to_string(h) + "x" + std::to_string(w) +
-                                        " is not divisible by blocksize " + std::to_string(b));
+    SINGA_CHECK(h % b == 0 && w % b == 0, "spatial size " + std::to_string(h) + "x" + std::to_string(w) +
+                                              " is not divisible by blocksize " + std::to_string(b));
     Tensor y = ctx.output(0, {n, c * b * b, h / b, w / b}, x.dl_dtype());
     // The output's C is [b, b, c] (DCR) or [c, b, b] (CRD).
     if (crd_)

@@ -16,7 +16,7 @@ class Trilu : public KernelBase {
 
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "input");
-    check(x.ndim() >= 2, "input must have rank >= 2, got shape " + shape_str(x.shape()));
+    SINGA_CHECK(x.ndim() >= 2, "input must have rank >= 2, got shape " + shape_str(x.shape()));
     Tensor y = ctx.output(0, x.shape(), x.dl_dtype());
     const int64_t rows = x.dim(-2), cols = x.dim(-1);
     // beyond +-(rows + cols) every k selects the same triangle; clamping keeps i + k from overflowing

@@ -35,6 +35,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,33 @@ class Error : public std::runtime_error {
 inline void check(bool ok, const std::string& msg, singa_code code = SINGA_INVALID_ARGUMENT) {
   if (!ok) throw Error(code, msg);
 }
+// A literal message: no std::string is built unless the check fails.
+inline void check(bool ok, const char* msg, singa_code code = SINGA_INVALID_ARGUMENT) {
+  if (!ok) throw Error(code, msg);
+}
+// A message built by a callable (returning something a std::string can be
+// made from) that runs only when the check fails:
+//   check(i < n, [&] { return "index " + std::to_string(i) + " out of range"; });
+template <class F, class = std::enable_if_t<std::is_invocable_v<F&> && !std::is_convertible_v<F, const char*>>>
+inline void check(bool ok, F&& make_message, singa_code code = SINGA_INVALID_ARGUMENT) {
+  if (!ok) throw Error(code, std::string(make_message()));
+}
+
+// The lazy check for hot paths: `cond` is evaluated once, and the message
+// expression (and an optional singa_code after it) only when `cond` is false,
+// so a compute function pays nothing for messages built from shapes:
+//   SINGA_CHECK(a == b, "shapes " + shape_str(x) + " and " + shape_str(y) + " differ");
+//   SINGA_CHECK(kind_known, "unsupported kind " + kind, SINGA_UNIMPLEMENTED);
+// `check(ok, "..." + s)` instead builds its message on every call.
+#if defined(__GNUC__) || defined(__clang__)
+#define SINGA_UNLIKELY_(x) __builtin_expect(!!(x), 0)
+#else
+#define SINGA_UNLIKELY_(x) (x)
+#endif
+#define SINGA_CHECK(cond, ...)                                         \
+  do {                                                                 \
+    if (SINGA_UNLIKELY_(!(cond))) ::singa::sdk::fail(__VA_ARGS__);     \
+  } while (0)
 
 inline singa_status* status_from_current_exception() {
   try {
