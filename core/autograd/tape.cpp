@@ -225,6 +225,26 @@ static Tensor accumulate(const Tensor& a, const Tensor& b) {
   return run1("Add", {a, b});
 }
 
+std::vector<Variable> grad_leaves(const Variable& loss) {
+  std::vector<Variable> leaves;
+  std::unordered_set<const void*> seen_vars;
+  std::unordered_set<const TapeNode*> seen_nodes;
+  std::vector<Variable> stack{loss};
+  while (!stack.empty()) {
+    Variable v = stack.back();
+    stack.pop_back();
+    if (!v.defined() || !seen_vars.insert(v.id()).second) continue;
+    const auto& node = v.creator();
+    if (!node) {
+      if (v.requires_grad()) leaves.push_back(v);
+      continue;
+    }
+    if (!node->needs_grad || !seen_nodes.insert(node.get()).second) continue;
+    for (auto it = node->inputs.rbegin(); it != node->inputs.rend(); ++it) stack.push_back(*it);
+  }
+  return leaves;
+}
+
 void backward(const Variable& loss, const Tensor& seed, const std::function<void(const Variable&)>& on_final) {
   if (!loss.defined()) throw Error(SINGA_INVALID_ARGUMENT, "backward: the loss is an undefined Variable");
   Tensor g0 = seed;

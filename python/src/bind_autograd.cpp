@@ -22,7 +22,6 @@
 
 #include <memory>
 #include <optional>
-#include <unordered_set>
 
 namespace py = pybind11;
 using singa::Error;
@@ -73,28 +72,6 @@ std::vector<std::optional<Variable>> to_optional(const std::vector<Variable>& in
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i].defined()) out[i] = in[i];
   return out;
-}
-
-// The leaves `loss` depends on that take a gradient, each once, in the order a
-// walk from the loss first meets them.
-std::vector<Variable> grad_leaves(const Variable& loss) {
-  std::vector<Variable> leaves;
-  std::unordered_set<const void*> seen_vars;
-  std::unordered_set<const singa::autograd::TapeNode*> seen_nodes;
-  std::vector<Variable> stack{loss};
-  while (!stack.empty()) {
-    Variable v = stack.back();
-    stack.pop_back();
-    if (!v.defined() || !seen_vars.insert(v.id()).second) continue;
-    const auto& node = v.creator();
-    if (!node) {
-      if (v.requires_grad()) leaves.push_back(v);
-      continue;
-    }
-    if (!node->needs_grad || !seen_nodes.insert(node.get()).second) continue;
-    for (auto it = node->inputs.rbegin(); it != node->inputs.rend(); ++it) stack.push_back(*it);
-  }
-  return leaves;
 }
 
 // Runs `f` with recording off when `record` is false (autograd.training = False).
@@ -180,7 +157,7 @@ Returns `num_outputs` Variables (None where the kernel produced none).)");
       "backward",
       [](const Variable& loss, const std::optional<Tensor>& seed) {
         if (!loss.defined()) throw Error(SINGA_INVALID_ARGUMENT, "backward: the loss is undefined");
-        std::vector<Variable> leaves = grad_leaves(loss);
+        std::vector<Variable> leaves = singa::autograd::grad_leaves(loss);
         py::gil_scoped_release nogil;
         // Fresh gradients per call, as SINGA's backward gives them.
         for (Variable& v : leaves) v.zero_grad();

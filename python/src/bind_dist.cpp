@@ -7,11 +7,6 @@
 // update is handed back to the Python optimizer with the averaged gradient.
 #include "bindings.hpp"
 
-// The tape's node type is internal to libsinga_core; leaves() reads it to find
-// the parameters a loss depends on before backward runs (DistOpt's buckets
-// need them up front).
-#include "../../core/autograd/tape.hpp"
-
 #include <singa/dist.hpp>
 #include <singa/error.hpp>
 #include <singa/optim.hpp>
@@ -21,7 +16,6 @@
 #include <pybind11/stl.h>
 
 #include <memory>
-#include <unordered_set>
 
 namespace py = pybind11;
 namespace D = singa::dist;
@@ -30,28 +24,6 @@ using singa::Error;
 using singa::autograd::Variable;
 
 namespace {
-
-// Every leaf that `loss` depends on through recorded ops and that requires a
-// gradient, in a fixed order (the same on every rank for the same program).
-std::vector<Variable> leaves(const Variable& loss) {
-  std::vector<Variable> out;
-  std::unordered_set<const void*> seen_vars;
-  std::unordered_set<const singa::autograd::TapeNode*> seen_nodes;
-  std::vector<Variable> stack{loss};
-  while (!stack.empty()) {
-    Variable v = stack.back();
-    stack.pop_back();
-    if (!v.defined() || !seen_vars.insert(v.id()).second) continue;
-    const auto& node = v.creator();
-    if (!node) {
-      if (v.requires_grad()) out.push_back(v);
-      continue;
-    }
-    if (!node->needs_grad || !seen_nodes.insert(node.get()).second) continue;
-    for (auto it = node->inputs.rbegin(); it != node->inputs.rend(); ++it) stack.push_back(*it);
-  }
-  return out;
-}
 
 // An optimizer whose update of parameter i calls the Python `apply(i)` (which
 // runs the wrapped Python optimizer on that parameter and its averaged
@@ -97,7 +69,7 @@ class PyDistOpt {
     if (!loss.defined() || !loss.creator())
       throw Error(SINGA_INVALID_ARGUMENT,
                   "DistOpt: the loss was not computed by recorded ops (set autograd.training = True before forward)");
-    std::vector<Variable> ls = leaves(loss);
+    std::vector<Variable> ls = singa::autograd::grad_leaves(loss);
     py::gil_scoped_release nogil;
     for (Variable& v : ls) v.zero_grad();
     f(*dist_);
@@ -142,7 +114,7 @@ void bind_dist(py::module_& m) {
       "This process's place in the job (starts MPI under a launcher): rank, world_size, local_rank, backend, "
       "launcher, have_mpi, have_nccl.");
 
-  m.def("dist_leaves", &leaves, py::arg("loss"),
+  m.def("dist_leaves", &singa::autograd::grad_leaves, py::arg("loss"),
         "The leaf Variables requiring a gradient that `loss` depends on, in a rank-independent order.");
 
   m.def(

@@ -101,6 +101,11 @@ Variable apply1(const std::string& op_type, const std::vector<Variable>& inputs,
 void backward(const Variable& loss, const Tensor& seed = {},
               const std::function<void(const Variable&)>& on_final = {});
 
+// The leaves `loss` depends on through recorded ops that require a gradient,
+// each once, in the order a walk from the loss first meets them (the same on
+// every rank for the same program): what backward() would fill.
+std::vector<Variable> grad_leaves(const Variable& loss);
+
 // While one lives on this thread, ops are run but not recorded (evaluation).
 class NoGradGuard {
  public:
