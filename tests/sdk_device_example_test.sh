@@ -29,24 +29,7 @@ fail() {
   exit 1
 }
 
-echo "== installing $build_root into $work/stage"
-meson install -C "$build_root" --no-rebuild --destdir "$work/stage" >"$work/install.log" 2>&1 ||
-  { cat "$work/install.log" >&2; fail "meson install failed"; }
-
-pc=$(find "$work/stage" -name singa-sdk.pc | head -n 1)
-[ -n "$pc" ] || fail "the install has no singa-sdk.pc"
-pcdir=$(dirname "$pc")
-# A .pc written for the final prefix needs the staging folder prepended; a
-# relocatable one (paths relative to ${pcfiledir}) needs nothing.
-if grep -q 'pcfiledir' "$pc"; then
-  unset PKG_CONFIG_SYSROOT_DIR || true
-else
-  PKG_CONFIG_SYSROOT_DIR="$work/stage"
-  export PKG_CONFIG_SYSROOT_DIR
-fi
-PKG_CONFIG_PATH=$pcdir
-PKG_CONFIG_LIBDIR=$pcdir
-export PKG_CONFIG_PATH PKG_CONFIG_LIBDIR
+. "$src_root/tests/sdk_stage.sh"
 
 # Build from a copy, so nothing of the singa tree is next to the sources.
 cp -R "$src_root/sdk/examples/toy_device" "$work/src"
