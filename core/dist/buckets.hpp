@@ -19,6 +19,7 @@ struct Bucket {
   size_t ready = 0;               // parameters whose gradient is final
   bool started = false;
   int64_t ticket = -1;
+  bool on_device = false;         // averaged in place on the parameters' GPU (NCCL): f32/f16 unused
   std::vector<float> f32;
   std::vector<uint16_t> f16;
 };

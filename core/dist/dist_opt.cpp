@@ -150,7 +150,7 @@ struct DistOpt::Impl {
     stats = StepStats{};
     next_start = 0;
     present.assign(params.size(), false);
-    for (auto& b : buckets) b.ready = 0, b.started = false, b.ticket = -1;
+    for (auto& b : buckets) b.ready = 0, b.started = false, b.ticket = -1, b.on_device = false;
   }
 
   void on_final(const Variable& v) {
@@ -173,6 +173,7 @@ struct DistOpt::Impl {
     ++stats.buckets;
     const bool nccl_path = mode == Mode::kFp32 && scale == 1 && use_nccl();
     if (nccl_path) {
+      b.on_device = true;
       std::vector<std::pair<void*, int64_t>> bufs;
       for (size_t j = 0; j < b.params.size(); ++j) {
         Param& p = params[b.params[j]];
@@ -208,11 +209,11 @@ struct DistOpt::Impl {
     if (sparse) return;
     if (mode == Mode::kFp16) {
       b.f16.resize(size_t(b.count));
-      for (int64_t i = 0; i < b.count; ++i) {
-        float x = b.f32[size_t(i)];
-        if (clipping) x = std::min(clip, std::max(-clip, x * float(comm->size()))) / float(comm->size());
-        b.f16[size_t(i)] = float_to_half(x);
+      if (clipping) {
+        const float n = float(comm->size());
+        for (float& x : b.f32) x = std::min(clip, std::max(-clip, x * n)) / n;
       }
+      floats_to_halves(b.f32.data(), b.f16.data(), b.count);
       b.ticket = comm->start_allreduce(b.f16.data(), b.count, Elem::kFloat16);
       stats.bytes_sent += b.count * 2;
     } else {
@@ -247,7 +248,7 @@ struct DistOpt::Impl {
       Bucket& b = buckets[k];
       if (b.ticket >= 0) comm->wait(b.ticket, "DistOpt step " + std::to_string(step) + ": all-reduce of gradient bucket " +
                                                   std::to_string(k) + " of " + std::to_string(buckets.size()));
-      if (nccl && b.f32.empty()) {
+      if (b.on_device) {  // not b.f32.empty(): a host-path step before this one left it filled
         for (size_t j = 0; j < b.params.size(); ++j)
           if (!any[b.params[j]]) params[b.params[j]].var.zero_grad();
         continue;

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace singa {
 namespace dist {
@@ -51,6 +54,26 @@ inline float half_to_float(uint16_t h) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+// float32 -> binary16 for n values, with the CPU's F16C conversion (8 at a
+// time, same rounding as float_to_half) where it has one.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx,f16c"))) inline void floats_to_halves_f16c(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+#endif
+
+inline void floats_to_halves(const float* src, uint16_t* dst, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool f16c = __builtin_cpu_supports("f16c");
+  if (f16c) return floats_to_halves_f16c(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 
 }  // namespace dist

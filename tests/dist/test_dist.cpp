@@ -11,8 +11,11 @@
 #include <singa/optim.hpp>
 #include <singa/runtime.hpp>
 
+#include "../../core/dist/half.hpp"
+
 #include <cmath>
 #include <random>
+#include <vector>
 
 using namespace singa;
 using autograd::Variable;
@@ -196,6 +199,20 @@ TEST_F(Dist, MismatchedShapesAcrossRanksAreAnErrorNamingTheRank) {
     EXPECT_NE(m.find("rank 1"), std::string::npos) << m;
     EXPECT_NE(m.find("[3,5]"), std::string::npos) << m;
   }
+}
+
+// The packed (F16C) conversion the fp16 mode sends with rounds exactly as the
+// scalar one: every float16 neighbourhood, halfway points, subnormals, infinities.
+TEST(Half, PackedConversionMatchesTheScalarOne) {
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x7c00u; h += 7) {
+    const float a = dist::half_to_float(uint16_t(h)), b = dist::half_to_float(uint16_t(h + 1));
+    for (float v : {a, 0.5f * (a + b), std::nextafter(0.5f * (a + b), b), -a, -0.5f * (a + b)}) x.push_back(v);
+  }
+  for (float v : {0.f, -0.f, 65504.f, 65520.f, 1e9f, -1e9f, 1e-9f, 5.96e-8f, 2.98e-8f, INFINITY, -INFINITY}) x.push_back(v);
+  std::vector<uint16_t> packed(x.size());
+  dist::floats_to_halves(x.data(), packed.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(packed[i], dist::float_to_half(x[i])) << "at " << x[i];
 }
 
 TEST_F(Dist, ParseMode) {
