@@ -91,8 +91,47 @@ def worker(out, modes):
                  **{"p:" + n: v for n, v in params.items()})
 
 
+def fault_worker(kind):
+    """Rank 1 misbehaves: 'die' exits in the middle of training, 'shape' has another hidden width.
+    Rank 0 reports what DistOpt raised on stderr and exits 3; nothing may hang."""
+    from singa import autograd, layer, model, opt, tensor
+
+    class MLP(model.Model):
+        def __init__(self, hidden):
+            super().__init__()
+            self.fc1 = layer.Linear(hidden)
+            self.fc2 = layer.Linear(CLASSES)
+
+        def forward(self, x):
+            return self.fc2(autograd.relu(self.fc1(x)))
+
+        def train_one_batch(self, x, y):
+            loss = autograd.softmax_cross_entropy(self.forward(x), y)
+            self.optimizer.backward_and_update(loss)
+            return loss
+
+    sgd = opt.DistOpt(opt.SGD(lr=0.1), timeout=10.0)
+    rank = sgd.global_rank
+    m = MLP(17 if kind == "shape" and rank == 1 else 16)
+    m.set_optimizer(sgd)
+    m.compile([tensor.PlaceHolder((B, FEATURES))], is_train=True)
+    x, y = data(20 * B)
+    try:
+        for k in range(20):
+            if kind == "die" and rank == 1 and k == 5:
+                os._exit(9)  # no MPI_Finalize, no goodbye: as a crashed process
+            m(tensor.from_numpy(x[k * B:(k + 1) * B]), tensor.from_numpy(y[k * B:(k + 1) * B]))
+    except Exception as e:  # singa's errors: InvalidArgumentError, UnavailableError, ...
+        sys.stderr.write("rank %d stopped: %s\n" % (rank, e))
+        sys.stderr.flush()
+        os._exit(3)
+
+
 if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "worker":
     worker(sys.argv[2], sys.argv[3:])
+    sys.exit(0)
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "fault":
+    fault_worker(sys.argv[2])
     sys.exit(0)
 
 
@@ -106,13 +145,23 @@ def params(path):
         return {k[2:]: z[k] for k in z.files if k.startswith("p:")}, z["losses"]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def launcher_env():
+    """This environment without a launcher's variables (pytest itself may run under one)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI", "PMIX_", "SLURM_"))}
+
+
+def mpirun_or_skip():
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         pytest.skip("mpirun is not installed (Debian's openmpi-bin)")
+    return mpirun
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    mpirun = mpirun_or_skip()
     out = str(tmp_path_factory.mktemp("dist"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI", "PMIX_", "SLURM_"))}
+    env = launcher_env()
     here = os.path.abspath(__file__)
     subprocess.run([sys.executable, here, "worker", out, "fp32:plain"], env=env, check=True, timeout=60)
     r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, here, "worker",
@@ -172,3 +221,22 @@ def test_dist_opt_rejects_bad_arguments():
         opt.DistOpt(opt.SGD(), world_size=3)
     with pytest.raises(ValueError, match="dist_option"):
         opt.dist_update(opt.SGD(), None, "fp8")
+
+
+@pytest.mark.parametrize("kind", ["die", "shape"])
+def test_a_faulty_rank_stops_the_job_with_an_error_naming_it(kind):
+    import time
+    mpirun = mpirun_or_skip()
+    t0 = time.time()
+    r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable,
+                        os.path.abspath(__file__), "fault", kind], env=launcher_env(), timeout=120,
+                       capture_output=True, text=True)
+    secs = time.time() - t0
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, "the job must fail:\n" + out[-3000:]
+    assert secs < 90, "stopped only after %.0f s" % secs
+    if kind == "shape":  # DistOpt's own check names the parameter and the ranks
+        assert "rank 0 stopped" in out and "rank 1" in out, out[-3000:]
+    else:  # the launcher (Open MPI: "Process name: [[job,1],RANK]") or DistOpt's timeout names rank 1
+        import re
+        assert re.search(r"Process name: \[\[\d+,\d+\],1\]", out) or "rank 1" in out, out[-3000:]
