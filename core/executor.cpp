@@ -32,6 +32,38 @@ std::string mask_names(uint64_t mask) {
   return out;
 }
 
+// The layouts kernel `k` declares besides plain (singa_layout_ext), as
+// (index, layout) pairs with outputs at -1-k.
+bool declares_layout(const KernelEntry& k, int32_t index, const std::string& layout) {
+  for (const singa_extension* e = k.def.extensions; e; e = e->next) {
+    if (e->type != SINGA_EXTENSION_LAYOUT) continue;
+    auto* l = reinterpret_cast<const singa_layout_ext*>(e);
+    if (!SINGA_EXTENSION_HAS_FIELD(l, singa_layout_ext, num_accepts) || !l->accepts) continue;
+    for (size_t i = 0; i < l->num_accepts; ++i)
+      if (l->accepts[i].index == index && l->accepts[i].layout && layout == l->accepts[i].layout) return true;
+  }
+  return false;
+}
+
+// The first input or output of `n` whose layout kernel `k` (null: the core's
+// own op, which reads only plain values) does not declare, as "input 0
+// 'x' in layout 'L'"; "" when every one is declared.
+std::string undeclared_layout(const graph::Graph& g, const graph::Node& n, const KernelEntry* k) {
+  auto check = [&](const std::vector<int>& ids, bool input) -> std::string {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int v = ids[i];
+      if (v < 0 || g.values[size_t(v)].layout.empty()) continue;
+      const std::string& l = g.values[size_t(v)].layout;
+      if (k && declares_layout(*k, input ? int32_t(i) : -1 - int32_t(i), l)) continue;
+      return std::string(input ? "input " : "output ") + std::to_string(i) + " '" + g.values[size_t(v)].name +
+             "' in layout '" + l + "'";
+    }
+    return "";
+  };
+  std::string bad = check(n.inputs, true);
+  return bad.empty() ? check(n.outputs, false) : bad;
+}
+
 }  // namespace
 
 Executor::Executor(graph::Graph graph, const ExecConfig& config)
@@ -44,6 +76,9 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     e.node = &g_.nodes[i];
     e.core = make_core_op(g_, *e.node, config_);
     if (e.core) {
+      const std::string bad = undeclared_layout(g_, *e.node, nullptr);
+      if (!bad.empty())
+        throw Error(SINGA_INVALID_ARGUMENT, g_.source + ": " + e.node->label + ": the core runs this op on plain values only, not " + bad);
       e.device = cpu_;
       e.host_inputs.assign(e.node->inputs.size(), true);
       continue;
@@ -56,6 +91,8 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     }
     auto info = std::make_unique<singa_node>();
     describe_node(*info, g_, *e.node);
+    for (int v : e.node->inputs) info->input_layouts.push_back(v >= 0 ? g_.values[size_t(v)].layout : std::string());
+    for (int v : e.node->outputs) info->output_layouts.push_back(v >= 0 ? g_.values[size_t(v)].layout : std::string());
     info->options = config_.options.get();
     e.info = std::move(info);
     select(e, fallback);
@@ -63,15 +100,20 @@ Executor::Executor(graph::Graph graph, const ExecConfig& config)
     if (e.kernel->def.flags & SINGA_KERNEL_HOST_INPUTS)
       for (size_t j = 0; j < e.host_inputs.size() && j < 64; ++j) e.host_inputs[j] = (e.kernel->def.cpu_inputs_mask >> j) & 1u;
   }
+  if (device_ && device_->has_events()) streams_ = std::make_unique<StreamPool>(device_, device_id_);
+  check_layouts_stay_on_device();
   for (const ExecNode& e : exec_) {
     if (e.core || e.device->host_addressable()) continue;
     for (size_t j = 0; j < e.node->inputs.size(); ++j) {
       int v = e.node->inputs[j];
       if (v < 0 || e.host_inputs[j] || !g_.values[size_t(v)].is_initializer) continue;
       auto key = std::make_pair(v, e.device);
-      if (!device_constants_.count(key)) device_constants_[key] = g_.values[size_t(v)].constant.to(e.device, e.device_id);
+      if (device_constants_.count(key)) continue;
+      const Tensor& c = g_.values[size_t(v)].constant;
+      device_constants_[key] = streams_ && e.device == device_ ? streams_->upload(c) : c.to(e.device, e.device_id);
     }
   }
+  if (streams_) streams_->finish_uploads();
   // Each value is released right after its last reader (or its producer when
   // nobody reads it); graph outputs are kept.
   last_use_.assign(g_.values.size(), -1);
@@ -210,6 +252,32 @@ void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const
   }
 }
 
+// A value in a layout other than plain is read where it was written: the
+// copy between devices (the fallback's) moves plain tensors only, and the
+// caller gets plain graph outputs.
+void Executor::check_layouts_stay_on_device() const {
+  for (const ExecNode& e : exec_) {
+    if (e.core) continue;
+    for (size_t j = 0; j < e.node->inputs.size(); ++j) {
+      const int v = e.node->inputs[j];
+      if (v < 0 || g_.values[size_t(v)].layout.empty()) continue;
+      const graph::Value& val = g_.values[size_t(v)];
+      const ExecNode* p = val.producer >= 0 ? &exec_[size_t(val.producer)] : nullptr;
+      const bool host_copy = e.host_inputs[j] && !e.device->host_addressable();
+      if (!p || p->device != e.device || p->device_id != e.device_id || host_copy)
+        throw Error(SINGA_INVALID_ARGUMENT, g_.source + ": " + e.node->label + ": value '" + val.name + "' in layout '" +
+                                                val.layout + "' would be copied from " +
+                                                (p ? p->device->name() + ":" + std::to_string(p->device_id) : std::string("outside the graph")) +
+                                                " to " + (host_copy ? std::string("the host") : e.device->name() + ":" + std::to_string(e.device_id)) +
+                                                "; only plain values cross devices");
+    }
+  }
+  for (int v : g_.outputs)
+    if (!g_.values[size_t(v)].layout.empty())
+      throw Error(SINGA_INVALID_ARGUMENT, g_.source + ": graph output '" + g_.values[size_t(v)].name + "' is in layout '" +
+                                              g_.values[size_t(v)].layout + "'; outputs are plain");
+}
+
 void Executor::select(ExecNode& e, bool fallback) {
   const auto& n = *e.node;
   const auto& rt = Runtime::instance();
@@ -242,7 +310,7 @@ void Executor::select(ExecNode& e, bool fallback) {
   }
   std::vector<Device*> order{device_};
   if (fallback && cpu_ && device_ != cpu_) order.push_back(cpu_);
-  std::string type_error, declined;
+  std::string type_error, declined, layout_error;
   for (Device* d : order) {
     for (auto* k : by_version) {
       if (k->device != d->name()) continue;
@@ -261,6 +329,14 @@ void Executor::select(ExecNode& e, bool fallback) {
         }
       }
       if (!ok) continue;
+      // A kernel that does not declare a layout one of the node's values is
+      // in would misread it: it is passed over like a type mismatch.
+      const std::string bad_layout = undeclared_layout(g_, n, k);
+      if (!bad_layout.empty()) {
+        layout_error = bad_layout + ", which the " + d->name() + " kernel (" +
+                       (k->plugin_name.empty() ? k->plugin_path : k->plugin_name) + ") does not declare";
+        continue;
+      }
       // A kernel may decline the node at create (UNIMPLEMENTED: an attribute
       // value or shape it does not handle); the next candidate, then the
       // fallback device, is tried. Any other error is the node's error.
@@ -282,6 +358,8 @@ void Executor::select(ExecNode& e, bool fallback) {
       return;
     }
   }
+  if (!layout_error.empty() && declined.empty())
+    throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel for " + layout_error + " (singa_layout_ext)");
   if (!declined.empty()) throw Error(SINGA_UNIMPLEMENTED, where + ": every kernel declined the node" + declined);
   if (!type_error.empty()) throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel for element type " + type_error);
   throw Error(SINGA_UNIMPLEMENTED, where + ": no kernel on device '" + device_->name() + "'" +
@@ -307,20 +385,31 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs, size_t stop, 
   // CPU device's block cache hands the same block back run after run.
   std::shared_ptr<Storage> arena;
   if (!keep_all && plan_.arena_bytes > 0) arena = Tensor(Shape{int64_t(plan_.arena_bytes)}, SINGA_ONNX_UINT8, cpu_).storage();
+  // This run's stream on the device (when it has events); without one every
+  // copy is synchronous and nothing below waits.
+  RunStream rs(streams_.get());
   for (size_t i = 0; i < stop; ++i) {
     const ExecNode& e = exec_[i];
     const auto t0 = timings ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    if (e.core)
+    if (e.core) {
+      rs.sync();  // core ops read their inputs on the host
       run_core(e, env);
-    else
-      run_kernel(e, i, env, keep_all, arena);
+    } else {
+      run_kernel(e, i, env, keep_all, arena, rs);
+    }
     if (timings) {
-      if (e.device) e.device->synchronize(e.device_id);
+      if (void* stream = rs.stream_for(e.device, e.device_id)) e.device->synchronize(e.device_id, stream);
+      else if (e.device) e.device->synchronize(e.device_id);
       timings->emplace_back(i, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     if (!keep_all)
-      for (int v : e.release) env[size_t(v)] = Value();
+      for (int v : e.release) {
+        if (env[size_t(v)].is_tensor()) rs.keep(env[size_t(v)].tensor());
+        env[size_t(v)] = Value();
+      }
+    rs.trim();
   }
+  rs.finish();  // what the run returns is complete
   return env;
 }
 
@@ -399,11 +488,22 @@ class PooledContext {
 }  // namespace
 
 void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, bool keep_all,
-                          const std::shared_ptr<Storage>& arena) const {
+                          const std::shared_ptr<Storage>& arena, RunStream& rs) const {
   const graph::Node& n = *e.node;
   PooledContext pooled;
   singa_kernel_context& ctx = pooled.get();
   KernelCall& call = ctx.call;
+  // Work queued on the stream may still read or write this call's device
+  // tensors after compute returns: they live until the stream is past it.
+  struct KeepOnExit {
+    RunStream& rs;
+    KernelCall& c;
+    ~KeepOnExit() {
+      for (const auto* list : {&c.inputs, &c.outputs, &c.workspaces})
+        for (const Tensor& t : *list) rs.keep(t);
+    }
+  } keep_on_exit{rs, call};
+  call.stream = rs.stream_for(e.device, e.device_id);
   call.node_name = &n.proto.name();
   call.device = e.device;
   call.device_id = e.device_id;
@@ -428,7 +528,7 @@ void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, 
     const Tensor& t = constant ? gv.constant : val.tensor();
     bool host = e.host_inputs[j] || e.device->host_addressable();
     auto cached = host ? device_constants_.end() : device_constants_.find({v, e.device});
-    call.inputs[j] = host ? t.to_host() : cached != device_constants_.end() ? cached->second : t.to(e.device, e.device_id);
+    call.inputs[j] = host ? rs.to_host(t) : cached != device_constants_.end() ? cached->second : rs.to_device(t, e.device, e.device_id);
   }
   // In place: input 0 dies here and nobody else holds it.
   int v0 = n.inputs.empty() ? -1 : n.inputs[0];
@@ -444,6 +544,7 @@ void Executor::run_kernel(const ExecNode& e, size_t i, std::vector<Value>& env, 
     if (call.inputs[j].defined()) call.input_views[j] = call.inputs[j].dl();
   call.outputs.resize(n.outputs.size());
   call.output_views.resize(n.outputs.size());
+  if (call.stream) rs.queued();
   singa_status* st = e.kernel->def.compute(e.state, &ctx);
   if (st) throw_status(st, g_.source + ": " + n.label);  // the message is built only on failure
   for (size_t k = 0; k < n.outputs.size(); ++k) {

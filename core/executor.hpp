@@ -7,6 +7,7 @@
 #include "graph.hpp"
 #include "host.hpp"
 #include "memory_plan.hpp"
+#include "run_stream.hpp"
 
 #include <singa/value.hpp>
 
@@ -45,7 +46,8 @@ class Executor {
   // graph().outer (a subgraph's values from enclosing scopes).
   // Returns the values by id; `keep_all` keeps every intermediate. With
   // `timings`, appends (node index, milliseconds) per node, synchronizing the
-  // node's device after it.
+  // node's device after it. On a device with events the run queues its work
+  // on a stream of its own; the values it returns are complete.
   std::vector<Value> run(const std::vector<Value>& inputs, size_t stop, bool keep_all,
                          std::vector<std::pair<size_t, double>>* timings = nullptr) const;
   // The graph's outputs, in order, for the given inputs (subgraph bodies).
@@ -56,10 +58,11 @@ class Executor {
   // kernels for the node's opset and types first, then the CPU's (fallback);
   // a kernel that declines at create makes way for the next.
   void select(ExecNode& e, bool fallback);
+  void check_layouts_stay_on_device() const;
   void plan_memory_of_intermediates();
   void plan_concat_inputs_in_place(std::vector<PlanValue>& values) const;
   void run_kernel(const ExecNode& e, size_t index, std::vector<Value>& env, bool keep_all,
-                  const std::shared_ptr<Storage>& arena) const;
+                  const std::shared_ptr<Storage>& arena, RunStream& rs) const;
   void run_core(const ExecNode& e, std::vector<Value>& env) const;
   graph::Graph g_;
   ExecConfig config_;
@@ -76,6 +79,10 @@ class Executor {
   MemoryPlan plan_;
   // Initializers already copied to the device of the nodes that read them.
   std::map<std::pair<int, Device*>, Tensor> device_constants_;
+  // The device's streams when it has events (null otherwise: the NULL
+  // stream). Declared last: destroyed first, waiting for the work that
+  // still reads the constants above.
+  std::unique_ptr<StreamPool> streams_;
 };
 
 }  // namespace singa

@@ -36,6 +36,10 @@ struct Value {
   bool is_input = false, is_initializer = false, is_output = false;
   bool is_outer = false;               // a subgraph's reference to an enclosing graph's value
   Tensor constant;                     // initializers
+  // How the elements lie in memory: "" plain (row-major in `dims`), else a
+  // layout a plugin's graph pass named (singa_layout_ext). `dims` stays the
+  // logical shape either way.
+  std::string layout;
 };
 
 struct Graph;

@@ -36,6 +36,9 @@ struct singa_node {
   std::vector<singa_value_info> inputs, outputs;
   std::vector<bool> input_present;
   std::vector<bool> output_present;
+  // Layouts of the inputs and outputs ("" plain) on the handles the executor
+  // creates kernels with; a graph pass's handles read them from the graph.
+  std::vector<std::string> input_layouts, output_layouts;
   std::vector<const singa::Tensor*> constants;  // host tensors or null
   // DLTensor views of constants and tensor attributes, built on demand.
   mutable std::vector<DLTensor> constant_views;

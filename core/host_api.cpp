@@ -160,10 +160,74 @@ const char* node_input_name(const singa_node* n, size_t i) {
 const char* node_output_name(const singa_node* n, size_t i) {
   return n && n->proto && i < size_t(n->proto->output_size()) ? n->proto->output(int(i)).c_str() : "";
 }
+// Layouts (ABI 1.4). A graph pass's handle reads the graph as it is now; the
+// executor's handle carries the layouts it was created with.
+const char* node_layout(const singa_node* n, size_t i, bool input) {
+  if (!n || !n->proto) return "";
+  if (n->graph && n->graph->g) {
+    const auto& names = input ? n->proto->input() : n->proto->output();
+    if (i >= size_t(names.size())) return "";
+    const graph::Graph& g = *n->graph->g;
+    auto it = g.index.find(names[int(i)]);
+    return it == g.index.end() ? "" : g.values[size_t(it->second)].layout.c_str();
+  }
+  const std::vector<std::string>& v = input ? n->input_layouts : n->output_layouts;
+  return i < v.size() ? v[i].c_str() : "";
+}
+const char* node_input_layout(const singa_node* n, size_t i) { return node_layout(n, i, true); }
+const char* node_output_layout(const singa_node* n, size_t i) { return node_layout(n, i, false); }
+
+// Only values the graph computes and keeps to itself may change layout: the
+// caller hands in and gets back plain tensors, and constants are shared with
+// the plain graph.
+singa_status* graph_set_layout(singa_graph* sg, const char* value, const char* layout) {
+  try {
+    if (!sg || !sg->g) return make_status(SINGA_INVALID_ARGUMENT, "graph_set_layout: null graph");
+    if (!value) return make_status(SINGA_INVALID_ARGUMENT, "graph_set_layout: null value name");
+    graph::Graph& g = *sg->g;
+    auto it = g.index.find(value);
+    if (it == g.index.end())
+      return make_status(SINGA_NOT_FOUND, std::string("graph_set_layout: '") + value + "' is not a value of the graph");
+    graph::Value& v = g.values[size_t(it->second)];
+    const char* what = v.is_input ? "a graph input" : v.is_output ? "a graph output" : v.is_initializer ? "a constant"
+                       : v.is_outer ? "a value of an enclosing graph" : v.kind != graph::TypeKind::kTensor ? "not a tensor"
+                       : v.producer < 0 ? "computed by no node" : nullptr;
+    const std::string want = layout ? layout : "";
+    if (what && !want.empty())
+      return make_status(SINGA_INVALID_ARGUMENT, "graph_set_layout: '" + v.name + "' is " + what +
+                                                     "; only values the graph computes for itself take layout '" + want + "'");
+    v.layout = want;
+    return nullptr;
+  } catch (const std::exception& e) {
+    return make_status(SINGA_INTERNAL, std::string("graph_set_layout: ") + e.what());
+  }
+}
+
+// A runtime-wide option (Runtime::set_option, docs/options.md), or null.
+const char* runtime_option(const char* key) {
+  if (!key) return nullptr;
+  try {
+    const std::string* v = Runtime::instance().option(key);
+    return v ? v->c_str() : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// A prepare's option, else the runtime's: kernels created outside a prepare
+// (eager training ops) have no prepare map but still see the runtime options.
 const char* node_option(const singa_node* n, const char* key) {
-  if (!n || !n->options || !key) return nullptr;
-  auto it = n->options->find(key);
-  return it == n->options->end() ? nullptr : it->second.c_str();
+  if (!n || !key) return nullptr;
+  if (n->options) {
+    auto it = n->options->find(key);
+    if (it != n->options->end()) return it->second.c_str();
+  }
+  return runtime_option(key);
+}
+
+const char* graph_option(const singa_graph* g, const char* key) {
+  if (const char* v = host_graph::option(g, key)) return v;
+  return g ? runtime_option(key) : nullptr;
 }
 
 int32_t copy_info(const singa_value_info& src, singa_value_info* out) {
@@ -387,7 +451,7 @@ singa_host_api make_table() {
   h.graph_num_nodes = host_graph::num_nodes;
   h.graph_node = host_graph::node;
   h.graph_device = host_graph::device;
-  h.graph_option = host_graph::option;
+  h.graph_option = graph_option;
   h.graph_producer = host_graph::producer;
   h.graph_num_consumers = host_graph::num_consumers;
   h.graph_consumer = host_graph::consumer;
@@ -409,6 +473,10 @@ singa_host_api make_table() {
   h.ctx_parallel_for = ctx_parallel_for;
   h.ctx_num_threads = ctx_num_threads;
   h.ctx_node_name = ctx_node_name;
+  h.node_input_layout = node_input_layout;
+  h.node_output_layout = node_output_layout;
+  h.graph_set_layout = graph_set_layout;
+  h.runtime_option = runtime_option;
   return h;
 }
 

@@ -13,7 +13,9 @@ namespace singa {
 
 // What the planner needs to know of one graph value.
 struct PlanValue {
-  size_t bytes = 0;        // 0: unknown at prepare time (never planned)
+  // 0: unknown at prepare time (never planned). The logical shape's size,
+  // whatever the value's layout: layouts keep the element count (docs/abi.md).
+  size_t bytes = 0;
   int first = -1;          // producing node
   int last = -1;           // last node that reads it (or `first` when none does)
   bool eligible = false;   // an intermediate the executor may place in the arena

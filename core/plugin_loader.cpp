@@ -1,5 +1,6 @@
 // Finds plugins, loads them with Boost.DLL, and performs the ABI handshake.
 #include "host.hpp"
+#include "env_options.hpp"
 #include <singa/op_versions.hpp>
 
 #include <singa/runtime.hpp>
@@ -8,6 +9,7 @@
 #include <boost/filesystem.hpp>
 
 #include <algorithm>
+#include <dlfcn.h>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -15,6 +17,19 @@
 namespace fs = boost::filesystem;
 
 namespace singa {
+namespace {
+
+// Runtimes that keep worker threads and thread-local state (GNU OpenMP, which
+// oneDNN and OpenBLAS bring in) are made resident once a plugin has mapped
+// them: unloading them with the plugins (Runtime::reset) would tear down a
+// thread pool under its threads, and libgomp leaks its environment on every
+// load (LeakSanitizer's reports in test_options).
+void pin_thread_runtimes() {
+  for (const char* lib : {"libgomp.so.1"})
+    if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);
+}
+
+}  // namespace
 
 struct LoadedPlugin {
   boost::dll::shared_library lib;
@@ -41,6 +56,26 @@ void Runtime::reset() {
   plugins_.clear();
   libs_.clear();
   loaded_ = false;
+  std::lock_guard<std::mutex> options_lock(options_mu_);
+  options_.clear();
+}
+
+void Runtime::set_option(const std::string& key, const std::string& value) {
+  if (key.empty()) throw Error(SINGA_INVALID_ARGUMENT, "set_option: the option key is empty");
+  check_runtime_option(key, value, "");
+  std::lock_guard<std::mutex> lock(options_mu_);
+  options_[key] = value;
+}
+
+const std::string* Runtime::option(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(options_mu_);
+  auto it = options_.find(key);
+  return it == options_.end() ? nullptr : &it->second;
+}
+
+std::map<std::string, std::string> Runtime::options() const {
+  std::lock_guard<std::mutex> lock(options_mu_);
+  return options_;
 }
 
 static std::vector<std::string> split_path_list(const std::string& s) {
@@ -114,6 +149,15 @@ static void configure_openblas() {
 }
 
 std::vector<std::string> Runtime::load(const LoadOptions& options) {
+  // The runtime options are complete (and checked) before any plugin's init
+  // reads them; a bad value stops the load before anything is loaded.
+  for (const auto& kv : options.options) set_option(kv.first, kv.second);
+  if (const char* env = std::getenv("SINGA_OPTIONS")) {
+    const auto env_options = parse_option_list(env, "SINGA_OPTIONS");
+    for (const auto& kv : env_options) check_runtime_option(kv.first, kv.second, "SINGA_OPTIONS");
+    std::lock_guard<std::mutex> lock(options_mu_);
+    for (const auto& kv : env_options) options_.insert(kv);  // the program's options win
+  }
   configure_openblas();
   std::vector<std::string> dirs = search_dirs(options);
   std::set<std::string> seen_names;
@@ -206,6 +250,7 @@ PluginInfo Runtime::load_plugin(const std::string& path) {
     info.error = path + ": cannot be loaded: " + e.what();
     return record(info);
   }
+  pin_thread_runtimes();
   if (!lp->lib.has(SINGA_PLUGIN_INIT_SYMBOL)) {
     info.error = path + ": not a singa plugin: it exports no '" SINGA_PLUGIN_INIT_SYMBOL "' symbol";
     return record(info);

@@ -184,7 +184,9 @@ Tensor Tensor::reshaped(const Shape& shape) const {
   return Tensor(storage_, shape, dtype_, offset_);
 }
 
-Tensor Tensor::to(Device* target, int32_t target_id) const {
+Tensor Tensor::to(Device* target, int32_t target_id) const { return to(target, target_id, nullptr); }
+
+Tensor Tensor::to(Device* target, int32_t target_id, void* stream) const {
   if (!storage_) return *this;
   Device* src = device();
   bool target_host = !target || target->host_addressable();
@@ -195,11 +197,11 @@ Tensor Tensor::to(Device* target, int32_t target_id) const {
   size_t bytes = nbytes();
   if (bytes == 0) return out;
   if (on_host()) {
-    target->copy(target_id, out.storage_->data, 0, raw_data(), 0, bytes, SINGA_COPY_HOST_TO_DEVICE);
+    target->copy(target_id, out.storage_->data, 0, raw_data(), 0, bytes, SINGA_COPY_HOST_TO_DEVICE, stream);
   } else if (target_host) {
-    src->copy(device_id(), out.raw_data(), 0, storage_->data, offset_, bytes, SINGA_COPY_DEVICE_TO_HOST);
+    src->copy(device_id(), out.raw_data(), 0, storage_->data, offset_, bytes, SINGA_COPY_DEVICE_TO_HOST, stream);
   } else if (src == target) {
-    src->copy(target_id, out.storage_->data, 0, storage_->data, offset_, bytes, SINGA_COPY_DEVICE_TO_DEVICE);
+    src->copy(target_id, out.storage_->data, 0, storage_->data, offset_, bytes, SINGA_COPY_DEVICE_TO_DEVICE, stream);
   } else {
     return to_host().to(target, target_id);
   }

@@ -110,8 +110,17 @@ std::string describe_missing(const MissingKernel& m, const std::string& device) 
 
 // One line per node of the top-level graph: "Op name(inputs) -> outputs [activation=...]"
 // (the fused activations, a stage's under its prefix, a fused MaxPool's window
-// or GlobalAveragePool, and which side of a Conv is in 16-channel blocks).
-void print_nodes(const ::onnx::GraphProto& g) {
+// or GlobalAveragePool, and the layouts of values not plain, as
+// optimized_model lists them in the metadata).
+void print_nodes(const ::onnx::ModelProto& model) {
+  const ::onnx::GraphProto& g = model.graph();
+  std::map<std::string, std::string> layouts;
+  for (const auto& m : model.metadata_props())
+    if (m.key().rfind("singa.layout:", 0) == 0) layouts[m.key().substr(13)] = m.value();
+  auto show_layout = [&](const char* side, const std::string& v) {
+    auto it = layouts.find(v);
+    if (it != layouts.end()) std::cout << "  [" << side << " " << v << ": " << it->second << "]";
+  };
   std::cout << "nodes after the passes:\n";
   for (const auto& n : g.node()) {
     std::cout << "  " << n.op_type() << " '" << n.name() << "' (";
@@ -128,11 +137,9 @@ void print_nodes(const ::onnx::GraphProto& g) {
         std::cout << "]";
       }
       if (k == "global_average_pool" && a.i() != 0) std::cout << "  [global average pool]";
-      if ((k == "blocked_input" || k == "blocked_output") && a.i() != 0)
-        std::cout << "  [" << (k == "blocked_input" ? "in" : "out") << " blocked16]";
-      if ((k == "channels_last_input" || k == "channels_last_output") && a.i() != 0)
-        std::cout << "  [" << (k == "channels_last_input" ? "in" : "out") << " channels-last]";
     }
+    for (const auto& v : n.input()) show_layout("in", v);
+    for (const auto& v : n.output()) show_layout("out", v);
     std::cout << "\n";
   }
 }
@@ -329,7 +336,7 @@ int cmd_info(const std::vector<std::string>& args) {
   if (missing.empty()) std::cout << " none";
   std::cout << "\n";
   for (const auto& m : missing) std::cout << "  " << op_label(m.key) << ": " << describe_missing(m, device) << "\n";
-  if (optimized) print_nodes(g);
+  if (optimized) print_nodes(model);
   if (show_nodes) {
     if (!nodes_error.empty()) std::cout << "nodes: not available: " << nodes_error << "\n";
     else std::cout << "nodes in the order --last-layers counts (" << order.size() << "; K = the --last-layers that ends there):\n";

@@ -676,9 +676,6 @@ int cmd_train(const std::vector<std::string>& args) {
   if (c.bucket_kb < 1 || !(c.dist_timeout > 0)) throw UsageError("--bucket-kb and --dist-timeout must be positive");
   if (c.dist_mode == dist::Mode::kSparseTopK ? !(c.spars > 0 && c.spars <= 1) : !(c.spars >= 0))
     throw UsageError("--spars must be in (0, 1] for sparseTopK and >= 0 for sparseThreshold");
-  // The backward kernels call BLAS from every worker of the thread pool; a
-  // BLAS with threads of its own would oversubscribe the cores.
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
   c.comm = dist::world();
   c.comm->set_timeout(c.dist_timeout);
   c.local_model_path = c.model_path;

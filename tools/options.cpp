@@ -1,7 +1,8 @@
 // Global options shared by every subcommand. Precedence: flags, then the
 // config file, then the environment, then defaults; the environment is never
 // overridden silently (a note goes to stderr). Named options (--option,
-// the config file's [options]) go to the plugins through PrepareOptions.
+// the config file's [options]) go to the plugins through PrepareOptions and,
+// for the device-level ones read as plugins load, the runtime options.
 #include "cli.hpp"
 
 #include <singa/error.hpp>
@@ -211,16 +212,6 @@ const EnvVariable kEnvVariables[] = {
     {"SINGA_OPTIONS", false, "named options, key=value,... (options the program sets win)"},
     {"SINGA_VERBOSE", false, "model checker warnings on stderr"},
     {"SINGA_LOG_LEVEL", false, "plugin log level (0 debug ... 3 error)"},
-    {"SINGA_NO_AVX512", false, "CPU plugins act as if the CPU lacked AVX-512"},
-    {"SINGA_SPIN_US", false, "CPU thread pool spin before sleeping, in microseconds"},
-    {"SINGA_CPU_CACHE_MB", false, "CPU device's cache of freed blocks, in MiB"},
-    {"SINGA_OPENCL_NO_CACHE", false, "OpenCL device's buffer cache off"},
-    {"SINGA_OPENCL_GPU_KERNELS", false, "OpenCL GPU kernel variants on a CPU device"},
-    {"SINGA_CUDA_KERNELS", false, "load the CUDA kernels without a GPU"},
-    {"SINGA_CUDA_ALLOW_TF32", false, "CUDA products in TF32"},
-    {"SINGA_CUDA_NO_CACHE", false, "CUDA device's memory cache off"},
-    {"SINGA_OP_PROFILE", false, "time of every eager op (training)"},
-    {"SINGA_FUSE_LAYERS", false, "training layers traced as fused ops (0: off)"},
     {"SINGA_NUM_THREADS", true, "use --threads N (config: threads)"},
     {"SINGA_NO_DNNL", true, "use --option cpu.dnnl=0"},
     {"SINGA_CONV_THIN", true, "use --option cpu.conv_thin=0"},
@@ -237,6 +228,16 @@ const EnvVariable kEnvVariables[] = {
     {"SINGA_BLOCKED_LAYOUT", true, "use --option pass.cpu.blocked_layout=0"},
     {"SINGA_CHANNELS_LAST", true, "use --option pass.cpu.channels_last=0"},
     {"SINGA_OPENCL_GEMM", true, "use --option opencl.gemm=simple|tiled|vec"},
+    {"SINGA_NO_AVX512", true, "use --option cpu.avx512=0"},
+    {"SINGA_SPIN_US", true, "use --option cpu.spin_us=N"},
+    {"SINGA_CPU_CACHE_MB", true, "use --option cpu.cache_mb=N"},
+    {"SINGA_OPENCL_NO_CACHE", true, "use --option opencl.cache=0"},
+    {"SINGA_OPENCL_GPU_KERNELS", true, "use --option opencl.gpu_kernels=1"},
+    {"SINGA_CUDA_KERNELS", true, "use --option cuda.kernels=1"},
+    {"SINGA_CUDA_ALLOW_TF32", true, "use --option cuda.allow_tf32=1"},
+    {"SINGA_CUDA_NO_CACHE", true, "use --option cuda.cache=0"},
+    {"SINGA_OP_PROFILE", true, "use --option core.op_profile=1"},
+    {"SINGA_FUSE_LAYERS", true, "use --option core.fuse_layers=0"},
 };
 
 const EnvVariable* find_env_variable(const std::string& name) {
@@ -301,7 +302,7 @@ po::options_description global_options_description() {
       ("max-tensor-bytes", po::value<std::string>()->value_name("N"),
        "refuse any tensor larger than N bytes (K/M/G suffixes; default 16G)")
       ("option", po::value<std::vector<std::string>>()->value_name("KEY=VALUE"),
-       "a named option for the plugins, e.g. cpu.dnnl=0 (repeatable; docs/options.md)")
+       "a named option, e.g. cpu.dnnl=0 or cpu.spin_us=0 (repeatable; docs/options.md)")
       ("verbose,v", "say more (search folders, node placement, timings)");
   return d;
 }
@@ -350,6 +351,9 @@ std::vector<std::string> load_runtime(const GlobalOptions& g, bool report) {
   lo.plugin_dirs = g.plugin_dirs;
   lo.plugins = g.plugins;
   lo.use_env = g.use_env_plugin_path;
+  // Every named option is a runtime option too, so that the device-level
+  // ones (cpu.spin_us) reach the plugins as they load.
+  lo.options = g.options;
   if (rt.loaded()) return rt.search_dirs(lo);
   auto dirs = rt.load(lo);
   if (!report) return dirs;

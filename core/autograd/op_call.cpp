@@ -1,6 +1,7 @@
 #include "op_call.hpp"
 
 #include "../host.hpp"
+#include "../env_options.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -112,14 +113,13 @@ KernelCache& cache() {
   return *c;
 }
 
-// SINGA_OP_PROFILE=1: time spent per op (inside the kernel, and in call_op
+// Option core.op_profile=1 (read at the first eager op): time spent per op (inside the kernel, and in call_op
 // around it), printed to stderr at exit. Off, it costs one branch per call.
 class Profile {
  public:
   static Profile* get() {
     static Profile* p = [] {
-      const char* e = std::getenv("SINGA_OP_PROFILE");
-      if (!e || !*e || *e == '0') return static_cast<Profile*>(nullptr);
+      if (!runtime_flag("core.op_profile", false)) return static_cast<Profile*>(nullptr);
       Profile* p = new Profile();
       std::atexit([] { get()->print(); });
       return p;

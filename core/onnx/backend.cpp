@@ -9,6 +9,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 namespace singa {
@@ -148,7 +149,9 @@ std::shared_ptr<Rep> prepare_at(::onnx::ModelProto&& model, const PrepareOptions
     po.stats = &stats;
     passes::optimize(g, po);
     run_graph_passes(g, dev.first->name(), named.get(), &stats.plugin_passes);
-    if (stats.total() > 0) plain = before;
+    // (a pass that only set layouts counts too: the plain executor must not see them)
+    if (stats.total() > 0 || std::any_of(g.values.begin(), g.values.end(), [](const graph::Value& v) { return !v.layout.empty(); }))
+      plain = before;
   }
   auto impl = std::make_unique<Rep::Impl>();
   impl->source = source;

@@ -90,6 +90,15 @@ namespace onnx {
   }
   for (const auto& v : g.values)
     if (v.is_initializer && !v.is_input) *gp->add_initializer() = to_proto(v.constant, v.name);
+  // ONNX has no place for a value's layout (singa_layout_ext): the model's
+  // metadata lists those not plain, as "singa.layout:VALUE", for `singa
+  // info`. A model loaded again runs them plain.
+  for (const auto& v : g.values)
+    if (!v.layout.empty()) {
+      auto* m = out.add_metadata_props();
+      m->set_key("singa.layout:" + v.name);
+      m->set_value(v.layout);
+    }
   // IR < 4 lists initializers as graph inputs; keep only those still present.
   auto* inputs = gp->mutable_input();
   for (int i = inputs->size() - 1; i >= 0; --i)

@@ -8,7 +8,7 @@
 namespace singa {
 namespace layer {
 
-// False when SINGA_FUSE_LAYERS=0 is set in the environment (to compare).
+// False when the runtime option core.fuse_layers=0 is set (to compare).
 bool fuse_conv_blocks();
 
 }  // namespace layer

@@ -3,6 +3,7 @@
 #include "cast.hpp"
 #include "fuse.hpp"
 #include "init.hpp"
+#include "../env_options.hpp"
 
 #include <singa/error.hpp>
 
@@ -248,8 +249,7 @@ Sequential& Sequential::add(std::shared_ptr<Layer> l) {
 
 bool fuse_conv_blocks() {
   static const bool on = [] {
-    const char* e = std::getenv("SINGA_FUSE_LAYERS");
-    return !(e && *e == '0');
+    return runtime_flag("core.fuse_layers", true);
   }();
   return on;
 }

@@ -8,6 +8,7 @@
 //                   so A B^T needs no transposed copy of B.
 // Everything else is loop order for the caches.
 #include "sgemm.hpp"
+#include "runtime_option.hpp"
 
 #include <cblas.h>
 
@@ -64,8 +65,7 @@ void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
 
 bool detect() {
 #ifdef SINGA_SGEMM_X86
-  const char* off = std::getenv("SINGA_NO_AVX512");
-  if (off && *off && *off != '0') return false;
+  if (!ops::runtime_flag("cpu.avx512", true)) return false;
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f");
 #else

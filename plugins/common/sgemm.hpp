@@ -3,7 +3,7 @@
 // they run register-blocked AVX-512 code of our own: Debian's OpenBLAS 0.3.21
 // does not know newer AVX-512 CPUs (AMD family 1Ah among them) and falls back
 // to its AVX2 kernels there, at half the vector width. Elsewhere, and with
-// SINGA_NO_AVX512=1 (to compare), everything goes to OpenBLAS.
+// the runtime option cpu.avx512=0 (to compare), everything goes to OpenBLAS.
 //
 // Row-major throughout. Compiled into each plugin that uses it
 // (plugins/common/sgemm.cpp).
@@ -24,7 +24,8 @@ struct Out {
   const float* col_bias = nullptr;
 };
 
-// True when the AVX-512 kernels run (CPU support, SINGA_NO_AVX512 unset).
+// True when the AVX-512 kernels run (CPU support, and the runtime option
+// cpu.avx512 not 0; read at the first call).
 bool avx512();
 
 // C[M x N] = op(A)[M x K] op(B)[K x N] per `o`; op(A) is A^T when ta (A

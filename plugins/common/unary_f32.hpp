@@ -6,7 +6,7 @@
 // sdk::half / sdk::bfloat16 do).
 //
 // unary_f32::run returns false when the CPU has no AVX-512 (or
-// SINGA_NO_AVX512 is set) or for a kind it does not know: the caller then
+// the runtime option cpu.avx512=0) or for a kind it does not know: the caller then
 // runs its portable scalar loop.
 //
 // Accuracy, measured against double-precision references (tests/unit/
@@ -19,6 +19,7 @@
 #define SINGA_PLUGINS_COMMON_UNARY_F32_HPP
 
 #include "exp_avx512.hpp"
+#include "runtime_option.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -59,13 +60,12 @@ struct UnaryParams {
 // The element types run() converts through float.
 enum class UnaryType { kFloat, kHalf, kBFloat16 };
 
-// True when the AVX-512 paths run: the CPU has AVX-512F and SINGA_NO_AVX512
-// is unset (as fast::avx512(), which not every plugin links).
+// True when the AVX-512 paths run: the CPU has AVX-512F and the runtime
+// option cpu.avx512 is not 0 (as fast::avx512(), which not every plugin links).
 inline bool unary_avx512() {
 #if defined(SINGA_AVX512_BEGIN)
   static const bool on = [] {
-    const char* off = std::getenv("SINGA_NO_AVX512");
-    if (off && *off && *off != '0') return false;
+    if (!ops::runtime_flag("cpu.avx512", true)) return false;
     __builtin_cpu_init();
     return bool(__builtin_cpu_supports("avx512f"));
   }();

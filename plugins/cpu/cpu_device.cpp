@@ -1,6 +1,7 @@
 // The CPU device: host memory with 64-byte alignment (AVX-512 loads) and the
 // intra-op thread pool that kernels reach through ctx_parallel_for.
 #include "thread_pool.hpp"
+#include "runtime_option.hpp"
 
 #include <singa/kernel.hpp>
 
@@ -42,19 +43,15 @@ singa_status* device_count(void*, int32_t* count) {
 // size instead of going back to the system: glibc returns big blocks with
 // munmap, and the next run then pays a page fault per 4 KiB on first touch
 // (about a fifth of a ResNet-18 run before this cache). Small blocks stay with
-// malloc, which reuses them well. The cache is bounded (SINGA_CPU_CACHE_MB,
-// default 512; 0 turns it off) and a block serves requests from half to all of
-// its size, so at most half of a reused block sits idle. The limit is a
-// process-wide tuning read when the plugin loads, before any prepare could
-// name it (docs/options.md, "Environment").
+// malloc, which reuses them well. The cache is bounded (the runtime option
+// cpu.cache_mb, default 512; 0 turns it off) and a block serves requests from
+// half to all of its size, so at most half of a reused block sits idle. The
+// limit is process-wide, read when the plugin loads (docs/options.md).
 class BlockCache {
  public:
   static constexpr size_t kMinBlock = size_t(256) << 10;
 
-  BlockCache() {
-    const char* env = std::getenv("SINGA_CPU_CACHE_MB");
-    limit_ = (env ? size_t(std::strtoull(env, nullptr, 10)) : size_t(512)) << 20;
-  }
+  explicit BlockCache(size_t limit_mb) : limit_(limit_mb << 20) {}
 
   void* get(size_t bytes, size_t alignment) {
     if (bytes >= kMinBlock && limit_ > 0 && alignment <= 64) {
@@ -191,9 +188,13 @@ SINGA_PLUGIN("cpu", "0.1.0", "CPU device: aligned host memory and an intra-op th
   d.parallel_for = cpu_parallel_for;
   d.num_threads = cpu_num_threads;
   d.set_num_threads = cpu_set_num_threads;
+  // Read before anything is made, so that a malformed value fails the load
+  // with nothing to undo.
+  const int64_t spin_us = singa::ops::runtime_option_int("cpu.spin_us", ThreadPool::kDefaultSpinUs, 0, 1000000);
+  const size_t cache_mb = size_t(singa::ops::runtime_option_int("cpu.cache_mb", 512, 0, 1 << 20));
   reg.device(d);
-  if (!g_pool) g_pool = new ThreadPool(default_threads());
-  if (!g_cache) g_cache = new BlockCache();
+  if (!g_pool) g_pool = new ThreadPool(default_threads(), spin_us);
+  if (!g_cache) g_cache = new BlockCache(cache_mb);
   static bool fork_handlers = false;
   if (!fork_handlers) fork_handlers = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
   reg.on_shutdown(cpu_shutdown);

@@ -15,12 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t spin_ns_from_env() {
-  const char* env = std::getenv("SINGA_SPIN_US");
-  const long us = env ? std::strtol(env, nullptr, 10) : 200;
-  return us > 0 ? int64_t(us) * 1000 : 0;
-}
-
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -41,7 +35,7 @@ bool spin_until(int64_t ns, F&& done) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : spin_ns_(spin_ns_from_env()) { start(threads); }
+ThreadPool::ThreadPool(int threads, int64_t spin_us) : spin_ns_(spin_us > 0 ? spin_us * 1000 : 0) { start(threads); }
 ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::start(int threads) {

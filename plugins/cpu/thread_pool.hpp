@@ -30,7 +30,8 @@ namespace cpu {
 // plugins/ops_rnn/step_barrier.hpp) may rely on each part getting a thread
 // of its own when there are no more parts than threads.
 //
-// Idle workers spin for a short while (SINGA_SPIN_US, default 200 µs) before
+// Idle workers spin for a short while (`spin_us`: the runtime option
+// cpu.spin_us, default 200 µs) before
 // they sleep, and so does the caller waiting for them: the next job of an
 // inference comes within microseconds, while waking a sleeping thread takes
 // tens of microseconds, or milliseconds on a busy machine, long enough for the
@@ -38,7 +39,8 @@ namespace cpu {
 // as its 1-thread run before the spin).
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
+  static constexpr int64_t kDefaultSpinUs = 200;
+  explicit ThreadPool(int threads, int64_t spin_us = kDefaultSpinUs);
   ~ThreadPool();
   int size() const { return restart_threads_ > 0 ? restart_threads_ : int(workers_.size()) + 1; }
   void resize(int threads);

@@ -1,4 +1,5 @@
 #include "cuda_util.hpp"
+#include "runtime_option.hpp"
 
 #include <climits>
 #include <cstdlib>
@@ -84,8 +85,7 @@ int to_int(int64_t v, const std::string& what) {
 
 bool allow_tf32() {
   static const bool allow = [] {
-    const char* env = std::getenv("SINGA_CUDA_ALLOW_TF32");
-    return env && *env && std::strcmp(env, "0") != 0;
+    return ops::runtime_flag("cuda.allow_tf32", false);  // runtime option, read at first use
   }();
   return allow;
 }

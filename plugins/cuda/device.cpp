@@ -1,12 +1,13 @@
 // The "cuda" device: memory from the caching pool, copies and memsets on the
 // caller's stream (synchronous on the NULL stream, as the ABI asks), streams,
-// and memory info. Nothing here touches CUDA until the core calls in, so the
+// events (ABI 1.4) and memory info. Nothing here touches CUDA until the core calls in, so the
 // plugin loads on machines without a GPU or a driver; device_count then says
 // why the device is unavailable.
 #include "allocator.hpp"
 #include "cuda_util.hpp"
 #include "probe.hpp"
 #include "register.hpp"
+#include "runtime_option.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -18,8 +19,7 @@ namespace {
 
 CachingAllocator& allocator() {
   static auto* a = [] {
-    const char* env = std::getenv("SINGA_CUDA_NO_CACHE");
-    return new CachingAllocator(!(env && *env && std::strcmp(env, "0") != 0));
+    return new CachingAllocator(ops::runtime_flag("cuda.cache", true));  // runtime option, read at first use
   }();
   return *a;
 }
@@ -139,6 +139,56 @@ void device_stream_destroy(void*, int32_t id, void* stream) {
   }
 }
 
+// Events (singa_event_ext): the core records one where a run's values are
+// handed over and waits on it from the host or from another stream.
+singa_status* device_event_create(void*, int32_t id, void** out) {
+  SINGA_TRY_BEGIN
+  *out = nullptr;
+  DeviceGuard guard(id);
+  cudaEvent_t e = nullptr;
+  // Ordering only: an event that keeps no timestamp is cheaper to record and wait on.
+  check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  *out = e;
+  SINGA_TRY_END
+}
+
+void device_event_destroy(void*, int32_t id, void* event) {
+  if (!event) return;
+  try {
+    DeviceGuard guard(id);
+    cudaError_t err = cudaEventDestroy(static_cast<cudaEvent_t>(event));
+    if (err != cudaSuccess) sdk::host().log(SINGA_LOG_WARNING, cuda_message(err, "cudaEventDestroy").c_str());
+  } catch (const std::exception& e) {
+    sdk::host().log(SINGA_LOG_WARNING, e.what());
+  }
+}
+
+singa_status* device_event_record(void*, int32_t id, void* event, void* stream) {
+  SINGA_TRY_BEGIN
+  DeviceGuard guard(id);
+  check_cuda(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+  SINGA_TRY_END
+}
+
+singa_status* device_stream_wait_event(void*, int32_t id, void* stream, void* event) {
+  SINGA_TRY_BEGIN
+  DeviceGuard guard(id);
+  check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
+             "cudaStreamWaitEvent");
+  SINGA_TRY_END
+}
+
+singa_status* device_event_synchronize(void*, int32_t id, void* event) {
+  SINGA_TRY_BEGIN
+  DeviceGuard guard(id);
+  check_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+  SINGA_TRY_END
+}
+
+const singa_event_ext kEvents = {
+    {SINGA_EVENT_EXT_STRUCT_SIZE, SINGA_EXTENSION_EVENTS, nullptr},
+    device_event_create, device_event_destroy, device_event_record, device_stream_wait_event, device_event_synchronize};
+
 singa_status* device_memory_info(void*, int32_t id, size_t* free_bytes, size_t* total_bytes) {
   SINGA_TRY_BEGIN
   DeviceGuard guard(id);
@@ -167,6 +217,8 @@ void register_device(sdk::Registrar& reg) {
   d.stream_create = device_stream_create;
   d.stream_destroy = device_stream_destroy;
   d.memory_info = device_memory_info;
+  // With streams and events the core gives each run a stream of its own.
+  d.extensions = &kEvents.base;
   reg.device(d);
 }
 

@@ -7,6 +7,7 @@
 // `singa info --device cuda` where a model would run). Without them the shim
 // registers the `cuda` device alone, which reports why it is unavailable.
 #include "probe.hpp"
+#include "runtime_option.hpp"
 
 #include <singa/kernel.hpp>
 
@@ -54,10 +55,9 @@ std::string own_folder() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-bool kernels_forced() {
-  const char* env = std::getenv("SINGA_CUDA_KERNELS");
-  return env && std::strcmp(env, "1") == 0;
-}
+// The runtime option cuda.kernels=1 loads the kernels without a GPU (to
+// check that they load); read after plugin_preamble set the host.
+bool kernels_forced() { return singa::ops::runtime_flag("cuda.kernels", false); }
 
 }  // namespace
 

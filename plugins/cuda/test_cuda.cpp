@@ -175,10 +175,10 @@ TEST(CudaPlugin, LoadsAndRegistersWithoutNeedingAGpu) {
   auto& rt = singa::Runtime::instance();
   singa::Device* dev = rt.device("cuda");
   ASSERT_NE(dev, nullptr);
-  const char* forced = std::getenv("SINGA_CUDA_KERNELS");
+  const std::string* forced = rt.option("cuda.kernels");
   std::string why;
-  if (!(forced && std::strcmp(forced, "1") == 0) && dev->count(&why) <= 0)
-    GTEST_SKIP() << "no GPU, so the kernels are not loaded (SINGA_CUDA_KERNELS=1 loads them, as the 'cuda' test does)";
+  if (!(forced && *forced == "1") && dev->count(&why) <= 0)
+    GTEST_SKIP() << "no GPU, so the kernels are not loaded (option cuda.kernels=1 loads them, as the 'cuda' test does)";
   EXPECT_EQ(dev->dl_device_type(), kDLCUDA);
   EXPECT_EQ(dev->score(), 100);
   for (const char* op :
@@ -219,13 +219,13 @@ TEST(CudaPlugin, LoadsAndRegistersWithoutNeedingAGpu) {
   }
 }
 
-// Without SINGA_CUDA_KERNELS=1, singa_cuda.so maps cuBLAS and cuDNN (the
-// kernel library) only where a GPU is present; the `cuda_shim` test runs this
-// without the variable.
+// Without the runtime option cuda.kernels=1, singa_cuda.so maps cuBLAS and
+// cuDNN (the kernel library) only where a GPU is present; the `cuda_shim`
+// test runs this without the option.
 TEST(CudaPlugin, KernelsLoadOnlyWhereAGpuIs) {
-  const char* forced = std::getenv("SINGA_CUDA_KERNELS");
-  if (forced && std::strcmp(forced, "1") == 0) GTEST_SKIP() << "SINGA_CUDA_KERNELS=1 loads the kernels regardless";
   const singa::PluginInfo* rec = cuda_record();
+  const std::string* forced = singa::Runtime::instance().option("cuda.kernels");
+  if (forced && *forced == "1") GTEST_SKIP() << "option cuda.kernels=1 loads the kernels regardless";
   ASSERT_NE(rec, nullptr);
   ASSERT_TRUE(rec->loaded) << rec->error;
   auto& rt = singa::Runtime::instance();

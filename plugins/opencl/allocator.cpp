@@ -1,4 +1,6 @@
 #include "allocator.hpp"
+#include "plugin_singleton.hpp"
+#include "runtime_option.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -10,13 +12,13 @@ namespace {
 constexpr size_t kMinBucket = 256;
 }
 
-BufferPool& buffer_pool() {
-  static auto* p = [] {
-    const char* env = std::getenv("SINGA_OPENCL_NO_CACHE");
-    return new BufferPool(!(env && *env && std::strcmp(env, "0") != 0));
-  }();
-  return *p;
+PluginSingleton<BufferPool>& buffer_pool_holder() {
+  static PluginSingleton<BufferPool> holder(
+      [] { return new BufferPool(ops::runtime_flag("opencl.cache", true)); });  // runtime option, read at first use
+  return holder;
 }
+
+BufferPool& buffer_pool() { return buffer_pool_holder().get(); }
 
 BufferPool::BufferPool(bool caching) : caching_(caching) {}
 

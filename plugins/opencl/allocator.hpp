@@ -9,6 +9,7 @@
 #ifndef SINGA_OPENCL_ALLOCATOR_HPP
 #define SINGA_OPENCL_ALLOCATOR_HPP
 
+#include "plugin_singleton.hpp"
 #include "cl_runtime.hpp"
 
 #include <cstddef>
@@ -55,6 +56,8 @@ class BufferPool {
 };
 
 BufferPool& buffer_pool();
+// Its holder: the plugin's shutdown releases and deletes the pool.
+PluginSingleton<BufferPool>& buffer_pool_holder();
 
 }  // namespace opencl
 }  // namespace singa

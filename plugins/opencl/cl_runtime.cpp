@@ -1,6 +1,7 @@
 #include "cl_runtime.hpp"
 
 #include "programs.hpp"
+#include "runtime_option.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -76,11 +77,12 @@ DeviceEnv::~DeviceEnv() {
   if (context) clReleaseContext(context);
 }
 
-Runtime& Runtime::instance() {
-  // Leaked on purpose: at process exit the ICD may already be unloaded.
-  static auto* r = new Runtime;
-  return *r;
+PluginSingleton<Runtime>& runtime_holder() {
+  static PluginSingleton<Runtime> holder([] { return new Runtime; });
+  return holder;
 }
+
+Runtime& Runtime::instance() { return runtime_holder().get(); }
 
 namespace {
 
@@ -167,9 +169,9 @@ DeviceEnv& Runtime::env(int id) {
   clGetDeviceInfo(e->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(e->local_mem), &e->local_mem, nullptr);
   cl_device_type type = 0;
   clGetDeviceInfo(e->device, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
-  // SINGA_OPENCL_GPU_KERNELS=1 runs the GPU variants on a CPU device (to test them there).
-  const char* gpu_kernels = std::getenv("SINGA_OPENCL_GPU_KERNELS");
-  e->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0 && !(gpu_kernels && *gpu_kernels && std::strcmp(gpu_kernels, "0") != 0);
+  // The runtime option opencl.gpu_kernels=1 runs the GPU variants on a CPU
+  // device (to test them there).
+  e->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0 && !ops::runtime_flag("opencl.gpu_kernels", false);
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, cl_context_properties(e->platform), 0};
   e->context = clCreateContext(props, 1, &e->device, nullptr, nullptr, &err);

@@ -11,6 +11,7 @@
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
+#include "plugin_singleton.hpp"
 #include <CL/cl.h>
 
 #include <singa/kernel.hpp>
@@ -77,6 +78,9 @@ class Runtime {
   std::vector<std::pair<cl_platform_id, cl_device_id>> found_;
   std::map<int, std::unique_ptr<DeviceEnv>> envs_;
 };
+
+// Runtime::instance()'s holder: the plugin's shutdown deletes it.
+PluginSingleton<Runtime>& runtime_holder();
 
 }  // namespace opencl
 }  // namespace singa

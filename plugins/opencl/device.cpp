@@ -145,8 +145,10 @@ void register_device(sdk::Registrar& reg) {
 }
 
 void release_device_memory() {
-  buffer_pool().release_cache();
-  Runtime::instance().shutdown();
+  if (BufferPool* pool = buffer_pool_holder().if_created()) pool->release_cache();
+  if (Runtime* rt = runtime_holder().if_created()) rt->shutdown();
+  buffer_pool_holder().destroy();
+  runtime_holder().destroy();
 }
 
 }  // namespace opencl

@@ -20,6 +20,7 @@
 #include "conv_relu_pool.hpp"
 #include <cpu_domain.hpp>
 #include "conv_thin_f32.hpp"
+#include "layouts.hpp"
 #include "nn_common.hpp"
 #include "pointwise_mean_f32.hpp"
 #include "pool_f32.hpp"
@@ -101,9 +102,15 @@ class Conv : public NodeKernel {
     classifier_ = node.op_type() == "ConvMeanGemm";
     classifier_trans_b_ = node.attr_int("transB", 0) != 0;
     if (classifier_ && !mean_) fail("a ConvMeanGemm needs global_average_pool = 1");
-    // Activations in 16-channel blocks (plugins/ops_nn/passes/blocked_layout.cpp).
-    layout_.in = fused_op(node) && node.attr_int("blocked_input", 0) != 0;
-    layout_.out = fused_op(node) && node.attr_int("blocked_output", 0) != 0;
+    // Activations in 16-channel blocks (plugins/ops_nn/passes/blocked_layout.cpp):
+    // the values' layouts, which the host lets through only to the fused
+    // ops that declare them (register_conv).
+    layout_.in = node.input_layout(0) == kBlocked16Layout;
+    layout_.out = node.output_layout(0) == kBlocked16Layout;
+    // The kernel adds Z in Y's layout.
+    if (sum_ && node.num_inputs() > 3 && node.input_layout(3) != node.output_layout(0))
+      fail("Z is in layout '" + node.input_layout(3) + "' and Y in '" + node.output_layout(0) +
+           "'; a ConvAdd adds Z in Y's layout");
     if ((layout_.in || layout_.out) && group_ != 1) fail("a blocked layout needs group 1");
     if ((layout_.in || layout_.out) && mean_) fail("a Conv with global_average_pool takes no blocked layout");
     pack_thin(node);
@@ -577,8 +584,10 @@ void register_conv(sdk::Registrar& reg) {
   reg.kernel<Conv>("", "Conv", 1, 10, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>("", "Conv", 11, SINGA_VERSION_OPEN, "cpu", {{"T", 0, types}});
   reg.kernel<Conv>("", "Conv", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kRealTypes}});  // adds bfloat16
-  reg.kernel<Conv>(ops::kCpuDomain, "FusedConv", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
-  reg.kernel<Conv>(ops::kCpuDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  reg.kernel<Conv>(ops::kCpuDomain, "FusedConv", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}},
+                   {{0, kBlocked16Layout}, {-1, kBlocked16Layout}});
+  reg.kernel<Conv>(ops::kCpuDomain, "ConvAdd", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}},
+                   {{0, kBlocked16Layout}, {3, kBlocked16Layout}, {-1, kBlocked16Layout}});
   reg.kernel<Conv>(ops::kCpuDomain, "ConvMeanGemm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 

@@ -18,6 +18,7 @@
 #include "conv_nchw_f32.hpp"
 #include <cpu_domain.hpp>
 #include "inverted_residual_f32.hpp"
+#include "layouts.hpp"
 #include "register.hpp"
 
 #include <string>
@@ -34,13 +35,17 @@ class ExpandDepthwiseProject : public NodeKernel {
         stem_attrs_(node, *this, "expand_"),
         stem_(node.attr_int("expand_window", 0) != 0),
         residual_(node.attr_int("residual", 0) != 0),
-        x_channels_last_(node.attr_int("channels_last_input", 0) != 0),
-        y_channels_last_(node.attr_int("channels_last_output", 0) != 0),
+        x_channels_last_(node.input_layout(0) == kChannelsLastLayout),
+        y_channels_last_(node.output_layout(0) == kChannelsLastLayout),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
         project_act_(node, "project_"),
         band_tiles_(node.option_bool("cpu.band_tiles", true)),
         depthwise_blocked_(node.option_bool("cpu.depthwise_blocked", true)) {
+    // A skip connection adds X in Y's layout.
+    if (residual_ && x_channels_last_ != y_channels_last_)
+      fail("X is in layout '" + node.input_layout(0) + "' and Y in '" + node.output_layout(0) +
+           "'; a residual node adds X in Y's layout");
     // The weights are initializers wherever the pass made the node: their
     // band layouts once here, not on every run.
     sdk::Tensor w1 = node.constant(1), wd = node.constant(3), w2 = node.constant(5);
@@ -134,7 +139,8 @@ class ExpandDepthwiseProject : public NodeKernel {
 
 void register_expand_depthwise_project(sdk::Registrar& reg) {
   reg.kernel<ExpandDepthwiseProject>(ops::kCpuDomain, "ExpandDepthwiseProject", 1, 1, "cpu",
-                                     {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+                                     {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}},
+                                     {{0, kChannelsLastLayout}, {-1, kChannelsLastLayout}});
 }
 
 }  // namespace nn

@@ -59,7 +59,27 @@ def plugins():
     return _singa.plugins()
 
 
+def set_option(key, value):
+    """Sets a runtime-wide named option (docs/options.md), e.g. ``set_option("core.fuse_layers", 0)``.
+
+    Every later prepare sees it where it sets no value of its own, and so do
+    switches read at first use. The plugins loaded at ``import singa``: keys
+    they read as they load (``cpu.spin_us``, ``cpu.cache_mb``) come from
+    ``SINGA_OPTIONS`` set before the import. Booleans may be given as
+    ``True``/``False``. A malformed value of a documented key raises
+    :class:`InvalidArgumentError` naming the key.
+    """
+    if isinstance(value, bool):
+        value = int(value)
+    _singa.set_option(str(key), str(value))
+
+
+def options():
+    """The runtime-wide named options, as a dict of strings."""
+    return dict(_singa.options())
+
+
 from singa import device, tensor  # noqa: E402  (after the runtime is loaded)
 
 __all__ = ["device", "tensor", "SingaError", "InvalidArgumentError", "NotFoundError", "UnimplementedError",
-           "OutOfMemoryError", "UnavailableError", "AbiMismatchError", "InternalError", "plugins"]
+           "OutOfMemoryError", "UnavailableError", "AbiMismatchError", "InternalError", "plugins", "set_option", "options"]

@@ -119,4 +119,9 @@ void bind_device(py::module_& m) {
   m.def("get_device", [](const std::string& name) { return singa::Runtime::instance().device(name); },
         py::arg("name"), py::return_value_policy::reference, "The registered device of this name, or None.");
   m.def("kernel_count", [] { return singa::Runtime::instance().kernel_count(); });
+  m.def("set_option", [](const std::string& key, const std::string& value) {
+          singa::Runtime::instance().set_option(key, value);
+        }, py::arg("key"), py::arg("value"),
+        "Sets a runtime-wide named option (docs/options.md); a malformed value of a documented key raises.");
+  m.def("options", [] { return singa::Runtime::instance().options(); }, "The runtime-wide named options.");
 }

@@ -249,5 +249,16 @@ static_assert(offsetof(singa_extension, type) == 8 && offsetof(singa_extension, 
 static_assert(offsetof(singa_graph_pass_ext, name) == sizeof(singa_extension), "extensions embed the header first");
 static_assert(offsetof(singa_gradient_ext, user) == sizeof(singa_extension), "extensions embed the header first");
 static_assert(SINGA_VALUE_INFO_STRUCT_SIZE == 16 + 8 * SINGA_MAX_DIMS, "singa_value_info size");
+static_assert(offsetof(singa_device_def, set_num_threads) + sizeof(void*) == offsetof(singa_device_def, extensions),
+              "ABI 1.4's device extensions follow set_num_threads");
+static_assert(SINGA_DEVICE_DEF_STRUCT_SIZE == sizeof(singa_device_def), "singa_device_def size");
+static_assert(offsetof(singa_host_api, grad_set_input_grad) + sizeof(void*) ==
+                  offsetof(singa_host_api, node_input_layout),
+              "ABI 1.4's host calls follow grad_set_input_grad");
+static_assert(offsetof(singa_layout_ext, accepts) == sizeof(singa_extension), "extensions embed the header first");
+static_assert(offsetof(singa_event_ext, event_create) == sizeof(singa_extension), "extensions embed the header first");
+static_assert(SINGA_LAYOUT_EXT_STRUCT_SIZE == sizeof(singa_layout_ext), "singa_layout_ext size");
+static_assert(SINGA_EVENT_EXT_STRUCT_SIZE == sizeof(singa_event_ext), "singa_event_ext size");
+static_assert(sizeof(singa_layout_accept) == 16, "singa_layout_accept layout");
 #endif
 static_assert(SINGA_HOST_API_STRUCT_SIZE == sizeof(singa_host_api), "no padding after the host table's last call");

@@ -1,5 +1,7 @@
 // Named options (PrepareOptions::options, docs/options.md): they reach a
-// kernel's create through host->node_option, SINGA_OPTIONS adds to them, the
+// kernel's create through host->node_option, runtime options reach a plugin's
+// init through host->runtime_option and fill every prepare, SINGA_OPTIONS adds
+// to them, the
 // CPU kernels read their path switches from them (every path matching a plain
 // reference), and the retired environment switches change nothing. The CLI's
 // --option, config file [options] and environment report are checked through
@@ -101,6 +103,115 @@ TEST_F(Options, TheEnvironmentAddsOptionsTheProgramDoesNotSet) {
   setenv("SINGA_OPTIONS", "test.offset", 1);
   const std::string err = prepare_error(plugin_test::unary_model("OptionProbe", 1), {});
   EXPECT_NE(err.find("SINGA_OPTIONS"), std::string::npos) << err;
+}
+
+// ------------------------------------------------------ runtime options
+
+// The runtime's state for one test: the probe plugin loaded after `options`
+// were set; false (with a failure) when it did not load.
+bool reload_with(const std::map<std::string, std::string>& options) {
+  auto& rt = singa::Runtime::instance();
+  rt.reset();
+  singa::LoadOptions lo;
+  lo.use_env = false;
+  lo.options = options;
+  rt.load(lo);
+  auto info = rt.load_plugin(plugin_test::test_plugin("option_probe"));
+  EXPECT_TRUE(info.loaded) << info.error;
+  return info.loaded;
+}
+
+TEST_F(Options, RuntimeOptionReachesAPluginAtInit) {
+  ASSERT_TRUE(reload_with({{"test.base", "5"}}));
+  EXPECT_EQ(*singa::Runtime::instance().option("test.base"), "5");
+  EXPECT_EQ(probe({}, {1.f, 2.f}), (std::vector<float>{6.f, 7.f}));
+  EXPECT_EQ(probe({{"test.offset", "10"}}, {1.f}), (std::vector<float>{16.f}));
+  // Set after the load, it no longer reaches what the plugin read at init.
+  singa::Runtime::instance().set_option("test.base", "100");
+  EXPECT_EQ(probe({}, {1.f}), (std::vector<float>{6.f}));
+  // set_option before load() counts as much as LoadOptions::options.
+  auto& rt = singa::Runtime::instance();
+  rt.reset();
+  EXPECT_EQ(rt.option("test.base"), nullptr) << "reset() forgets the runtime options";
+  rt.set_option("test.base", "-3");
+  singa::LoadOptions lo;
+  lo.use_env = false;
+  rt.load(lo);
+  ASSERT_TRUE(rt.load_plugin(plugin_test::test_plugin("option_probe")).loaded);
+  EXPECT_EQ(probe({}, {1.f}), (std::vector<float>{-2.f}));
+}
+
+// Every prepare sees the runtime options where it sets no key itself, ahead
+// of SINGA_OPTIONS.
+TEST_F(Options, RuntimeOptionsFillEveryPrepare) {
+  singa::Runtime::instance().set_option("test.offset", "3");
+  EXPECT_EQ(probe({}, {1.f}), (std::vector<float>{4.f}));
+  EXPECT_EQ(probe({{"test.offset", "1"}}, {1.f}), (std::vector<float>{2.f}));  // the prepare's own wins
+  setenv("SINGA_OPTIONS", "test.offset=9,test.negate=1", 1);
+  EXPECT_EQ(probe({}, {1.f}), (std::vector<float>{-4.f}));  // the runtime's offset, the environment's negate
+  singa::Runtime::instance().set_option("test.offset", "x");
+  const std::string err = prepare_error(plugin_test::unary_model("OptionProbe", 1), {});
+  EXPECT_NE(err.find("option test.offset=x"), std::string::npos) << err;
+}
+
+TEST_F(Options, SingaOptionsAddsRuntimeOptionsAtLoad) {
+  setenv("SINGA_OPTIONS", "test.base=2", 1);
+  ASSERT_TRUE(reload_with({}));
+  EXPECT_EQ(probe({}, {1.f}), (std::vector<float>{3.f}));
+  ASSERT_TRUE(reload_with({{"test.base", "4"}}));  // the program's wins
+  EXPECT_EQ(probe({}, {1.f}), (std::vector<float>{5.f}));
+}
+
+std::string load_error(const std::map<std::string, std::string>& options) {
+  auto& rt = singa::Runtime::instance();
+  rt.reset();
+  singa::LoadOptions lo;
+  lo.use_env = false;
+  lo.options = options;
+  try {
+    rt.load(lo);
+  } catch (const singa::Error& e) {
+    EXPECT_EQ(e.code(), SINGA_INVALID_ARGUMENT);
+    EXPECT_FALSE(rt.loaded());
+    EXPECT_TRUE(rt.plugins().empty()) << "no plugin may load with a malformed runtime option";
+    return e.what();
+  }
+  return "";
+}
+
+// singa's device-level keys are checked when set, before any plugin loads;
+// a plugin's own key fails that plugin's load, naming the key.
+TEST_F(Options, MalformedRuntimeOptionsNameTheKey) {
+  for (const auto& [key, bad] : std::map<std::string, std::string>{
+           {"cpu.spin_us", "abc"}, {"cpu.cache_mb", "-1"}, {"cpu.avx512", "yes"}, {"opencl.cache", "2"},
+           {"opencl.gpu_kernels", ""}, {"cuda.kernels", "true"}, {"cuda.allow_tf32", "on"}, {"cuda.cache", "00"},
+           {"core.op_profile", "x"}, {"core.fuse_layers", "off"}}) {
+    SCOPED_TRACE(key + "=" + bad);
+    EXPECT_NE(load_error({{key, bad}}).find("option " + key + "=" + bad), std::string::npos);
+    try {
+      singa::Runtime::instance().set_option(key, bad);
+      ADD_FAILURE() << "set_option accepted it";
+    } catch (const singa::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(singa::Runtime::instance().option(key), nullptr);
+  }
+  EXPECT_EQ(load_error({{"cpu.spin_us", "0"}, {"cpu.cache_mb", "0"}, {"cpu.avx512", "0"}}), "");
+  setenv("SINGA_OPTIONS", "cpu.spin_us=1e3", 1);
+  const std::string err = load_error({});
+  EXPECT_NE(err.find("SINGA_OPTIONS"), std::string::npos) << err;
+  EXPECT_NE(err.find("cpu.spin_us=1e3"), std::string::npos) << err;
+  unsetenv("SINGA_OPTIONS");
+
+  auto& rt = singa::Runtime::instance();
+  rt.reset();
+  rt.set_option("test.base", "abc");
+  singa::LoadOptions lo;
+  lo.use_env = false;
+  rt.load(lo);
+  auto info = rt.load_plugin(plugin_test::test_plugin("option_probe"));
+  EXPECT_FALSE(info.loaded);
+  EXPECT_NE(info.error.find("option test.base=abc"), std::string::npos) << info.error;
 }
 
 // ---------------------------------------------------- the CPU kernels' switches
@@ -324,6 +435,25 @@ TEST_F(Cli, MalformedOptionIsAUsageError) {
   r = run_cli("", "run" + probe_ + "--option test.offset=abc");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("option test.offset=abc"), std::string::npos) << r.out;
+}
+
+// Named options are runtime options too: device-level keys reach the CPU
+// device as it loads, and a malformed one stops the command naming the key.
+TEST_F(Cli, RuntimeOptionFlags) {
+  Ran r = run_cli("", "run" + probe_ + "--option cpu.spin_us=0 --option test.base=20");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("21"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("22"), std::string::npos) << r.out;
+  r = run_cli("", "run" + probe_ + "--option cpu.spin_us=soon");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("option cpu.spin_us=soon: expected a whole number"), std::string::npos) << r.out;
+  std::ofstream(dir_ + "/spin.ini") << "[options]\ncpu.cache_mb = lots\n";
+  r = run_cli("", "run --config " + dir_ + "/spin.ini" + probe_);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("option cpu.cache_mb=lots"), std::string::npos) << r.out;
+  r = run_cli("SINGA_SPIN_US=5", "run" + probe_);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("SINGA_SPIN_US=5 is ignored: use --option cpu.spin_us=N"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, VerboseReportsTheEnvironmentAndRetiredVariablesWarn) {

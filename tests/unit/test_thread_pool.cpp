@@ -109,11 +109,10 @@ void meet(void* user, int64_t b, int64_t e) {
 }  // namespace
 
 TEST(ThreadPool, EveryIdleWorkerJoinsEachJobSpinningOrAsleep) {
-  for (const char* spin_us : {"200", "0"}) {  // 0: the workers sleep between jobs
-    SCOPED_TRACE(std::string("SINGA_SPIN_US=") + spin_us);
-    setenv("SINGA_SPIN_US", spin_us, 1);
+  for (int64_t spin_us : {200, 0}) {  // 0: the workers sleep between jobs
+    SCOPED_TRACE("spin_us " + std::to_string(spin_us));
     for (int threads : {2, 3}) {
-      ThreadPool pool(threads);
+      ThreadPool pool(threads, spin_us);
       for (int round = 0; round < 300; ++round) {
         Meeting m;
         m.parts = threads;
@@ -124,6 +123,5 @@ TEST(ThreadPool, EveryIdleWorkerJoinsEachJobSpinningOrAsleep) {
         if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     }
-    unsetenv("SINGA_SPIN_US");
   }
 }

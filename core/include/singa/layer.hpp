@@ -203,7 +203,7 @@ class Select : public Layer {
 // A Conv2d followed by a ReLU and an unpadded MaxPool2d runs as one fused op
 // (ConvReluMaxPool of domain "ai.singa"), which gives the same values and
 // gradients with far less memory traffic; to_onnx writes it back as the
-// three ONNX nodes. SINGA_FUSE_LAYERS=0 in the environment turns this off.
+// three ONNX nodes. The runtime option core.fuse_layers=0 turns this off.
 class Sequential : public Layer {
  public:
   Sequential() = default;

@@ -40,9 +40,25 @@ class Device {
   void set_num_threads(int32_t n);
   const singa_device_def& def() const { return def_; }
 
+  // Streams and events (singa_event_ext, ABI 1.4). True when the device
+  // offers stream_create/stream_destroy and a complete events extension: an
+  // Executor run then queues its work on a stream of its own and orders
+  // hand-offs with events (docs/abi.md, "Streams and events").
+  bool has_events() const { return has_events_; }
+  void* stream_create(int32_t id);
+  void stream_destroy(int32_t id, void* stream);
+  void* event_create(int32_t id);
+  void event_destroy(int32_t id, void* event);
+  void event_record(int32_t id, void* event, void* stream);
+  void stream_wait_event(int32_t id, void* stream, void* event);
+  void event_synchronize(int32_t id, void* event);
+
  private:
+  void read_extensions();
   singa_device_def def_;
   std::string name_, plugin_path_;
+  singa_event_ext events_{};
+  bool has_events_ = false;
 };
 
 // A kernel definition as the registry keeps it (strings and constraints owned).
@@ -81,6 +97,10 @@ struct LoadOptions {
   std::vector<std::string> plugins;      // extra plugin files
   bool use_default_dirs = true;          // the build folder, then the install folder
   bool use_env = true;                   // SINGA_PLUGIN_PATH (':'-separated)
+  // Runtime-wide named options (docs/options.md), set as with
+  // Runtime::set_option before any plugin loads; SINGA_OPTIONS then adds the
+  // keys neither these nor earlier set_option calls set.
+  std::map<std::string, std::string> options;
 };
 
 // The process's registry of plugins, devices and kernels. Loading happens once
@@ -95,8 +115,21 @@ class Runtime {
   bool loaded() const { return loaded_; }
   // Loads one plugin file now (returns its record; check .loaded).
   PluginInfo load_plugin(const std::string& path);
-  // Unloads everything (tests).
+  // Unloads everything and forgets the runtime options (tests).
   void reset();
+
+  // Runtime-wide named options ("cpu.spin_us", docs/options.md). Device-level
+  // keys are read by the plugins when they load (host->runtime_option), so
+  // they must be set before load(); after it they take effect only with the
+  // next reset() and load(). Every later prepare also sees these options
+  // where it does not set a key itself. A malformed value of a key singa
+  // documents throws Error(SINGA_INVALID_ARGUMENT) naming the key, and
+  // nothing is set.
+  void set_option(const std::string& key, const std::string& value);
+  // The value of a runtime option, or nullptr when unset. The pointer stays
+  // valid until that key is set again or reset().
+  const std::string* option(const std::string& key) const;
+  std::map<std::string, std::string> options() const;
 
   const std::vector<PluginInfo>& plugins() const { return plugins_; }
   std::vector<Device*> devices() const;
@@ -123,6 +156,9 @@ class Runtime {
   std::vector<std::unique_ptr<KernelEntry>> kernel_store_;
   std::vector<GraphPassEntry> graph_passes_;
   mutable std::mutex mu_;
+  // Separate from mu_: plugins read options during load, which holds mu_.
+  std::map<std::string, std::string> options_;
+  mutable std::mutex options_mu_;
   friend struct HostRegistration;
 };
 

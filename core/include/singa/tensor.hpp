@@ -85,6 +85,11 @@ class Tensor {
   Tensor reshaped(const Shape& shape) const;
   // Copy to another device (or to host when null). Returns *this when already there.
   Tensor to(Device* device, int32_t device_id = 0) const;
+  // The same, queued on `stream` of the device that copies (the target from
+  // the host, the source to the host or within a device); the result is
+  // complete only once that stream has reached the copy. Copies between two
+  // devices go through the host synchronously.
+  Tensor to(Device* device, int32_t device_id, void* stream) const;
   Tensor to_host() const { return to(nullptr); }
   Tensor clone() const;
 

@@ -8,14 +8,16 @@
 // pixels or more, whose direct kernel reads NCHW), or a ConvAdd reading it as
 // Z whose own output is blocked (the kernel adds Z in Y's layout).
 //
-// The layout is a property of the CPU domain's ops: every Conv on either side
-// becomes an ai.singa.cpu FusedConv (or stays a ConvAdd) with blocked_input /
-// blocked_output, so no standard Conv carries them and no other kernel sees a
-// blocked tensor. Shapes stay the logical NCHW ones (the blocked tensor has
-// the same number of floats), so shape inference and the memory plan are
-// unchanged. Runs last.
+// The layout is the value's (kBlocked16Layout, set with graph_set_layout):
+// every Conv on either side becomes an ai.singa.cpu FusedConv (or stays a
+// ConvAdd), whose kernel declares the layout and does the reorder into and
+// out of blocks itself, so no reorder node is needed and the host checks
+// that no other kernel reads a blocked value. Shapes stay the logical NCHW
+// ones and a blocked value (C a multiple of 16) has as many floats as the
+// plain one, so shape inference and the memory plan are unchanged. Runs last.
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
+#include "../layouts.hpp"
 
 #include <map>
 #include <set>
@@ -98,22 +100,25 @@ int use_blocked_layout(Graph& g) {
       }
     }
   }
+  // A standard Conv on either side of a blocked value becomes a FusedConv,
+  // whose kernel declares the layout; then the values take it.
   int marked = 0;
   for (const GraphNode& n : nodes) {
     if (!node_ok.count(n.raw())) continue;
     const bool in = is_blocked(n.input_name(0)), out = is_blocked(n.output_name(0));
     if (!in && !out) continue;
-    NewNode f(kCpuDomain, cpu_op(n, "ConvAdd") ? "ConvAdd" : "FusedConv");
+    marked += out ? 1 : 0;
+    if (n.domain() == kCpuDomain) continue;
+    NewNode f(kCpuDomain, "FusedConv");
     f.name = n.name();
     f.opset = 1;
     f.inputs = n.input_names();
     f.outputs = n.output_names();
     f.attrs_from = n.raw();
-    if (in) f.attrs.push_back(sdk::Attr("blocked_input", 1));
-    if (out) f.attrs.push_back(sdk::Attr("blocked_output", 1));
     g.replace({n}, {f});
-    marked += out ? 1 : 0;
   }
+  for (const auto& [v, on] : blocked)
+    if (on) g.set_layout(v, kBlocked16Layout);
   return marked;
 }
 

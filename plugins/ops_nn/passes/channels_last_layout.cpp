@@ -7,11 +7,12 @@
 // output, and every reader is an ExpandDepthwiseProject reading it as X
 // without a stem stage (a stem reads an image); a node with a skip connection
 // adds X in Y's layout, so its X and Y go channels-last together or not at
-// all. The nodes (ops of the CPU domain, which only this pack runs) get
-// channels_last_input / channels_last_output; shapes stay the logical NCHW
-// ones. Runs last.
+// all. The values take kChannelsLastLayout (graph_set_layout), which the
+// ExpandDepthwiseProject kernel declares for its X and Y; shapes stay the
+// logical NCHW ones, with as many floats. Runs last.
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
+#include "../layouts.hpp"
 
 #include <map>
 
@@ -58,21 +59,11 @@ int use_channels_last(Graph& g) {
     }
   }
   int marked = 0;
-  for (const GraphNode& n : nodes) {
-    if (!expand_depthwise_project(n)) continue;
-    const bool in = is_last(n.input_name(0)), out = is_last(n.output_name(0));
-    if (!in && !out) continue;
-    NewNode f(kCpuDomain, "ExpandDepthwiseProject");
-    f.name = n.name();
-    f.opset = 1;
-    f.inputs = n.input_names();
-    f.outputs = n.output_names();
-    f.attrs_from = n.raw();
-    if (in) f.attrs.push_back(sdk::Attr("channels_last_input", 1));
-    if (out) f.attrs.push_back(sdk::Attr("channels_last_output", 1));
-    g.replace({n}, {f});
-    marked += out ? 1 : 0;
-  }
+  for (const auto& [v, on] : last)
+    if (on) {
+      g.set_layout(v, kChannelsLastLayout);
+      ++marked;
+    }
   return marked;
 }
 

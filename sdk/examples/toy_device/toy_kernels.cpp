@@ -2,6 +2,12 @@
 // device. One class serves a standard op and its fused form: the fused
 // kernel is the plain one with the activation applied before the store, the
 // whole point of fusing (no round trip of the intermediate through memory).
+//
+// compute() checks and allocates on the calling thread, then queues the
+// arithmetic on the run's stream (ctx.stream(), through run_on) and returns:
+// the core orders everything after it. Captures are by value, since the
+// work runs after compute has returned; the buffers stay alive until the
+// stream is past it (the host's promise).
 #include "toy_kernels.hpp"
 
 #include "toy_device.hpp"
@@ -86,11 +92,13 @@ class Add {
     const float* pb = toy_data(b, "Add input B");
     float* py = y.data<float>();
     const int64_t n = big.numel();
-    const bool a_one = a.numel() == 1 && n != 1, b_one = b.numel() == 1 && n != 1;
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = pa[a_one ? 0 : i] + pb[b_one ? 0 : i];
-      py[i] = relu_ ? relu(v) : v;
-    }
+    const bool a_one = a.numel() == 1 && n != 1, b_one = b.numel() == 1 && n != 1, fused = relu_;
+    run_on(ctx.stream(), [=] {
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = pa[a_one ? 0 : i] + pb[b_one ? 0 : i];
+        py[i] = fused ? relu(v) : v;
+      }
+    });
   }
 
  private:
@@ -113,7 +121,10 @@ struct Relu {
     auto y = ctx.output(0, x.shape(), SINGA_ONNX_FLOAT);
     const float* px = toy_data(x, "Relu input");
     float* py = y.data<float>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = relu(px[i]);
+    const int64_t n = x.numel();
+    run_on(ctx.stream(), [=] {
+      for (int64_t i = 0; i < n; ++i) py[i] = relu(px[i]);
+    });
   }
 };
 
@@ -169,14 +180,19 @@ class Dense {
     // Strides of op(A) and op(B) as read: a transpose is only a swap of them.
     const int64_t a_row = trans_a_ ? 1 : k_, a_col = trans_a_ ? m_ : 1;
     const int64_t b_row = trans_b_ ? 1 : n_, b_col = trans_b_ ? k_ : 1;
-    for (int64_t i = 0; i < m_; ++i)
-      for (int64_t j = 0; j < n_; ++j) {
-        float acc = 0.0f;
-        for (int64_t p = 0; p < k_; ++p) acc += pa[i * a_row + p * a_col] * pb[p * b_row + j * b_col];
-        float v = alpha_ * acc;
-        if (pc) v += beta_ * pc[(c_rows_ == 1 ? 0 : i) * c_cols_ + (c_cols_ == 1 ? 0 : j)];
-        py[i * n_ + j] = relu_ ? relu(v) : v;
-      }
+    const int64_t m = m_, n = n_, k = k_, c_rows = c_rows_, c_cols = c_cols_;
+    const float alpha = alpha_, beta = beta_;
+    const bool fused = relu_;
+    run_on(ctx.stream(), [=] {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          for (int64_t p = 0; p < k; ++p) acc += pa[i * a_row + p * a_col] * pb[p * b_row + j * b_col];
+          float v = alpha * acc;
+          if (pc) v += beta * pc[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
+          py[i * n + j] = fused ? relu(v) : v;
+        }
+    });
   }
 
  private:

@@ -130,6 +130,23 @@ class Graph {
     throw_if(host().graph_add_constant(g_, hint.c_str(), &t, name.data(), name.size()));
     return name.data();
   }
+  // The layout of `value` ("" plain; ABI 1.4).
+  std::string layout(const std::string& value) const {
+    GraphNode p = producer(value);
+    if (!p.valid()) return "";
+    for (size_t k = 0; k < p.num_outputs(); ++k)
+      if (p.output_name(k) == value) return p.output_layout(k);
+    return "";
+  }
+  // Sets the layout `value` is in from now on (see singa_layout_ext): the
+  // pass makes sure its producer and readers are kernels that declare it,
+  // inserting reorder nodes where they do not. Throws for graph inputs,
+  // outputs and constants, and on a host older than ABI 1.4.
+  void set_layout(const std::string& value, const std::string& layout) {
+    if (!SINGA_HAS_FIELD(&host(), singa_host_api, graph_set_layout) || !host().graph_set_layout)
+      throw Error(SINGA_UNIMPLEMENTED, "this runtime predates value layouts (ABI 1.4)");
+    throw_if(host().graph_set_layout(g_, value.c_str(), layout.c_str()));
+  }
   bool has_kernel(const std::string& domain, const std::string& op_type, int64_t opset, const std::string& device = "") const {
     return host().graph_has_kernel(g_, domain.c_str(), op_type.c_str(), opset, device.c_str()) != 0;
   }

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <initializer_list>
 #include <limits>
@@ -595,6 +596,18 @@ class Node {
     return info;
   }
   Tensor constant(size_t i) const { return Tensor(host().node_input_constant(n_, i)); }
+  // The layout of input or output i ("" plain; ABI 1.4, singa_layout_ext):
+  // only layouts the kernel declared reach it. "" from an older host.
+  std::string input_layout(size_t i) const {
+    if (!SINGA_HAS_FIELD(&host(), singa_host_api, node_input_layout) || !host().node_input_layout) return "";
+    const char* l = host().node_input_layout(n_, i);
+    return l ? l : "";
+  }
+  std::string output_layout(size_t i) const {
+    if (!SINGA_HAS_FIELD(&host(), singa_host_api, node_output_layout) || !host().node_output_layout) return "";
+    const char* l = host().node_output_layout(n_, i);
+    return l ? l : "";
+  }
 
   bool has_attr(const char* name) const {
     int64_t i;
@@ -755,6 +768,38 @@ struct Constraint {
   uint64_t dtypes;
 };
 
+// A layout a kernel reads or writes besides plain (singa_layout_accept):
+// input i, or output k as -1-k.
+struct LayoutAccept {
+  int32_t index;
+  const char* layout;
+};
+
+namespace detail {
+// One kernel's singa_layout_ext and the strings it points at, kept for the
+// plugin's lifetime; chained in front of `next` (the kernel's other
+// extensions).
+struct LayoutSlot {
+  singa_layout_ext ext{};
+  std::vector<std::string> names;
+  std::vector<singa_layout_accept> accepts;
+};
+inline const singa_extension* layout_extension(std::initializer_list<LayoutAccept> layouts, const singa_extension* next) {
+  static std::deque<LayoutSlot> slots;
+  if (layouts.size() == 0) return next;
+  LayoutSlot& s = slots.emplace_back();
+  for (const auto& l : layouts) s.names.emplace_back(l.layout ? l.layout : "");
+  size_t k = 0;
+  for (const auto& l : layouts) s.accepts.push_back({l.index, s.names[k++].c_str()});
+  s.ext.base.struct_size = SINGA_LAYOUT_EXT_STRUCT_SIZE;
+  s.ext.base.type = SINGA_EXTENSION_LAYOUT;
+  s.ext.base.next = next;
+  s.ext.accepts = s.accepts.data();
+  s.ext.num_accepts = s.accepts.size();
+  return &s.ext.base;
+}
+}  // namespace detail
+
 template <typename K>
 struct KernelTrampolines {
   static singa_status* create(void*, const singa_node* node, void** state) {
@@ -780,6 +825,17 @@ class Registrar {
   template <typename K>
   void kernel(const char* domain, const char* op_type, int since, int end, const char* device,
               std::initializer_list<Constraint> constraints, uint32_t flags = 0, uint64_t cpu_inputs_mask = 0) {
+    kernel<K>(domain, op_type, since, end, device, constraints, std::initializer_list<LayoutAccept>{}, flags,
+              cpu_inputs_mask);
+  }
+  // As kernel() above, for a kernel that also reads or writes the layouts
+  // in `layouts` ({input i or output k as -1-k, layout}) besides plain: the
+  // host chooses it for nodes whose values are in those layouts, and reads
+  // them back through Node::input_layout/output_layout at create.
+  template <typename K>
+  void kernel(const char* domain, const char* op_type, int since, int end, const char* device,
+              std::initializer_list<Constraint> constraints, std::initializer_list<LayoutAccept> layouts,
+              uint32_t flags = 0, uint64_t cpu_inputs_mask = 0) {
     std::vector<singa_type_constraint> cs;
     for (const auto& c : constraints) cs.push_back({c.name, c.index, c.dtypes});
     singa_kernel_def def{};
@@ -797,6 +853,7 @@ class Registrar {
     def.destroy = &KernelTrampolines<K>::destroy;
     def.cpu_inputs_mask = cpu_inputs_mask;
     attach_gradient<K>(def);  // gradient.hpp: this plugin's gradient hooks for the op
+    def.extensions = detail::layout_extension(layouts, def.extensions);
     throw_if(host_->register_kernel(plugin_, &def));
   }
   // Registers a raw C definition (for infer/gradient hooks).

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define SINGA_ABI_MAJOR 1
-#define SINGA_ABI_MINOR 3
+#define SINGA_ABI_MINOR 4
 
 /* True when a struct written by the other side (struct_size set by it)
  * contains `field`. */
@@ -147,6 +147,9 @@ typedef struct singa_device_def {
   void (*parallel_for)(void* self, int64_t n, int64_t grain, singa_parallel_fn fn, void* user);
   int32_t (*num_threads)(void* self);
   void (*set_num_threads)(void* self, int32_t n);
+  /* ABI 1.4: optional capabilities of the device (singa_event_ext). The chain
+   * must stay valid until the plugin's shutdown. */
+  const struct singa_extension* extensions;
 } singa_device_def;
 
 /* ------------------------------------------- typed extensions (ABI 1.3) */
@@ -157,7 +160,9 @@ typedef struct singa_device_def {
  * one only within its struct_size, so either side may be older. */
 typedef enum singa_extension_type {
   SINGA_EXTENSION_GRAPH_PASS = 1, /* singa_graph_pass_ext, on singa_plugin.extensions */
-  SINGA_EXTENSION_GRADIENT = 2    /* singa_gradient_ext, on singa_kernel_def.extensions */
+  SINGA_EXTENSION_GRADIENT = 2,   /* singa_gradient_ext, on singa_kernel_def.extensions */
+  SINGA_EXTENSION_LAYOUT = 3,     /* ABI 1.4: singa_layout_ext, on singa_kernel_def.extensions */
+  SINGA_EXTENSION_EVENTS = 4      /* ABI 1.4: singa_event_ext, on singa_device_def.extensions */
 } singa_extension_type;
 
 typedef struct singa_extension {
@@ -240,6 +245,44 @@ typedef struct singa_gradient_ext {
   void* user;
   singa_status* (*build)(void* user, const singa_node* node, singa_grad_builder* builder);
 } singa_gradient_ext;
+
+/* ABI 1.4. Layouts. A value's shape is always its logical (ONNX) shape; its
+ * layout names how the elements lie in memory. "" is plain: dense and
+ * row-major in that shape, the only layout a kernel sees unless it declares
+ * more. Other layouts are named by the plugin that defines them, prefixed
+ * with its domain ("ai.singa.cpu.nChw16c"). A graph pass sets the layout of
+ * a value its own nodes write (host->graph_set_layout) and inserts the
+ * reorders as explicit nodes of its domain. The host refuses a graph in
+ * which a kernel reads or writes a value in a layout that kernel did not
+ * declare; a non-plain value never leaves its device, is never a graph
+ * output, and never reaches the user (all_outputs and last_layers run the
+ * plain graph). */
+typedef struct singa_layout_accept {
+  int32_t index;           /* input i >= 0, or output k as -1-k (as in singa_type_constraint) */
+  const char* layout;      /* a layout it reads or writes there, besides plain */
+} singa_layout_accept;
+
+typedef struct singa_layout_ext {
+  singa_extension base;    /* type SINGA_EXTENSION_LAYOUT */
+  const singa_layout_accept* accepts;
+  size_t num_accepts;
+} singa_layout_ext;
+
+/* ABI 1.4. Events, for devices with streams: the host orders work across
+ * streams and devices without blocking (record on the producer's stream,
+ * wait on the consumer's) where a device offers them, and falls back to
+ * synchronize where it does not. */
+typedef struct singa_event_ext {
+  singa_extension base;    /* type SINGA_EXTENSION_EVENTS */
+  singa_status* (*event_create)(void* self, int32_t device_id, void** event);
+  void (*event_destroy)(void* self, int32_t device_id, void* event);
+  /* Marks the point `stream` has reached with the work queued on it so far. */
+  singa_status* (*event_record)(void* self, int32_t device_id, void* event, void* stream);
+  /* Work queued on `stream` after this call starts only once the event is reached. */
+  singa_status* (*stream_wait_event)(void* self, int32_t device_id, void* stream, void* event);
+  /* Blocks the calling thread until the event is reached. */
+  singa_status* (*event_synchronize)(void* self, int32_t device_id, void* event);
+} singa_event_ext;
 
 /* ---------------------------------------------------------- kernel API */
 
@@ -434,6 +477,20 @@ typedef struct singa_host_api {
   singa_status* (*grad_emit)(singa_grad_builder* builder, const singa_node_spec* spec);
   /* Names the value that is the gradient of input i. */
   singa_status* (*grad_set_input_grad)(singa_grad_builder* builder, size_t i, const char* value);
+
+  /* ABI 1.4. Layouts (singa_layout_ext): the layout of a node's input or
+   * output ("" plain), at create time and in graph passes. */
+  const char* (*node_input_layout)(const singa_node* node, size_t i);
+  const char* (*node_output_layout)(const singa_node* node, size_t i);
+  /* In a graph pass: the layout of `value` from now on. Refused (a status,
+   * nothing changed) for graph inputs, outputs and constants. */
+  singa_status* (*graph_set_layout)(singa_graph* graph, const char* value, const char* layout);
+  /* ABI 1.4. A named option of the runtime (LoadOptions::options, the config
+   * file's [options], --option key=value, SINGA_OPTIONS), or NULL when not
+   * set. Callable at any time, singa_plugin_init included: device-level
+   * switches ("cpu.spin_us") are read here; prepare-level ones through
+   * node_option, which sees these too. */
+  const char* (*runtime_option)(const char* key);
 } singa_host_api;
 
 /* ------------------------------------------------------ struct sizes */
@@ -443,15 +500,17 @@ typedef struct singa_host_api {
 #define SINGA_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 
 #define SINGA_VALUE_INFO_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_value_info, dims)
-#define SINGA_DEVICE_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_device_def, set_num_threads)
+#define SINGA_DEVICE_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_device_def, extensions)
 #define SINGA_GRADIENT_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_gradient_def, backward)
 #define SINGA_KERNEL_DEF_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_kernel_def, extensions)
-#define SINGA_HOST_API_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_host_api, grad_set_input_grad)
+#define SINGA_HOST_API_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_host_api, runtime_option)
 #define SINGA_EXTENSION_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_extension, next)
 #define SINGA_ATTR_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_attr, tensor)
 #define SINGA_NODE_SPEC_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_node_spec, num_attrs)
 #define SINGA_GRAPH_PASS_EXT_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_graph_pass_ext, run)
 #define SINGA_GRADIENT_EXT_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_gradient_ext, build)
+#define SINGA_LAYOUT_EXT_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_layout_ext, num_accepts)
+#define SINGA_EVENT_EXT_STRUCT_SIZE SINGA_STRUCT_SIZE(singa_event_ext, event_synchronize)
 
 /* ---------------------------------------------------------- the plugin */
 
