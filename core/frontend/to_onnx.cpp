@@ -155,11 +155,93 @@ class Tracer {
       if (op == "BatchNormalization" && a.name() == "training_mode") continue;
       *p->add_attribute() = a;
     }
+    if (n.opset > 0 && n.opset < 13) upgrade_to_13(n, p);
     // Outputs nobody reads are dropped (MaxPool's Indices, BatchNorm's
     // running statistics, Dropout's mask, the loss's log_prob).
     const std::set<int>& used = used_[&n];
     int last = used.empty() ? 0 : *used.rbegin();
     for (int k = 0; k <= last; ++k) p->add_output(used.count(k) ? value_name(n, size_t(k)) : "");
+  }
+
+  // A node recorded at an opset before 13 (an imported opset-11 model re-trained)
+  // is written at 13..17, where some ops changed form: Squeeze, Unsqueeze,
+  // ReduceSum and Split take as an input what was an attribute, and Softmax,
+  // LogSoftmax and Hardmax normalise along one axis instead of over the
+  // flattened trailing axes (and default to the last axis instead of 1).
+  void upgrade_to_13(const TapeNode& n, ::onnx::NodeProto* p) {
+    const std::string& op = p->op_type();
+    const char* moved = op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum" ? "axes"
+                        : op == "Split"                                             ? "split"
+                                                                                    : nullptr;
+    if (moved) {
+      for (int i = 0; i < p->attribute_size(); ++i) {
+        if (p->attribute(i).name() != moved) continue;
+        ::onnx::TensorProto* t = g_->add_initializer();
+        t->set_name(unique(p->name() + "_" + moved));
+        t->set_data_type(SINGA_ONNX_INT64);
+        t->add_dims(p->attribute(i).ints_size());
+        for (int64_t v : p->attribute(i).ints()) t->add_int64_data(v);
+        while (p->input_size() < 1) p->add_input("");
+        p->mutable_input()->DeleteSubrange(1, p->input_size() - 1);
+        p->add_input(t->name());
+        p->mutable_attribute()->DeleteSubrange(i, 1);
+        break;
+      }
+      return;
+    }
+    if (op != "Softmax" && op != "LogSoftmax" && op != "Hardmax") return;
+    const int64_t rank = n.inputs.empty() ? 0 : int64_t(n.inputs[0].shape().size());
+    int64_t axis = 1;
+    int at = -1;
+    for (int i = 0; i < p->attribute_size(); ++i)
+      if (p->attribute(i).name() == "axis") axis = p->attribute(i).i(), at = i;
+    if (axis < 0) axis += rank;
+    if (axis >= rank - 1) {  // the last axis: the same either way, once said explicitly
+      ::onnx::AttributeProto* a = at >= 0 ? p->mutable_attribute(at) : p->add_attribute();
+      a->set_name("axis");
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(-1);
+      return;
+    }
+    // Over the flattened trailing axes: Flatten(axis) -> op(axis -1) -> Reshape to Shape(x).
+    const std::string x = p->input(0), flat = unique(p->name() + "_flat"), shape = unique(p->name() + "_shape"),
+                      y = unique(p->name() + "_2d");
+    ::onnx::NodeProto* f = g_->add_node();
+    f->set_op_type("Flatten");
+    f->set_name(unique(p->name() + "_Flatten"));
+    f->add_input(x);
+    f->add_output(flat);
+    ::onnx::AttributeProto* fa = f->add_attribute();
+    fa->set_name("axis");
+    fa->set_type(::onnx::AttributeProto::INT);
+    fa->set_i(axis);
+    ::onnx::NodeProto* s = g_->add_node();
+    s->set_op_type("Shape");
+    s->set_name(unique(p->name() + "_Shape"));
+    s->add_input(x);
+    s->add_output(shape);
+    // The op itself moves after them, on the 2-D value; a Reshape takes its place.
+    ::onnx::NodeProto core = *p;
+    core.set_input(0, flat);
+    core.clear_output();
+    core.add_output(y);
+    for (auto& a : *core.mutable_attribute())
+      if (a.name() == "axis") a.set_i(-1);
+    if (at < 0) {
+      ::onnx::AttributeProto* a = core.add_attribute();
+      a->set_name("axis");
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(-1);
+    }
+    p->Clear();
+    p->set_op_type("Reshape");
+    p->set_name(unique(core.name() + "_Reshape"));
+    p->add_input(y);
+    p->add_input(shape);
+    *g_->add_node() = core;
+    // Keep the order topological: the Reshape (in p's slot, p still points to
+    // it) moves behind the three nodes just added.
+    for (int i = g_->node_size() - 4; i + 1 < g_->node_size(); ++i) g_->mutable_node()->SwapElements(i, i + 1);
   }
 
   // layer::Sequential's fused ConvReluMaxPool, written as the Conv, Relu and

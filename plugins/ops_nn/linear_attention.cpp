@@ -13,7 +13,9 @@
 //     output_t for every query head h of the group (h / (Hq/Hkv) is the KV
 //     head) = scale q_t S, scale defaulting to 1/sqrt(dk).
 //   present_state = S, in past_state's type (query's without one).
-// Everything computes in float, as the reference does.
+// float and 16-bit types compute in float, as the reference does, double in
+// double; the backward kernel is in linear_attention_grad.cpp.
+#include "linear_attention_scan.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
 
@@ -23,17 +25,6 @@
 namespace singa {
 namespace nn {
 namespace {
-
-// A [B, T, W] input of any real type as float.
-std::vector<float> floats_of(const sdk::Tensor& t, const std::string& where) {
-  std::vector<float> out(size_t(t.numel()));
-  dispatch_real(t.dtype(), where, [&](auto tag) {
-    using T = decltype(tag);
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = to_acc<float>(p[i]);
-  });
-  return out;
-}
 
 class LinearAttention : public NodeKernel {
  public:
@@ -59,9 +50,31 @@ class LinearAttention : public NodeKernel {
   }
 
   void compute(sdk::Context& ctx) const {
+    const LinearAttentionDims m = dims(ctx, ctx.num_inputs());
+    const sdk::Tensor q = ctx.input(0), past = ctx.input(3);
+    sdk::Tensor y = ctx.output(0, Shape{m.B, m.T, m.Hq * m.dv}, q.dl_dtype());
+    sdk::Tensor st;
+    if (ctx.num_outputs() > 1)
+      st = ctx.output(1, Shape{m.B, m.Hkv, m.dk, m.dv}, past.present() ? past.dl_dtype() : q.dl_dtype());
+    // float and the 16-bit types compute in float, as the reference does;
+    // double in double (so that its gradient can be checked in float64).
+    if (q.dtype() == SINGA_ONNX_DOUBLE)
+      run<double>(ctx, m, y, st);
+    else
+      run<float>(ctx, m, y, st);
+  }
+
+  // The backward kernel: inputs are the forward inputs, outputs and output
+  // gradients; one output per forward input.
+  void backward(sdk::Context& ctx) const { linear_attention_backward(ctx, dims(ctx, ctx.num_outputs()), where()); }
+
+ private:
+  // The problem's sizes, from the first `inputs` inputs of ctx (checked).
+  LinearAttentionDims dims(const sdk::Context& ctx, size_t inputs) const {
+    const auto in = [&](size_t i) { return i < inputs ? ctx.input(i) : sdk::Tensor(); };
     const sdk::Tensor q = required(ctx, 0, "query"), k = required(ctx, 1, "key"), v = required(ctx, 2, "value");
-    const sdk::Tensor past = ctx.input(3), decay = ctx.input(4), beta = ctx.input(5), erase = ctx.input(6);
-    const int64_t Hq = q_heads_, Hkv = kv_heads_, G = Hq / Hkv;
+    const sdk::Tensor past = in(3), decay = in(4), beta = in(5), erase = in(6);
+    const int64_t Hq = q_heads_, Hkv = kv_heads_;
     for (const sdk::Tensor* t : {&q, &k, &v})
       SINGA_CHECK(t->ndim() == 3, "query, key and value must be [B, T, H*D], got " + shape_str(t->shape()));
     check(k.dtype() == q.dtype() && v.dtype() == q.dtype(), "query, key and value must have one element type");
@@ -78,20 +91,20 @@ class LinearAttention : public NodeKernel {
       fail(std::string("update_rule ") + (gating_ ? "needs" : "forbids") + " the decay input");
     if (delta_ != beta.present()) fail(std::string("update_rule ") + (delta_ ? "needs" : "forbids") + " the beta input");
     if (erase.present() && !delta_) fail("update_rule forbids the erase_gate input");
-    bool decay_per_dim = false;
+    LinearAttentionDims m;
     if (decay.present()) {
       SINGA_CHECK(decay.ndim() == 3 && decay.dim(0) == B && decay.dim(1) == T &&
                       (decay.dim(2) == Hkv || decay.dim(2) == Hkv * dk),
                   "decay must be [" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(Hkv) +
                       " or " + std::to_string(Hkv * dk) + "], got " + shape_str(decay.shape()));
-      decay_per_dim = decay.dim(2) == Hkv * dk;  // with dk == 1 both readings agree
+      m.decay_per_dim = decay.dim(2) == Hkv * dk;  // with dk == 1 both readings agree
+      m.decay_w = decay.dim(2);
     }
-    int64_t beta_w = 0;
     if (beta.present()) {
       SINGA_CHECK(beta.ndim() == 3 && beta.dim(0) == B && beta.dim(1) == T && (beta.dim(2) == Hkv || beta.dim(2) == 1),
                   "beta must be [" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(Hkv) +
                       " or 1], got " + shape_str(beta.shape()));
-      beta_w = beta.dim(2);
+      m.beta_w = beta.dim(2);
     }
     if (erase.present())
       SINGA_CHECK(erase.shape() == (Shape{B, T, Hkv * dk}), "erase_gate must be [" + std::to_string(B) + ", " +
@@ -101,78 +114,36 @@ class LinearAttention : public NodeKernel {
       SINGA_CHECK(past.shape() == (Shape{B, Hkv, dk, dv}),
                   "past_state must be [" + std::to_string(B) + ", " + std::to_string(Hkv) + ", " + std::to_string(dk) +
                       ", " + std::to_string(dv) + "], got " + shape_str(past.shape()));
+    m.B = B, m.T = T, m.Hq = Hq, m.Hkv = Hkv, m.dk = dk, m.dv = dv;
+    m.gating = gating_, m.delta = delta_;
+    m.scale = scale_ != 0.f ? double(scale_) : (dk > 0 ? 1.0 / std::sqrt(double(dk)) : 1.0);
+    return m;
+  }
 
-    sdk::Tensor y = ctx.output(0, Shape{B, T, Hq * dv}, q.dl_dtype());
-    sdk::Tensor st;
-    if (ctx.num_outputs() > 1)
-      st = ctx.output(1, Shape{B, Hkv, dk, dv}, past.present() ? past.dl_dtype() : q.dl_dtype());
-
-    const std::vector<float> qf = floats_of(q, where()), kf = floats_of(k, where()), vf = floats_of(v, where());
-    const std::vector<float> df = decay.present() ? floats_of(decay, where()) : std::vector<float>();
-    const std::vector<float> bf = beta.present() ? floats_of(beta, where()) : std::vector<float>();
-    const std::vector<float> ef = erase.present() ? floats_of(erase, where()) : std::vector<float>();
-    std::vector<float> state(size_t(B * Hkv * dk * dv), 0.f);
-    if (past.present()) state = floats_of(past, where());
-    std::vector<float> yf(size_t(B * T * Hq * dv));
-    const float scale = scale_ != 0.f ? scale_ : (dk > 0 ? 1.f / std::sqrt(float(dk)) : 1.f);
-    const int64_t dw = decay.present() ? decay.dim(2) : 0;
-
-    ctx.parallel_for(B * Hkv, 1, [&](int64_t lo, int64_t hi) {
-      std::vector<float> vt(static_cast<size_t>(dv)), ke(static_cast<size_t>(dk)), r(static_cast<size_t>(dv));
-      for (int64_t bg = lo; bg < hi; ++bg) {
-        const int64_t b = bg / Hkv, g = bg % Hkv;
-        float* S = state.data() + bg * dk * dv;
-        for (int64_t t = 0; t < T; ++t) {
-          const int64_t bt = b * T + t;
-          const float* kt = kf.data() + bt * Hkv * dk + g * dk;
-          const float* vin = vf.data() + bt * Hkv * dv + g * dv;
-          if (gating_) {
-            const float* dt = df.data() + bt * dw;
-            for (int64_t d = 0; d < dk; ++d) {
-              const float e = std::exp(decay_per_dim ? dt[g * dk + d] : dt[g]);
-              float* row = S + d * dv;
-              for (int64_t m = 0; m < dv; ++m) row[m] *= e;
-            }
-          }
-          if (delta_) {
-            for (int64_t d = 0; d < dk; ++d)
-              ke[size_t(d)] = ef.empty() ? kt[d] : ef[size_t(bt * Hkv * dk + g * dk + d)] * kt[d];
-            const float bv = bf[size_t(bt * beta_w + (beta_w == 1 ? 0 : g))];
-            std::fill(r.begin(), r.end(), 0.f);
-            for (int64_t d = 0; d < dk; ++d) {
-              const float kd = ke[size_t(d)];
-              const float* row = S + d * dv;
-              for (int64_t m = 0; m < dv; ++m) r[size_t(m)] += row[m] * kd;
-            }
-            for (int64_t m = 0; m < dv; ++m) vt[size_t(m)] = bv * (vin[m] - r[size_t(m)]);
-          } else {
-            for (int64_t m = 0; m < dv; ++m) vt[size_t(m)] = vin[m];
-          }
-          for (int64_t d = 0; d < dk; ++d) {
-            const float kd = kt[d];
-            float* row = S + d * dv;
-            for (int64_t m = 0; m < dv; ++m) row[m] += kd * vt[size_t(m)];
-          }
-          for (int64_t j = 0; j < G; ++j) {
-            const int64_t h = g * G + j;
-            const float* qt = qf.data() + bt * Hq * dk + h * dk;
-            float* out = yf.data() + bt * Hq * dv + h * dv;
-            for (int64_t m = 0; m < dv; ++m) out[m] = 0.f;
-            for (int64_t d = 0; d < dk; ++d) {
-              const float qd = qt[d];
-              const float* row = S + d * dv;
-              for (int64_t m = 0; m < dv; ++m) out[m] += qd * row[m];
-            }
-            for (int64_t m = 0; m < dv; ++m) out[m] *= scale;
-          }
-        }
-      }
+  template <class A>
+  void run(sdk::Context& ctx, const LinearAttentionDims& m, sdk::Tensor& y, sdk::Tensor& st) const {
+    const sdk::Tensor q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), past = ctx.input(3);
+    const sdk::Tensor decay = ctx.input(4), beta = ctx.input(5), erase = ctx.input(6);
+    const std::vector<A> qf = values_as<A>(q, where()), kf = values_as<A>(k, where()), vf = values_as<A>(v, where());
+    const std::vector<A> df = decay.present() ? values_as<A>(decay, where()) : std::vector<A>();
+    const std::vector<A> bf = beta.present() ? values_as<A>(beta, where()) : std::vector<A>();
+    const std::vector<A> ef = erase.present() ? values_as<A>(erase, where()) : std::vector<A>();
+    LinearAttentionInputs<A> in;
+    in.q = qf.data(), in.k = kf.data(), in.v = vf.data();
+    in.decay = df.empty() ? nullptr : df.data();
+    in.beta = bf.empty() ? nullptr : bf.data();
+    in.erase = ef.empty() ? nullptr : ef.data();
+    std::vector<A> state(size_t(m.B * m.Hkv * m.dk * m.dv), A(0));
+    if (past.present()) state = values_as<A>(past, where());
+    std::vector<A> ya(size_t(m.B * m.T * m.Hq * m.dv));
+    ctx.parallel_for(m.B * m.Hkv, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t bg = lo; bg < hi; ++bg)
+        linear_attention_head(m, in, bg / m.Hkv, bg % m.Hkv, state.data() + bg * m.dk * m.dv, ya.data(), (A*)nullptr);
     });
-
     dispatch_real(y.dtype(), where(), [&](auto tag) {
       using T2 = decltype(tag);
       T2* p = y.data<T2>();
-      for (size_t i = 0; i < yf.size(); ++i) p[i] = from_acc<T2>(yf[i]);
+      for (size_t i = 0; i < ya.size(); ++i) p[i] = from_acc<T2>(ya[i]);
     });
     if (st.present())
       dispatch_real(st.dtype(), where(), [&](auto tag) {
@@ -182,7 +153,6 @@ class LinearAttention : public NodeKernel {
       });
   }
 
- private:
   int64_t q_heads_, kv_heads_;
   float scale_;
   bool gating_ = true, delta_ = true;

@@ -37,6 +37,7 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_channel_gate(reg);
   register_causal_conv_state(reg);
   register_linear_attention(reg);
+  register_grid_sample_grad(reg);
   // The Conv fusions and layouts for graphs prepared on the CPU.
   passes::register_graph_passes(reg);
 }

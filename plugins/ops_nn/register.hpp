@@ -40,6 +40,7 @@ void register_swiglu(sdk::Registrar& reg);
 void register_channel_gate(sdk::Registrar& reg);
 void register_causal_conv_state(sdk::Registrar& reg);
 void register_linear_attention(sdk::Registrar& reg);
+void register_grid_sample_grad(sdk::Registrar& reg);
 
 }  // namespace nn
 }  // namespace singa

@@ -297,7 +297,28 @@ SINGA_GRADIENT("", "Resize", [](GradBuilder& b) {
       const Value rv = crop ? floats(b, {0.0, roi0[d], 1.0, roi1[d]}, b.dtype(b.input(1))) : Value();
       e.inputs = {eye, rv, sc};
     }
-    const Value w = b.emit(e)[0];  // [in, out]
+    Value w;  // [in, out]
+    if (scales.empty() && policy != "stretch" && sizes.size() == axes.size()) {
+      // The output size is round(kept * in), which scales would floor: resize
+      // eye x ones(m) along [1, 2] with sizes of this axis and of one axis k
+      // that set the kept scale, so the policy finds the same scale.
+      size_t k = 0;
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (double(sizes[i]) / double(xs[size_t(axes[i])]) == kept) k = i;
+      size_t self = 0;
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (size_t(axes[i]) == d) self = i;
+      const int64_t m = xs[size_t(axes[k])];
+      Emit p = e;
+      p.attrs.emplace_back("keep_aspect_ratio_policy", policy);
+      p.attrs.emplace_back("axes", std::vector<int64_t>{1, 2});
+      const Value z = b.emit("Expand", {b.reshape(eye, {xs[d], xs[d], 1}), b.int64s({1, 1, m})});
+      p.inputs = {z, Value(), Value(), b.int64s({sizes[self], sizes[k]})};
+      const Value full = b.emit(p)[0];
+      w = b.reshape(b.emit("Slice", {full, b.int64s({0}), b.int64s({1}), b.int64s({2})}), {xs[d], -1});
+    } else {
+      w = b.emit(e)[0];
+    }
     if (b.shape(w) != Shape({xs[d], ys[d]}))
       singa::sdk::fail("gradient of Resize: the weights along axis " + std::to_string(d) + " do not match the output",
                        SINGA_INTERNAL);

@@ -10,6 +10,7 @@
             return super().forward(*x)[0]
 """
 
+import numpy as np
 import onnx
 
 from singa import _singa
@@ -147,6 +148,17 @@ class SONNXModel(model.Model):
     def train(self, mode=True):
         super().train(mode)
         self._imported.train(bool(mode))
+
+    def to(self, dtype):
+        """Converts the parameters and buffers to ``dtype`` (``tensor.float32`` /
+        ``tensor.float64``, a numpy float type or an ONNX code), like PyTorch's
+        ``model.double()``; the graph then computes in that type, so inputs must
+        be of it too. Returns self. Call it before making the optimizer."""
+        code = dtype
+        if not isinstance(dtype, int):
+            code = _singa.onnx_dtype(np.dtype(dtype))
+        self._imported.to(int(code))
+        return self
 
     def _own_params(self):
         return dict(self._params)

@@ -149,6 +149,7 @@ void bind_onnx(py::module_& m) {
       .def("set_last_layers", &ImportedModel::set_last_layers, py::arg("last_layers"))
       .def("set_trainable", py::overload_cast<bool>(&ImportedModel::set_trainable), py::arg("on"))
       .def("train", &ImportedModel::train, py::arg("on") = true)
+      .def("to", &ImportedModel::to, py::arg("dtype"), "Converts the state (and the graph's arithmetic) to float or double.")
       .def_property_readonly("training", &ImportedModel::training)
       .def("parameters", [](const ImportedModel& im) { return im.parameters(); },
            "[(name, Variable)] of the float initializers.")
