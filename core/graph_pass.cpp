@@ -468,6 +468,9 @@ void run_graph_passes(graph::Graph& g, const std::string& device, const std::map
       throw_status(st, g.source + ": graph pass '" + p.name + "' (" + p.plugin_path + ")");
     if (stats) (*stats)[p.name] += rewrites;
     edited = edited || rewrites > 0;
+    // Values a pass named anew get their types and shapes before the next
+    // pass reads them (a no-op when every value is known).
+    if (rewrites > 0) graph::refine_shapes(g);
   }
   if (edited) passes::compact(g, std::vector<bool>(g.nodes.size(), false));
 }

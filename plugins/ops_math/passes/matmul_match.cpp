@@ -46,6 +46,7 @@ bool float_info(const sdk::Graph& g, const std::string& value, singa_value_info&
 void register_matmul_passes(sdk::Registrar& reg) {
   // Before ops_nn's Conv passes (1000 and down); ops_nn's cpu.attention
   // (1270) reads the scales and transposed Bs and comes before the epilogues.
+  sdk::register_graph_pass(reg, kFloat16AsFloat32Pass, "cpu", 2000, widen_float16);
   sdk::register_graph_pass(reg, kMatMulBiasRowsPass, "cpu", 1300, fuse_matmul_bias_rows);
   sdk::register_graph_pass(reg, kMatMulScalesPass, "cpu", 1290, fuse_matmul_scales);
   sdk::register_graph_pass(reg, kTransposedBPass, "cpu", 1280, fuse_transposed_b);

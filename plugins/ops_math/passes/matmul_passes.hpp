@@ -27,12 +27,16 @@ constexpr const char* kMatMulBiasRowsPass = "cpu.matmul_bias_rows";
 constexpr const char* kMatMulScalesPass = "cpu.matmul_scales";
 constexpr const char* kTransposedBPass = "cpu.transposed_b";
 constexpr const char* kMatMulEpiloguesPass = "cpu.matmul_epilogues";
+// Not a MatMul pass, but this pack's too (widen_float16.cpp): float16 graphs
+// run in float32, weights widened at prepare. Runs before every fusion.
+constexpr const char* kFloat16AsFloat32Pass = "cpu.float16_as_float32";
 
 // Each returns the number of rewrites.
 int fuse_matmul_bias_rows(sdk::Graph& g);
 int fuse_matmul_scales(sdk::Graph& g);
 int fuse_transposed_b(sdk::Graph& g);
 int fuse_matmul_epilogues(sdk::Graph& g);
+int widen_float16(sdk::Graph& g);
 
 // What the passes share (matmul_match.cpp).
 // A node of the default ONNX domain of type `op`.
