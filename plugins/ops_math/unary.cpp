@@ -2,6 +2,7 @@
 // trigonometry, sign/abs/neg and the IsNaN/IsInf predicates.
 #include "math_common.hpp"
 #include "registry.hpp"
+#include "round_avx512.hpp"
 #include "unary_f32.hpp"
 #include "vec_math.hpp"
 
@@ -137,6 +138,38 @@ constexpr bool vec_kind(vec::UnaryKind* k) {
   return false;
 }
 
+// Floor, Ceil and Round: their vrndscale mode (round_avx512.hpp), else -1.
+template <typename Fn>
+constexpr int round_mode() {
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<Fn, FloorFn>::value) return vec::kRoundFloor;
+  if constexpr (std::is_same<Fn, CeilFn>::value) return vec::kRoundCeil;
+  if constexpr (std::is_same<Fn, RoundFn>::value) return vec::kRoundEven;
+#endif
+  return -1;
+}
+
+// The types round_avx512 runs: float, double and float16.
+template <typename Fn, typename T>
+constexpr bool kRoundVec = round_mode<Fn>() >= 0 && (std::is_same<T, float>::value ||
+                                                     std::is_same<T, double>::value || std::is_same<T, half>::value);
+
+// Floor/Ceil/Round of n elements with AVX-512, for kRoundVec types once
+// vec::unary_avx512() said yes.
+template <typename Fn, typename T>
+void round_avx512(const T* in, T* out, int64_t n) {
+#ifdef SINGA_AVX512_BEGIN
+  constexpr int kMode = round_mode<Fn>();
+  if constexpr (std::is_same<T, float>::value) vec::round_f32<kMode>(in, out, n);
+  if constexpr (std::is_same<T, double>::value) vec::round_f64<kMode>(in, out, n);
+  if constexpr (std::is_same<T, half>::value) {
+    static_assert(sizeof(half) == 2, "float16 is stored as 16 bits");
+    vec::round_f16<kMode>(reinterpret_cast<const uint16_t*>(in), reinterpret_cast<uint16_t*>(out), n);
+  }
+#endif
+  (void)in, (void)out, (void)n;
+}
+
 template <typename T>
 constexpr bool vec_type(vec::UnaryType* t) {
   if constexpr (std::is_same<T, float>::value) return *t = vec::UnaryType::kFloat, true;
@@ -166,6 +199,15 @@ class UnaryKernel {
               vec::erf_inplace(out + b, e - b);
             });
           } else if constexpr (in_mask<T>(Fn::kTypes)) {
+            if constexpr (kRoundVec<Fn, T>) {
+              if (vec::unary_avx512()) {
+                const T* in = x.data<T>();
+                T* out = y.data<T>();
+                ctx.parallel_for(x.numel(), kCheap,
+                                 [&](int64_t b, int64_t e) { round_avx512<Fn, T>(in + b, out + b, e - b); });
+                return;
+              }
+            }
             vec::UnaryKind k{};
             vec::UnaryType t{};
             if (vec_kind<Fn>(&k) && vec_type<T>(&t) && vec::unary_avx512()) {

@@ -7,6 +7,7 @@
 #ifndef SINGA_OPS_NN_NORM_COMMON_HPP
 #define SINGA_OPS_NN_NORM_COMMON_HPP
 
+#include "moments_f32.hpp"
 #include "nn_common.hpp"
 
 #include <algorithm>
@@ -55,6 +56,15 @@ inline std::vector<double> broadcast_values(const sdk::Tensor& t, const Shape& t
 // both 0 for n = 0.
 template <class T>
 void mean_var(const T* x, int64_t n, double& mean, double& var) {
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<T, float>::value) {
+    if (n > 0 && vec::unary_avx512()) {
+      mean = vec::sum_f32(x, n) / double(n);
+      var = vec::sum_sq_dev_f32(x, n, mean) / double(n);
+      return;
+    }
+  }
+#endif
   double s = 0, ss = 0;
   for (int64_t i = 0; i < n; ++i) s += to_acc<double>(x[i]);
   mean = n ? s / double(n) : 0.0;

@@ -1,5 +1,6 @@
 // The Reduce* family: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd,
 // ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare.
+#include "minmax_f32.hpp"
 #include "reduce_plan.hpp"
 
 namespace singa {
@@ -106,9 +107,18 @@ struct MinOp {
   template <typename A> static A finish(A a, A, int64_t) { return a; }
 };
 
+// 1 for MaxOp, 2 for MinOp (the ops with an AVX-512 float32 path), else 0.
+template <typename Op>
+constexpr int kMinMax = std::is_same<Op, MaxOp>::value ? 1 : std::is_same<Op, MinOp>::value ? 2 : 0;
+
 // Folds n elements (stride apart) into one accumulator. Contiguous runs use
 // kLanes independent accumulators so the loop vectorises.
 template <typename Op, typename A, typename T> A fold(const T* x, int64_t n, int64_t stride, A m) {
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<T, float>::value && kMinMax<Op> != 0) {
+    if (stride == 1 && vec::unary_avx512()) return A(minmax_fold_f32<kMinMax<Op> == 1>(x, n));
+  }
+#endif
   constexpr int kLanes = 8;
   A a = Op::template init<A>();
   int64_t i = 0;
@@ -171,6 +181,24 @@ template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, cons
   // A kept inner run: each task accumulates up to kBlock neighbouring outputs
   // at once, reading rows of contiguous memory.
   const int64_t nblk = (p.inner + kBlock - 1) / kBlock;
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<T, float>::value && kMinMax<Op> != 0) {
+    if (vec::unary_avx512()) {
+      ctx.parallel_for(p.outer * nblk, grain_for(p.count * std::min(p.inner, kBlock)), [&](int64_t b, int64_t e) {
+        alignas(64) float acc[kBlock];
+        for (int64_t w = b; w < e; ++w) {
+          const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, p.inner - k0);
+          for (int64_t k = 0; k < kn; ++k) acc[k] = float(Op::template init<A>());
+          p.visit_runs(p.outer_offset(o) + k0, [&](int64_t off, int64_t n, int64_t st) {
+            for (int64_t j = 0; j < n; ++j) minmax_row_f32<kMinMax<Op> == 1>(acc, x + off + j * st, kn);
+          });
+          std::copy(acc, acc + kn, y + o * p.inner + k0);
+        }
+      });
+      return;
+    }
+  }
+#endif
   ctx.parallel_for(p.outer * nblk, grain_for(p.count * std::min(p.inner, kBlock)), [&](int64_t b, int64_t e) {
     A acc[kBlock], mx[kBlock];
     for (int64_t w = b; w < e; ++w) {
