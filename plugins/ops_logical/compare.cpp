@@ -25,6 +25,33 @@ struct GreaterEqualOp {
   template <typename C> bool operator()(C a, C b) const { return a >= b; }
 };
 
+// Whether the AVX2 loops below may run on this CPU.
+inline bool has_avx2() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+// One run of float / double comparisons, `sx`/`sy` 0 (repeat) or 1. Compiled
+// for AVX2 so the loops vectorize (compare, narrow to bytes) instead of the
+// baseline's SSE2 scalar loop; results are those of the C++ operators.
+template <typename Cmp, typename T>
+__attribute__((target("avx2"))) void compare_run_avx2(const T* x, int64_t sx, const T* y, int64_t sy, uint8_t* z,
+                                                      int64_t n) {
+  const Cmp cmp;
+  if (sx == 1 && sy == 1) {
+    for (int64_t i = 0; i < n; ++i) z[i] = uint8_t(cmp(x[i], y[i]));
+  } else if (sx == 1) {
+    const T yv = y[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = uint8_t(cmp(x[i], yv));
+  } else if (sy == 1) {
+    const T xv = x[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = uint8_t(cmp(xv, y[i]));
+  } else {
+    const uint8_t v = uint8_t(cmp(x[0], y[0]));
+    for (int64_t i = 0; i < n; ++i) z[i] = v;
+  }
+}
+
 template <typename Cmp, bool Legacy> class Compare {
  public:
   explicit Compare(const sdk::Node& node) : form_(node, Legacy) {}
@@ -51,6 +78,20 @@ template <typename Cmp, bool Legacy> class Compare {
         a.dtype(),
         [&](auto tag) {
           using T = decltype(tag);
+          if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+            if (has_avx2()) {
+              static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
+              const T* pa = a.data<T>();
+              const T* pb = b.data<T>();
+              auto* pz = reinterpret_cast<uint8_t*>(y.data<bool>());
+              if (sdk::numel(s.out) == 0) return;
+              Broadcaster<2> bc(s.out, {s.a, s.b});
+              run_pieces(ctx, bc, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
+                compare_run_avx2<Cmp, T>(pa + off[0], st[0], pb + off[1], st[1], pz + o, n);
+              });
+              return;
+            }
+          }
           binary_apply<bool, T, T>(ctx, s, a.data<T>(), b.data<T>(), y.data<bool>(),
                                    [](T x, T z) { return Cmp()(as_cmp(x), as_cmp(z)); });
         },

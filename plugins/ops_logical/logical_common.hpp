@@ -3,6 +3,7 @@
 #define SINGA_OPS_LOGICAL_COMMON_HPP
 
 #include <singa/kernel.hpp>
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -71,30 +72,52 @@ class BinaryForm {
   int64_t axis_ = 0;
 };
 
+// Calls f(out_offset, in_offsets, in_steps, n) like Broadcaster::run_rows,
+// in parallel, with rows longer than kPiece cut into pieces: same-shape or
+// scalar operands coalesce into one row, which would otherwise run on one thread.
+template <size_t N, typename F>
+void run_pieces(const sdk::Context& ctx, const Broadcaster<N>& bc, F&& f) {
+  constexpr int64_t kPiece = 16384;
+  const int64_t inner = bc.inner();
+  if (inner <= kPiece) {
+    const int64_t grain = std::max<int64_t>(1, kPiece / std::max<int64_t>(1, inner));
+    ctx.parallel_for(bc.rows(), grain, [&](int64_t rb, int64_t re) { bc.run_rows(rb, re, f); });
+    return;
+  }
+  const int64_t per_row = (inner + kPiece - 1) / kPiece;
+  ctx.parallel_for(bc.rows() * per_row, 1, [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; ++t) {
+      const int64_t r = t / per_row, b = (t % per_row) * kPiece, len = std::min(kPiece, inner - b);
+      bc.run_rows(r, r + 1, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t) {
+        int64_t moved[N];
+        for (size_t k = 0; k < N; ++k) moved[k] = off[k] + b * st[k];
+        f(o + b, moved, st, len);
+      });
+    }
+  });
+}
+
 // z = op(x, y) over broadcast operands, parallel over output rows.
 template <typename TOut, typename TA, typename TB, typename Op>
 void binary_apply(const sdk::Context& ctx, const BinaryShapes& s, const TA* pa, const TB* pb, TOut* po, Op op) {
   if (sdk::numel(s.out) == 0) return;
   Broadcaster<2> bc(s.out, {s.a, s.b});
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, bc.inner()));
-  ctx.parallel_for(bc.rows(), grain, [&](int64_t rb, int64_t re) {
-    bc.run_rows(rb, re, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
-      const TA* x = pa + off[0];
-      const TB* y = pb + off[1];
-      TOut* z = po + o;
-      if (st[0] == 1 && st[1] == 1) {
-        for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], y[i]);
-      } else if (st[0] == 1) {
-        const TB yv = y[0];
-        for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], yv);
-      } else if (st[1] == 1) {
-        const TA xv = x[0];
-        for (int64_t i = 0; i < n; ++i) z[i] = op(xv, y[i]);
-      } else {
-        const TOut v = op(x[0], y[0]);
-        for (int64_t i = 0; i < n; ++i) z[i] = v;
-      }
-    });
+  run_pieces(ctx, bc, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
+    const TA* x = pa + off[0];
+    const TB* y = pb + off[1];
+    TOut* z = po + o;
+    if (st[0] == 1 && st[1] == 1) {
+      for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], y[i]);
+    } else if (st[0] == 1) {
+      const TB yv = y[0];
+      for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], yv);
+    } else if (st[1] == 1) {
+      const TA xv = x[0];
+      for (int64_t i = 0; i < n; ++i) z[i] = op(xv, y[i]);
+    } else {
+      const TOut v = op(x[0], y[0]);
+      for (int64_t i = 0; i < n; ++i) z[i] = v;
+    }
   });
 }
 

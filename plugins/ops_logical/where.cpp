@@ -12,25 +12,56 @@ struct Bytes16 {
   uint64_t lo, hi;
 };
 
+// Whether the AVX2 loops below may run on this CPU.
+inline bool has_avx2() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+// One run of the select, steps 0 (repeat) or 1 (advance) per operand. Both
+// values are loaded before choosing so the loop is a vector blend, not a
+// branch per element.
+template <typename E>
+inline void select_run(const uint8_t* c, const E* x, const E* y, E* z, const int64_t* st, int64_t n) {
+  if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      const E a = x[i], b = y[i];
+      z[i] = c[i] ? a : b;
+    }
+  } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+    const E a = x[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const E b = y[i];
+      z[i] = c[i] ? a : b;
+    }
+  } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+    const E b = y[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const E a = x[i];
+      z[i] = c[i] ? a : b;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) z[i] = c[i * st[0]] ? x[i * st[1]] : y[i * st[2]];
+  }
+}
+
+template <typename E>
+__attribute__((target("avx2"))) void select_run_avx2(const uint8_t* c, const E* x, const E* y, E* z,
+                                                     const int64_t* st, int64_t n) {
+  select_run(c, x, y, z, st, n);
+}
+
 template <typename E>
 void run(const sdk::Context& ctx, const Shape& out, const std::array<Shape, 3>& shapes, const uint8_t* c, const E* x,
          const E* y, E* z) {
   if (sdk::numel(out) == 0) return;
   Broadcaster<3> bc(out, shapes);
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, bc.inner()));
-  ctx.parallel_for(bc.rows(), grain, [&](int64_t rb, int64_t re) {
-    bc.run_rows(rb, re, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
-      const uint8_t* cc = c + off[0];
-      const E* xx = x + off[1];
-      const E* yy = y + off[2];
-      E* zz = z + o;
-      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-        for (int64_t i = 0; i < n; ++i) zz[i] = cc[i] ? xx[i] : yy[i];
-      } else {
-        // steps are 0 (repeat) or 1 (advance) per operand
-        for (int64_t i = 0; i < n; ++i) zz[i] = cc[i * st[0]] ? xx[i * st[1]] : yy[i * st[2]];
-      }
-    });
+  const bool avx2 = sizeof(E) <= 8 && has_avx2();
+  run_pieces(ctx, bc, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
+    if (avx2)
+      select_run_avx2(c + off[0], x + off[1], y + off[2], z + o, st, n);
+    else
+      select_run(c + off[0], x + off[1], y + off[2], z + o, st, n);
   });
 }
 

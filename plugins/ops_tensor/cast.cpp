@@ -10,6 +10,7 @@
 // the low bits of the integer (as ONNX's reference does), to the small floats
 // round to nearest even (sdk::minifloat, docs/abi.md).
 #include "common.hpp"
+#include "half_convert_f32.hpp"
 #include "registry.hpp"
 
 #include <cerrno>
@@ -234,6 +235,7 @@ class CastBase : public KernelBase {
       cast_small(ctx, x, y, to);
       return;
     }
+    if (cast_half(ctx, x, y, to)) return;
     if (to == SINGA_ONNX_BFLOAT16 && bf16_round_) {
       sdk::dispatch(
           from,
@@ -265,6 +267,25 @@ class CastBase : public KernelBase {
               kCastTypes);
         },
         kCastTypes);
+  }
+
+  // float <-> float16, the mixed-precision casts: F16C where the CPU has it
+  // (half_convert_f32.hpp, bit-exact with sdk::half). False for other pairs.
+  static bool cast_half(const Context& ctx, const Tensor& x, const Tensor& y, int32_t to) {
+    const int32_t from = x.dtype();
+    if (from == SINGA_ONNX_FLOAT && to == SINGA_ONNX_FLOAT16) {
+      const float* src = x.data<float>();
+      uint16_t* dst = static_cast<uint16_t*>(y.data_ptr());
+      ctx.parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e) { vec::f32_to_f16(src + b, dst + b, e - b); });
+      return true;
+    }
+    if (from == SINGA_ONNX_FLOAT16 && to == SINGA_ONNX_FLOAT) {
+      const uint16_t* src = static_cast<const uint16_t*>(x.data_ptr());
+      float* dst = y.data<float>();
+      ctx.parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e) { vec::f16_to_f32(src + b, dst + b, e - b); });
+      return true;
+    }
+    return false;
   }
 
   // From or to a small type: through float (small floats) or int32 (packed
