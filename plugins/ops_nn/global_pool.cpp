@@ -1,5 +1,6 @@
 // GlobalAveragePool, GlobalMaxPool, GlobalLpPool: one value per (n, c) plane.
 #include "nn_common.hpp"
+#include "plane_max_f32.hpp"
 #include "register.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
@@ -66,7 +67,9 @@ class GlobalPool : public NodeKernel {
         for (int64_t pl = b; pl < e; ++pl) {
           const T* xp = px + pl * size;
           A r;
-          if (kKind == Reduce::Max) {
+          if constexpr (kKind == Reduce::Max && std::is_same<T, float>::value) {
+            r = plane_max_f32(xp, size);
+          } else if (kKind == Reduce::Max) {
             r = to_acc<A>(xp[0]);
             for (int64_t i = 1; i < size; ++i) r = std::max(r, to_acc<A>(xp[i]));
           } else if (kKind == Reduce::Mean) {

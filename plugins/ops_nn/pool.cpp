@@ -1,4 +1,5 @@
 // Windowed pooling: MaxPool (with Indices), AveragePool and LpPool.
+#include "avg_pool_2d_f32.hpp"
 #include "nn_common.hpp"
 #include "pool_f32.hpp"
 #include "register.hpp"
@@ -289,6 +290,10 @@ class AveragePool : public PoolBase {
     Shape ys = out_shape(x, g);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
+    if (x.dtype() == SINGA_ONNX_FLOAT && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
+      average_pool_2d(ctx, g, ys[0] * ys[1], x.data<float>(), y.data<float>());
+      return;
+    }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       using A = acc_t<T>;
@@ -310,6 +315,22 @@ class AveragePool : public PoolBase {
   }
 
  private:
+  // Float 1-D and 2-D windows (avg_pool_2d_f32.hpp), in parallel over the
+  // output rows of all planes, so that a single large plane splits too.
+  void average_pool_2d(const sdk::Context& ctx, const Geometry& g, int64_t planes, const float* x, float* y) const {
+    const PoolAxis h = pool_axis(g.in[1], g.out[1], g.k[1], g.s[1], g.d[1], g.pb[1], g.pe[1], count_include_pad_);
+    const PoolAxis w = pool_axis(g.in[2], g.out[2], g.k[2], g.s[2], g.d[2], g.pb[2], g.pe[2], count_include_pad_);
+    const int64_t OH = h.out, OW = w.out, rows = planes * OH;
+    const int64_t per_row = std::max<int64_t>(1, (g.k[1] + 1) * g.in[2] + g.k[2] * OW);
+    ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / per_row), [&](int64_t b, int64_t e) {
+      std::vector<float> buf(size_t(avg_pool_buffer_size(w)));
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t p = r / OH, oh = r % OH;
+        avg_pool_row_f32(x + p * h.in * w.in, h, w, oh, buf.data(), y + p * OH * OW + oh * OW);
+      }
+    });
+  }
+
   // Taps inside the padded extent [-pad_begin, in + pad_end): padding counts,
   // but a ceil_mode window hanging past the end padding does not.
   static int64_t padded_count(const Geometry& g, const Taps& td, const Taps& th, const Taps& tw) {

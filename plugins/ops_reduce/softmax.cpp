@@ -6,6 +6,7 @@
 // The row maximum is subtracted before exp so that large inputs cannot overflow.
 #include "fast_exp.hpp"
 #include "reduce_common.hpp"
+#include "softmax_f32.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
 namespace singa {
@@ -88,6 +89,14 @@ template <Kind K, bool InPlace, typename C> SINGA_VEC_CLONES void softmax_row_im
 }
 
 template <Kind K, typename C> void softmax_row(const C* x, C* y, int64_t n) {
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<C, float>::value) {
+    if (n > 0 && vec::unary_avx512()) {
+      softmax_row_avx512<K == Kind::kLogSoftmax>(x, y, n);
+      return;
+    }
+  }
+#endif
   if (x == y)
     softmax_row_impl<K, true>(x, y, n);
   else

@@ -8,6 +8,7 @@
 // the spec because the per-axis weights do not depend on the other axes.
 #include "common.hpp"
 #include "registry.hpp"
+#include "resize_f32.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -201,7 +202,7 @@ class Resize : public KernelBase {
       build_axis(maps[d], axis_scale[d], axis_width[d], roi.empty() ? 0.0 : roi[d], roi.empty() ? 1.0 : roi[d + r]);
     if (y.numel() == 0) return;
     if (mode_ == Mode::kNearest) gather(ctx, x, y, maps);
-    else interpolate(ctx, x, y, maps);
+    else if (!interpolate_planes_f32(ctx, x, y, maps)) interpolate(ctx, x, y, maps);
   }
 
  private:
@@ -418,7 +419,9 @@ class Resize : public KernelBase {
     const Shape in_strides = contiguous_strides(x.shape());
     const AxisMap& last = maps[r - 1];
     const int64_t inner = last.out, rows = y.numel() / inner;
+    const bool crop = coord_ == Coord::kTfCropAndResize;
     ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t rb, int64_t re) {
+      int64_t prev = -1;
       for (int64_t row = rb; row < re; ++row) {
         char* drow = dst + size_t(row * inner) * es;
         int64_t rem = row, soff = 0;
@@ -429,12 +432,58 @@ class Resize : public KernelBase {
           outside = outside || maps[d].outside[size_t(o)];
           soff += maps[d].idx[size_t(o)] * in_strides[d];
         }
+        // Without extrapolation, a typed gather (a memcpy call per element
+        // cost most of the time), or the previous row when it read the same one.
+        if (!crop && row > rb && soff == prev) {
+          std::memcpy(drow, drow - size_t(inner) * es, size_t(inner) * es);
+          continue;
+        }
+        prev = soff;
+        if (!crop && es == 4) {
+          gather_row(reinterpret_cast<const uint32_t*>(src) + soff, last.idx.data(), inner,
+                     reinterpret_cast<uint32_t*>(drow));
+          continue;
+        }
+        if (!crop && es == 2) {
+          gather_row(reinterpret_cast<const uint16_t*>(src) + soff, last.idx.data(), inner,
+                     reinterpret_cast<uint16_t*>(drow));
+          continue;
+        }
         for (int64_t o = 0; o < inner; ++o) {
           const char* s = (outside || last.outside[size_t(o)]) ? fill : src + size_t(soff + last.idx[size_t(o)]) * es;
           std::memcpy(drow + size_t(o) * es, s, es);
         }
       }
     });
+  }
+
+  // Float linear / cubic that changes only the last two axes (no
+  // extrapolation): resize_f32.hpp's rows, in parallel over the output rows
+  // of all planes. Returns false where the generic pass has to run.
+  bool interpolate_planes_f32(const Context& ctx, const Tensor& x, const Tensor& y,
+                              const std::vector<AxisMap>& maps) const {
+    const size_t r = maps.size();
+    if (x.dtype() != SINGA_ONNX_FLOAT || r < 2 || coord_ == Coord::kTfCropAndResize) return false;
+    for (size_t d = 0; d + 2 < r; ++d)
+      if (!maps[d].identity()) return false;
+    auto taps = [](const AxisMap& m) {
+      AxisTapsF t;
+      t.in = m.in, t.out = m.out, t.ntaps = m.ntaps, t.idx = m.idx;
+      t.w.assign(m.w.begin(), m.w.end());
+      return t;
+    };
+    const AxisTapsF h = taps(maps[r - 2]), w = taps(maps[r - 1]);
+    if (h.in == 0 || w.in == 0) return false;
+    const int64_t rows = y.numel() / w.out, plane_in = h.in * w.in;
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    const int64_t per_row = std::max<int64_t>(1, h.ntaps * w.in + w.ntaps * w.out);
+    ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / per_row), [&](int64_t b, int64_t e) {
+      std::vector<float> buf(size_t(w.in));
+      for (int64_t row = b; row < e; ++row)
+        resize_row_f32(px + (row / h.out) * plane_in, h, w, row % h.out, buf.data(), py + row * w.out);
+    });
+    return true;
   }
 
   // Linear / cubic: one pass per axis that changes, innermost first, on a
