@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """Write the benchmark models (random weights) as ONNX files.
 
-    /usr/bin/python3 bench/make_models.py [OUTDIR] [--only NAME ...] [--list]
+    /usr/bin/python3 bench/make_models.py [OUTDIR] [--only NAME ...] [--list [wide]] [--singa PATH]
 
 OUTDIR defaults to bench/.models (git-ignored). A model already there is kept: the export
 costs a minute of the machine's two cores, and the weights do not change the timings.
 Each model gets NAME.onnx plus NAME.json naming its input shapes (the symbolic dimensions
 bound for the benchmark) and, for conv nets, the multiply-adds of one batch-1 run, from which
 run.sh derives GFLOP/s.
+
+`--list wide` names the wide table's models (bench/run.sh --set wide): families singa was not
+tuned for (bench/wide_models.py), three sequence lengths of one BERT (NAME.json then names the
+shared ONNX file under "model"), and int8 QDQ / float16 variants of ResNet-50 and that BERT
+(bench/variants.py; the QDQ calibration runs the float model once with `singa run`, --singa).
 """
 
 import argparse
@@ -18,6 +23,8 @@ import sys
 import torch
 import torch.nn as nn
 import torchvision
+
+import wide_models as wm
 
 torch.set_num_threads(1)
 OPSET = 13
@@ -142,6 +149,88 @@ def models():
     }
 
 
+class Spec:
+    """One exported model of the wide table: a factory (modules are built only when exported),
+    example inputs, input/output names, dynamic axes, the bench's input shapes and symbolic
+    dimension bindings, whether its Conv/Linear multiply-adds are counted, and the opset."""
+
+    def __init__(self, make, example, inputs, outputs, axes, shapes, dims=None, conv=False, opset=OPSET):
+        self.make, self.example, self.inputs, self.outputs = make, example, inputs, outputs
+        self.axes, self.shapes, self.dims, self.conv, self.opset = axes, shapes, dims or {}, conv, opset
+
+
+def _vision(make, size=224, opset=OPSET):
+    return Spec(make, lambda: (torch.rand(1, 3, size, size),), ["input"], ["output"],
+                {"input": {0: "batch"}, "output": {0: "batch"}}, {"input": [1, 3, size, size]}, conv=True, opset=opset)
+
+
+def _bert_spec():
+    ids = {0: "batch", 1: "seq"}
+    return Spec(wm.HfBert, lambda: (torch.randint(0, 8000, (1, 128)), torch.ones(1, 128, dtype=torch.int64),
+                                    torch.zeros(1, 128, dtype=torch.int64)),
+                ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state", "pooler_output"],
+                {"input_ids": ids, "attention_mask": ids, "token_type_ids": ids, "last_hidden_state": ids,
+                 "pooler_output": {0: "batch"}},
+                {"input_ids": [1, 128], "attention_mask": [1, 128], "token_type_ids": [1, 128]}, {"seq": 128}, opset=17)
+
+
+def _gpt2_spec(layers=6, heads=6, hd=64, past=127):
+    cache = ["past_%s_%d" % (kv, i) for i in range(layers) for kv in ("key", "value")]
+    present = ["present_%s_%d" % (kv, i) for i in range(layers) for kv in ("key", "value")]
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"},
+            "logits": {0: "batch", 1: "seq"}}
+    axes.update({n: {0: "batch", 2: "past"} for n in cache})
+    axes.update({n: {0: "batch", 2: "total"} for n in present})
+    shapes = {"input_ids": [1, 1], "attention_mask": [1, past + 1]}
+    shapes.update({n: [1, heads, past, hd] for n in cache})
+    return Spec(wm.Gpt2Step, lambda: (torch.randint(0, 8000, (1, 1)), torch.ones(1, past + 1, dtype=torch.int64),
+                                      *[torch.rand(1, heads, past, hd) for _ in cache]),
+                ["input_ids", "attention_mask"] + cache, ["logits"] + present, axes, shapes,
+                {"past": past, "total": past + 1}, opset=17)
+
+
+def wide_specs():
+    """name -> Spec of the wide table's exported models."""
+    tv = torchvision.models
+    return {
+        "mnasnet1_0": _vision(tv.mnasnet1_0),
+        "regnet_y_400mf": _vision(tv.regnet_y_400mf),
+        "densenet121": _vision(tv.densenet121),
+        "googlenet": _vision(lambda: tv.googlenet(aux_logits=False, init_weights=True)),
+        "convnext_tiny": _vision(tv.convnext_tiny, opset=17),
+        "vit_tiny": _vision(wm.vit_tiny, opset=17),
+        "resnet50": _vision(tv.resnet50),
+        "unet_small": _vision(wm.UNet, size=256),
+        "db_detector": _vision(wm.DbDetector, size=320),
+        "crnn": Spec(wm.Crnn, lambda: (torch.rand(1, 1, 32, 128),), ["input"], ["output"],
+                     {"input": {0: "batch"}, "output": {0: "batch"}}, {"input": [1, 1, 32, 128]}, conv=True),
+        "mel_frontend": Spec(wm.MelFrontEnd, lambda: (torch.rand(1, 16000),), ["input"], ["output"],
+                             {"input": {0: "batch"}, "output": {0: "batch"}}, {"input": [1, 16000]}),
+        "kws_cnn": Spec(wm.KwsCnn, lambda: (torch.rand(1, 1, 49, 40),), ["input"], ["output"],
+                        {"input": {0: "batch"}, "output": {0: "batch"}}, {"input": [1, 1, 49, 40]}, conv=True),
+        "bert_mask": _bert_spec(),
+        "gpt2_step": _gpt2_spec(),
+    }
+
+
+# Models made from another one: (base, "dims", bindings) shares the base's file at other
+# symbolic dimensions; (base, "fp16" | "qdq") converts it.
+DERIVED = {
+    "bert_mask_s8": ("bert_mask", "dims", {"seq": 8}),
+    "bert_mask_s32": ("bert_mask", "dims", {"seq": 32}),
+    "bert_mask_s128": ("bert_mask", "dims", {"seq": 128}),
+    "resnet50_fp16": ("resnet50", "fp16", None),
+    "resnet50_qdq": ("resnet50", "qdq", None),
+    "bert_mask_fp16": ("bert_mask", "fp16", None),
+    "bert_mask_qdq": ("bert_mask", "qdq", None),
+}
+
+# The wide table (issue 33 item 5): 20 models, in the order the table lists them.
+WIDE = ["efficientnet_b0", "mnasnet1_0", "regnet_y_400mf", "densenet121", "googlenet", "convnext_tiny", "vit_tiny",
+        "unet_small", "db_detector", "crnn", "mel_frontend", "kws_cnn", "bert_mask_s8", "bert_mask_s32",
+        "bert_mask_s128", "gpt2_step", "resnet50_fp16", "resnet50_qdq", "bert_mask_fp16", "bert_mask_qdq"]
+
+
 def randomise_batchnorm(model, seed):
     """Fresh BatchNorms are near-identity in eval mode; random statistics make them real work."""
     g = torch.Generator().manual_seed(seed)
@@ -172,29 +261,90 @@ def export(name, spec, outdir):
     return path
 
 
+def export_spec(name, spec, outdir):
+    """Exports a wide-table Spec: NAME.onnx and NAME.json."""
+    torch.manual_seed(0)
+    model = spec.make()
+    randomise_batchnorm(model, 1)
+    model.eval()
+    example = spec.example()
+    path = os.path.join(outdir, name + ".onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, example, path, input_names=spec.inputs, output_names=spec.outputs,
+                          dynamic_axes=spec.axes, opset_version=spec.opset)
+    meta = {"inputs": spec.shapes, "dims": spec.dims}
+    if spec.conv:
+        meta["macs"] = conv_macs(model, example)
+    with open(os.path.join(outdir, name + ".json"), "w") as f:
+        json.dump(meta, f)
+
+
+def derive(name, outdir, singa):
+    """Writes a DERIVED model from its base (already exported)."""
+    import onnx
+    import variants
+
+    base, kind, dims = DERIVED[name]
+    meta = json.load(open(os.path.join(outdir, base + ".json")))
+    base_path = os.path.join(outdir, base + ".onnx")
+    if kind == "dims":
+        meta["model"] = base + ".onnx"
+        meta["dims"] = dims
+        # Every input of the shared models carries `seq` as its second dimension.
+        meta["inputs"] = {k: [dims.get("seq", d) if i == 1 else d for i, d in enumerate(v)]
+                          for k, v in meta["inputs"].items()}
+    else:
+        model = onnx.load(base_path)
+        if kind == "fp16":
+            model = variants.float16(model)
+        else:
+            model = variants.qdq(model, variants.calibrate(base_path, singa, meta["dims"]))
+        onnx.save(model, os.path.join(outdir, name + ".onnx"))
+    with open(os.path.join(outdir, name + ".json"), "w") as f:
+        json.dump(meta, f)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir", nargs="?", default=os.path.join(here, ".models"))
     ap.add_argument("--only", nargs="*", default=None)
-    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--list", nargs="?", const="all", choices=["all", "wide"],
+                    help="print the model names (all, or the wide table's) and exit")
+    ap.add_argument("--singa", default=os.path.join(here, "..", "build", "tools", "singa"),
+                    help="the singa CLI, run once per QDQ model to calibrate its scales")
     args = ap.parse_args()
     specs = models()
+    wide = wide_specs()
+    known = list(specs) + list(wide) + list(DERIVED)
     if args.list:
-        print("\n".join(specs))
+        print("\n".join(WIDE if args.list == "wide" else known))
         return 0
-    unknown = [n for n in (args.only or []) if n not in specs]
+    unknown = [n for n in (args.only or []) if n not in known]
     if unknown:
-        print("make_models.py: unknown model(s): " + ", ".join(unknown) + " (known: " + ", ".join(specs) + ")",
+        print("make_models.py: unknown model(s): " + ", ".join(unknown) + " (known: " + ", ".join(known) + ")",
               file=sys.stderr)
         return 2
     os.makedirs(args.outdir, exist_ok=True)
-    for name in args.only or specs:
-        path = os.path.join(args.outdir, name + ".onnx")
-        if os.path.exists(path) and os.path.exists(os.path.join(args.outdir, name + ".json")):
+    def have(name):
+        if not os.path.exists(os.path.join(args.outdir, name + ".json")):
+            return False
+        return name in DERIVED and DERIVED[name][1] == "dims" or os.path.exists(os.path.join(args.outdir, name + ".onnx"))
+
+    for name in args.only or known:
+        if have(name):
             continue
-        print("exporting " + name, file=sys.stderr)
-        export(name, specs[name], args.outdir)
+        base = DERIVED[name][0] if name in DERIVED else None
+        if base and not have(base):
+            print("exporting " + base, file=sys.stderr)
+            export_spec(base, wide[base], args.outdir)
+        print(("deriving " if base else "exporting ") + name, file=sys.stderr)
+        if base:
+            derive(name, args.outdir, os.path.abspath(args.singa))
+        elif name in wide:
+            export_spec(name, wide[name], args.outdir)
+        else:
+            export(name, specs[name], args.outdir)
     return 0
 
 

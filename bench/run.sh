@@ -2,7 +2,12 @@
 # Times singa against ONNX Runtime on the benchmark models, at 1 and 2
 # threads, in one run, and prints a Markdown table.
 #
-#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--repeat R] [--models "resnet18 ..."]
+#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--repeat R] [--models "resnet18 ..."] [--set wide]
+#
+# --set wide times the wide table instead of the six models (issue 33 item 5:
+# the 20 models of `make_models.py --list wide`, families singa was not tuned
+# for) at batch 1 only, and ends with each model's singa/ORT ratio at 1 and 2
+# threads and the geometric mean at each thread count.
 #
 # --repeat R measures every row R times, singa and ORT alternating, and
 # reports for each runtime the median of its R medians (min: the least of
@@ -22,6 +27,7 @@ build=build
 iters=20
 warmup=3
 repeat=1
+wide=0
 models="resnet18 mobilenet_v2 squeezenet1_1 tiny_yolov2 bert_encoder lstm_classifier"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +35,10 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --set)
+      [ "$2" = wide ] || { echo "run.sh: unknown set '$2' (known: wide)" >&2; exit 2; }
+      models=$(/usr/bin/python3 "$here/make_models.py" --list wide | tr '\n' ' '); wide=1; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -39,7 +48,14 @@ singa="$build/tools/singa"
 [ -d "$here/node_modules/onnxruntime-node" ] || { echo "run.sh: onnxruntime-node missing in $here/node_modules" >&2; exit 2; }
 
 # shellcheck disable=SC2086
-/usr/bin/python3 "$here/make_models.py" "$here/.models" --only $models
+/usr/bin/python3 "$here/make_models.py" "$here/.models" --only $models --singa "$singa"
+
+# The ONNX file of a model: NAME.onnx, or the file its NAME.json names (models
+# that share one file at different symbolic dimensions).
+model_file() {
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + ".json")).get("model", sys.argv[2] + ".onnx"))' \
+    "$here/.models/$1" "$1"
+}
 
 results=$(mktemp)
 peak_bin=$(mktemp)
@@ -55,21 +71,22 @@ fi
 # One untimed start of each runtime first: the first process after a build
 # reads the plugins and libraries from disk, which showed up as a prepare
 # time three times too long in whichever row came first.
-first=$(echo "$models" | cut -d' ' -f1)
-"$singa" bench "$here/.models/$first.onnx" --iters 1 --warmup 0 --json > /dev/null 2>&1 || true
-node "$here/ort_bench.js" "$here/.models/$first.onnx" --iters 1 --warmup 0 > /dev/null 2>&1 || true
+first=$(model_file "$(echo "$models" | cut -d' ' -f1)")
+"$singa" bench "$here/.models/$first" --iters 1 --warmup 0 --json > /dev/null 2>&1 || true
+node "$here/ort_bench.js" "$here/.models/$first" --iters 1 --warmup 0 > /dev/null 2>&1 || true
 
 # One line per measurement: RUNTIME MODEL THREADS BATCH JSON. singa and ORT
 # alternate so drifting machine load hits both alike.
 measure() {  # model threads batch
   m=$1 t=$2 b=$3
+  f=$(model_file "$m")
   dims=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dims"]; print(" ".join("--dim %s=%d" % kv for kv in d.items()))' "$here/.models/$m.json")
   r=0
   while [ "$r" -lt "$repeat" ]; do
     # shellcheck disable=SC2086
-    s=$("$singa" bench "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims --json)
+    s=$("$singa" bench "$here/.models/$f" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims --json)
     # shellcheck disable=SC2086
-    o=$(node "$here/ort_bench.js" "$here/.models/$m.onnx" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims)
+    o=$(node "$here/ort_bench.js" "$here/.models/$f" --threads "$t" --batch "$b" --iters "$iters" --warmup "$warmup" $dims)
     echo "singa $m $t $b $s" >> "$results"
     echo "ort $m $t $b $o" >> "$results"
     r=$((r + 1))
@@ -81,18 +98,20 @@ for m in $models; do
   # The model file into the page cache first: the first process to read a
   # 60 MiB model from disk (singa, which goes first) showed a prepare time
   # twice its usual one in some runs.
-  cat "$here/.models/$m.onnx" > /dev/null
+  cat "$here/.models/$(model_file "$m")" > /dev/null
   for t in 1 2; do measure "$m" "$t" 1; done
 done
-case " $models " in
-  *" resnet18 "*) for b in 8 32; do measure resnet18 2 "$b"; done ;;
-esac
-# Every conv net at batch 8 (the issue's "% of FP32 peak at batch 8").
-for m in $models; do
-  case "$m" in resnet18) ;; *) grep -q '"macs"' "$here/.models/$m.json" && measure "$m" 2 8 ;; esac
-done
+if [ "$wide" = 0 ]; then
+  case " $models " in
+    *" resnet18 "*) for b in 8 32; do measure resnet18 2 "$b"; done ;;
+  esac
+  # Every conv net at batch 8 (the issue's "% of FP32 peak at batch 8").
+  for m in $models; do
+    case "$m" in resnet18) ;; *) grep -q '"macs"' "$here/.models/$m.json" && measure "$m" 2 8 ;; esac
+  done
+fi
 
-/usr/bin/python3 - "$results" "$here/.models" "$peak1" "$peak2" "$repeat" <<'EOF'
+/usr/bin/python3 - "$results" "$here/.models" "$peak1" "$peak2" "$repeat" "$models" "$wide" <<'EOF'
 import json, os, re, subprocess, sys
 
 runs = {}
@@ -201,4 +220,25 @@ if tp:
         o = rows[("resnet18", 2, b, "ort")]
         si, oi = 1000 * b / s["median_ms"], 1000 * b / o["median_ms"]
         print("| %d | %.1f | %.1f | %.2f |" % (b, si, oi, si / oi))
+
+# The wide table's summary: every model at batch 1, in the order asked for, and the geometric means.
+order = sys.argv[6].split() if sys.argv[7] == "1" else []
+if order:
+    print()
+    print("| model | singa/ORT 1 thread | singa/ORT 2 threads |")
+    print("|---|---|---|")
+logs = {1: [], 2: []}
+for m in order:
+    cells = []
+    for t in (1, 2):
+        s, o = rows.get((m, t, 1, "singa")), rows.get((m, t, 1, "ort"))
+        r = s["median_ms"] / o["median_ms"] if s and o else None
+        if r:
+            logs[t].append(r)
+        cells.append(("**%.2f**" if r > 1.0 else "%.2f") % r if r else "-")
+    print("| %s | %s | %s |" % (m, cells[0], cells[1]))
+import math
+gm = lambda v: "%.2f" % math.exp(sum(map(math.log, v)) / len(v)) if v else "-"
+if order:
+    print("| geometric mean (%d models) | %s | %s |" % (len(logs[1]), gm(logs[1]), gm(logs[2])))
 EOF
