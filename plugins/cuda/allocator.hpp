@@ -2,10 +2,12 @@
 //
 // cudaMalloc/cudaFree are slow and cudaFree synchronises the whole device, so
 // freed blocks are kept in size-bucketed free lists and handed out again.
-// Reuse is ordered by the host: a block freed while a kernel on the legacy
-// default stream (what the core uses) still reads it can only be reused by
-// work queued later on that stream, or on a blocking stream, which waits for
-// it. Two user streams that both use the pool must be synchronised by the user.
+// Reuse is ordered by the host: a run on its own stream (the events
+// extension, core/run_stream.hpp) frees device memory only after a wait on
+// that stream has passed the work that used it, so a block handed out again
+// is idle; without events the core uses the legacy default stream, where
+// later work is ordered after earlier. Two user streams that both use the
+// pool must be synchronised by the user.
 #ifndef SINGA_CUDA_ALLOCATOR_HPP
 #define SINGA_CUDA_ALLOCATOR_HPP
 
@@ -22,7 +24,7 @@ namespace cuda {
 
 class CachingAllocator {
  public:
-  // `caching` false frees blocks at once (SINGA_CUDA_NO_CACHE=1: lets
+  // `caching` false frees blocks at once (cuda.cache=0: lets
   // compute-sanitizer see every use after free).
   explicit CachingAllocator(bool caching);
   ~CachingAllocator();
