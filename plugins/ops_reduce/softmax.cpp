@@ -9,6 +9,8 @@
 #include "softmax_f32.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
+#include <limits>
+
 namespace singa {
 namespace ops {
 namespace reduce {
@@ -79,8 +81,12 @@ template <Kind K, bool InPlace, typename C> SINGA_VEC_CLONES void softmax_row_im
   }
 
   if (K == Kind::kSoftmax) {
-    const C inv = C(1.0 / sum);
-    for (i = 0; i < n; ++i) y[i] *= inv;
+    // Below the least normal value: 0, as softmax_f32.hpp says why.
+    const C inv = C(1.0 / sum), least = std::numeric_limits<C>::min();
+    for (i = 0; i < n; ++i) {
+      const C v = y[i] * inv;
+      y[i] = v < least ? C(0) : v;
+    }
   } else {
     // (x - max) first: exact for the values near the maximum that matter most.
     const C log_sum = C(std::log(sum));

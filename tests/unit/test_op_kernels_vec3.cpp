@@ -178,6 +178,26 @@ TEST(OpKernelsVec3, SoftmaxRowsMatchDouble) {
     for (int64_t i = 0; i < n; ++i) EXPECT_TRUE(std::isnan(z[size_t(i)])) << "n " << n << " i " << i;
   }
 }
+
+// A masked score row (a few live scores, the rest -10000 below them) gives
+// exact zeros where the probability is below the least normal float, never a
+// subnormal a following MatMul would crawl through.
+TEST(OpKernelsVec3, SoftmaxWritesNoSubnormals) {
+  if (!singa::vec::unary_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU (or cpu.avx512=0)";
+  for (int64_t n : {16, 37, 128}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = i % 3 == 0 ? 0.5f * float(i % 7) : -80.f - float(i % 30);
+    std::vector<float> y(x.size());
+    singa::ops::reduce::softmax_row_avx512<false>(x.data(), y.data(), n);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = y[size_t(i)];
+      EXPECT_TRUE(v == 0.f || v >= std::numeric_limits<float>::min()) << "n " << n << " i " << i << ": " << v;
+      total += v;
+    }
+    EXPECT_NEAR(total, 1.0, 1e-6) << "n " << n;
+  }
+}
 #endif
 
 }  // namespace
