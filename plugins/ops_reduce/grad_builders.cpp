@@ -1,8 +1,12 @@
 // Gradients of this pack's ops (softmax and the reductions), as builders of
 // backward nodes (gradient.hpp).
+#include "reduce_grad_shape.hpp"
+
 #include <singa/gradient.hpp>
 
 namespace {
+
+using singa::ops::reduce::kept_shape;
 
 using singa::sdk::Attr;
 using singa::sdk::GradBuilder;
@@ -19,21 +23,6 @@ void softmax_like(GradBuilder& b, const char* grad_op) {
 SINGA_GRADIENT("", "Softmax", [](GradBuilder& b) { softmax_like(b, "SoftmaxGrad"); });
 SINGA_GRADIENT("", "LogSoftmax", [](GradBuilder& b) { softmax_like(b, "LogSoftmaxGrad"); });
 
-// The shape of a Reduce* node's input with its reduced axes kept as 1. Axes
-// come from the attribute, or from input 1 (ReduceSum 13+, every Reduce* 18+).
-Shape kept_shape(GradBuilder& b) {
-  const Shape xs = b.shape(b.input(0));
-  std::vector<int64_t> axes = b.node().attr_ints("axes");
-  if (b.num_inputs() > 1 && !b.input(1).empty())
-    for (int64_t a : b.input_ints(1)) axes.push_back(a);
-  Shape kept = xs;
-  if (axes.empty()) {
-    if (b.node().attr_int("noop_with_empty_axes", 0) != 0) return kept;
-    for (auto& d : kept) d = 1;
-  }
-  for (int64_t a : axes) kept[size_t(a < 0 ? a + int64_t(xs.size()) : a)] = 1;
-  return kept;
-}
 
 // ReduceSum / ReduceMean: the gradient spreads back over the reduced axes.
 void reduce_sum_like(GradBuilder& b, bool mean) {

@@ -1,11 +1,15 @@
 // Gradients of Hardmax, ReduceLogSum, ReduceProd and CumProd, as builders of
 // backward nodes made of forward ops (gradient.hpp). ReduceProd and CumProd
 // avoid dividing by the input, so zeros in it get their true gradient.
+#include "reduce_grad_shape.hpp"
+
 #include <singa/gradient.hpp>
 
 #include <vector>
 
 namespace {
+
+using singa::ops::reduce::kept_shape;
 
 using singa::sdk::Attr;
 using singa::sdk::Emit;
@@ -20,22 +24,6 @@ Value as_type(GradBuilder& b, const Value& v, int32_t dtype) { return b.emit("Ca
 // gradient is zero (not missing, so that a model using it still trains).
 SINGA_GRADIENT("", "Hardmax", [](GradBuilder& b) { b.set(0, b.zeros(b.shape(b.input(0)), b.dtype(b.input(0)))); });
 
-// The shape of a Reduce* node's input with its reduced axes kept as 1 (axes
-// from the attribute, or input 1 from opset 18); equal to the input's shape
-// when noop_with_empty_axes leaves it as it is.
-Shape kept_shape(GradBuilder& b) {
-  const Shape xs = b.shape(b.input(0));
-  std::vector<int64_t> axes = b.node().attr_ints("axes");
-  if (b.num_inputs() > 1 && !b.input(1).empty())
-    for (int64_t a : b.input_ints(1)) axes.push_back(a);
-  Shape kept = xs;
-  if (axes.empty()) {
-    if (b.node().attr_int("noop_with_empty_axes", 0) != 0) return kept;
-    for (auto& d : kept) d = 1;
-  }
-  for (int64_t a : axes) kept[size_t(a < 0 ? a + int64_t(xs.size()) : a)] = 1;
-  return kept;
-}
 
 // ReduceLogSum: y = log(s), s = sum(x), so dx = g / s = g / e^y.
 SINGA_GRADIENT("", "ReduceLogSum", [](GradBuilder& b) {
