@@ -37,38 +37,54 @@ void bump(void* self, Counter c, int64_t by = 1) { g_counters[static_cast<Device
 
 // ---------------------------------------------------------------- memory
 
-std::mutex g_mem_mutex;
-std::map<void*, size_t> g_live;
-std::multimap<size_t, void*> g_free;  // freed blocks by size, reused first
+// Blocks by address while in use, and freed ones by size for reuse. The
+// pool frees every block when the plugin's statics go (process exit, or an
+// unload without shutdown), so nothing it holds is left unreachable.
+struct Memory {
+  std::mutex mutex;
+  std::map<void*, size_t> live;
+  std::multimap<size_t, void*> free;  // reused first
+  ~Memory();
+};
+Memory g_mem;
+bool g_mem_gone = false;  // trivially destructible: still readable after ~Memory
+
+void free_all() {
+  std::lock_guard<std::mutex> lock(g_mem.mutex);
+  for (auto& b : g_mem.free) std::free(b.second);
+  g_mem.free.clear();
+}
+
+Memory::~Memory() {
+  free_all();
+  for (auto& b : live) std::free(b.first);
+  live.clear();
+  g_mem_gone = true;
+}
 
 singa_status* alloc(void*, int32_t, size_t bytes, size_t, void** out) {
   const size_t size = (bytes + 63) / 64 * 64 + 64;
-  std::lock_guard<std::mutex> lock(g_mem_mutex);
-  auto it = g_free.find(size);
-  if (it != g_free.end()) {
+  std::lock_guard<std::mutex> lock(g_mem.mutex);
+  auto it = g_mem.free.find(size);
+  if (it != g_mem.free.end()) {
     *out = it->second;
-    g_free.erase(it);
+    g_mem.free.erase(it);
   } else {
     *out = std::aligned_alloc(64, size);
     if (!*out) return singa::sdk::host().status_new(SINGA_OUT_OF_MEMORY, "asyncdev: out of memory");
   }
-  g_live[*out] = size;
+  g_mem.live[*out] = size;
   return nullptr;
 }
 
 void release(void*, int32_t, void* p) {
-  std::lock_guard<std::mutex> lock(g_mem_mutex);
-  auto it = g_live.find(p);
-  if (it == g_live.end()) return;
+  if (g_mem_gone) return;  // freed with the pool already
+  std::lock_guard<std::mutex> lock(g_mem.mutex);
+  auto it = g_mem.live.find(p);
+  if (it == g_mem.live.end()) return;
   std::memset(p, 0xff, it->second);  // NaN floats: a use after free shows
-  g_free.emplace(it->second, p);
-  g_live.erase(it);
-}
-
-void free_all() {
-  std::lock_guard<std::mutex> lock(g_mem_mutex);
-  for (auto& b : g_free) std::free(b.second);
-  g_free.clear();
+  g_mem.free.emplace(it->second, p);
+  g_mem.live.erase(it);
 }
 
 // --------------------------------------------------------------- streams
