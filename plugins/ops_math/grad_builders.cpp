@@ -1,5 +1,6 @@
 // Gradients of this pack's ops, as builders of backward nodes (gradient.hpp):
 // arithmetic, matrix products, unary math and the variadic ops.
+#include <grad_emit.hpp>
 #include <singa/gradient.hpp>
 
 #include <algorithm>
@@ -9,13 +10,14 @@
 
 namespace {
 
+using singa::ops::grad::num;
+using singa::ops::grad::op1;
+
 using singa::sdk::Attr;
 using singa::sdk::GradBuilder;
 using singa::sdk::Shape;
 using singa::sdk::Value;
 
-Value num(GradBuilder& b, double v, const Value& like) { return b.scalar(v, b.dtype(like)); }
-Value op1(GradBuilder& b, const char* op, const Value& a) { return b.emit(op, {a}); }
 Value sq(GradBuilder& b, const Value& a) { return b.mul(a, a); }
 
 SINGA_GRADIENT("", "Add", [](GradBuilder& b) {

@@ -2,11 +2,16 @@
 // Most call a compute kernel of ai.singa.grad (plugins/ops_grad) with the
 // forward node's attributes; the normalisations and Gelu are written with
 // forward ops, so they run wherever those ops have kernels.
+#include <grad_emit.hpp>
 #include <singa/gradient.hpp>
 
 #include <cmath>
 
 namespace {
+
+using singa::ops::grad::as_type;
+using singa::ops::grad::num;
+using singa::ops::grad::op1;
 
 using singa::sdk::Attr;
 using singa::sdk::Emit;
@@ -14,11 +19,6 @@ using singa::sdk::GradBuilder;
 using singa::sdk::Shape;
 using singa::sdk::Value;
 
-Value num(GradBuilder& b, double v, const Value& like) { return b.scalar(v, b.dtype(like)); }
-Value op1(GradBuilder& b, const char* op, const Value& a) { return b.emit(op, {a}); }
-Value as_type(GradBuilder& b, const Value& v, const Value& like) {
-  return b.emit("Cast", {v}, {Attr("to", int64_t(b.dtype(like)))});
-}
 
 // An activation whose ai.singa.grad kernel reads (dY, Y) or (dY, X).
 template <bool FromOutput>

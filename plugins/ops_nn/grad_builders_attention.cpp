@@ -1,11 +1,14 @@
 // Gradients of the attention family (Attention, RotaryEmbedding, SwiGLU,
 // CausalConvWithState), as builders of backward nodes made of forward ops
 // (gradient.hpp), so they run wherever those ops have kernels.
+#include <grad_emit.hpp>
 #include <singa/gradient.hpp>
 
 #include <cmath>
 
 namespace {
+
+using singa::ops::grad::num;
 
 using singa::sdk::Attr;
 using singa::sdk::Emit;
@@ -14,7 +17,6 @@ using singa::sdk::Shape;
 using singa::sdk::Value;
 using Ints = std::vector<int64_t>;
 
-Value num(GradBuilder& b, double v, const Value& like) { return b.scalar(v, b.dtype(like)); }
 bool given(const GradBuilder& b, size_t i) { return b.num_inputs() > i && !b.input(i).empty(); }
 Value grad_of(const GradBuilder& b, size_t k) { return b.num_outputs() > k ? b.output_grad(k) : Value(); }
 Value transpose(GradBuilder& b, const Value& x, Ints perm) {

@@ -2,6 +2,7 @@
 // Shrink, ThresholdedRelu) and of NegativeLogLikelihoodLoss, as builders of
 // backward nodes made of forward ops (gradient.hpp), so they run wherever
 // those ops have kernels.
+#include <grad_emit.hpp>
 #include <singa/gradient.hpp>
 
 #include <string>
@@ -9,14 +10,15 @@
 
 namespace {
 
+using singa::ops::grad::as_type;
+using singa::ops::grad::num;
+using singa::ops::grad::op1;
+
 using singa::sdk::Attr;
 using singa::sdk::GradBuilder;
 using singa::sdk::Shape;
 using singa::sdk::Value;
 
-Value num(GradBuilder& b, double v, const Value& like) { return b.scalar(v, b.dtype(like)); }
-Value op1(GradBuilder& b, const char* op, const Value& a) { return b.emit(op, {a}); }
-Value as_type(GradBuilder& b, const Value& v, int32_t dtype) { return b.emit("Cast", {v}, {Attr("to", int64_t(dtype))}); }
 
 // y = f(x): dx = dy * d, with d built from x and y.
 template <typename F>

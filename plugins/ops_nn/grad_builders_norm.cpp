@@ -1,17 +1,19 @@
 // Gradients of the normalisations that grad_builders.cpp does not cover:
 // InstanceNormalization, MeanVarianceNormalization, LpNormalization and LRN,
 // written with forward ops so they run wherever those ops have kernels.
+#include <grad_emit.hpp>
 #include <singa/gradient.hpp>
 
 namespace {
+
+using singa::ops::grad::num;
+using singa::ops::grad::op1;
 
 using singa::sdk::Attr;
 using singa::sdk::GradBuilder;
 using singa::sdk::Shape;
 using singa::sdk::Value;
 
-Value num(GradBuilder& b, double v, const Value& like) { return b.scalar(v, b.dtype(like)); }
-Value op1(GradBuilder& b, const char* op, const Value& a) { return b.emit(op, {a}); }
 Value mean(GradBuilder& b, const Value& v, const std::vector<int64_t>& axes) {
   return b.emit("ReduceMean", {v}, {Attr("axes", axes), Attr("keepdims", int64_t(1))});
 }

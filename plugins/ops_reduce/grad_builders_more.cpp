@@ -3,11 +3,15 @@
 // avoid dividing by the input, so zeros in it get their true gradient.
 #include "reduce_grad_shape.hpp"
 
+#include <grad_emit.hpp>
 #include <singa/gradient.hpp>
 
 #include <vector>
 
 namespace {
+
+using singa::ops::grad::as_type;
+using singa::ops::grad::num;
 
 using singa::ops::reduce::kept_shape;
 
@@ -17,8 +21,6 @@ using singa::sdk::GradBuilder;
 using singa::sdk::Shape;
 using singa::sdk::Value;
 
-Value num(GradBuilder& b, double v, const Value& like) { return b.scalar(v, b.dtype(like)); }
-Value as_type(GradBuilder& b, const Value& v, int32_t dtype) { return b.emit("Cast", {v}, {Attr("to", int64_t(dtype))}); }
 
 // Hardmax is a one-hot of the argmax: constant almost everywhere, so its
 // gradient is zero (not missing, so that a model using it still trains).
