@@ -95,7 +95,7 @@ sdk::NewNode cast(const std::string& from, const std::string& to, int64_t dtype,
 int widen_float16(sdk::Graph& g) {
   if (!g.has_kernel("", "Cast", 13, "cpu")) return 0;
   std::map<std::string, std::string> wide;  // float16 value -> its float32 twin
-  std::set<std::string> back;               // twins whose Cast back to half nothing may read
+  std::set<std::string> back;               // half values now written by a Cast back from their twin
   int widened = 0;
   for (sdk::GraphNode n : g.nodes()) {
     if (!n.alive() || !wants_widening(g, n)) continue;
