@@ -7,7 +7,7 @@
 
 singa's errors are raised as :class:`SingaError` subclasses that are also the
 fitting built-in exception (``InvalidArgumentError`` is a ``ValueError``,
-``UnavailableError`` a ``RuntimeError``, ...), carrying the C++ message.
+``InvalidTypeError`` a ``TypeError``, ``UnavailableError`` a ``RuntimeError``, ...), carrying the C++ message.
 """
 import os as _os
 
@@ -21,6 +21,7 @@ OutOfMemoryError = _singa.OutOfMemoryError
 UnavailableError = _singa.UnavailableError
 AbiMismatchError = _singa.AbiMismatchError
 InternalError = _singa.InternalError
+InvalidTypeError = _singa.InvalidTypeError
 
 __version__ = "0.1.0"
 
@@ -82,4 +83,5 @@ def options():
 from singa import device, tensor  # noqa: E402  (after the runtime is loaded)
 
 __all__ = ["device", "tensor", "SingaError", "InvalidArgumentError", "NotFoundError", "UnimplementedError",
-           "OutOfMemoryError", "UnavailableError", "AbiMismatchError", "InternalError", "plugins", "set_option", "options"]
+           "OutOfMemoryError", "UnavailableError", "AbiMismatchError", "InternalError", "InvalidTypeError", "plugins",
+           "set_option", "options"]

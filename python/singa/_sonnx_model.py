@@ -29,7 +29,7 @@ def _vars(ts, what):
     out = []
     for t in ts:
         if not isinstance(t, _tensor.Tensor):
-            raise TypeError("to_onnx: %s must be singa.tensor.Tensor, got %s" % (what, type(t).__name__))
+            raise _singa.InvalidTypeError("to_onnx: %s must be singa.tensor.Tensor, got %s" % (what, type(t).__name__))
         out.append(t._var)
     return out
 
@@ -70,7 +70,7 @@ def _model_bytes(onnx_model):
         return bytes(onnx_model)
     if isinstance(onnx_model, str):
         return onnx.load(onnx_model).SerializeToString()
-    raise TypeError("SONNXModel: expected an onnx.ModelProto, its bytes or a file path, got %s" %
+    raise _singa.InvalidTypeError("SONNXModel: expected an onnx.ModelProto, its bytes or a file path, got %s" %
                     type(onnx_model).__name__)
 
 
@@ -119,7 +119,8 @@ class SONNXModel(model.Model):
                              "got %r" % (last_layers,))
         for t in x:
             if not isinstance(t, _tensor.Tensor):
-                raise TypeError("SONNXModel.forward: inputs must be singa.tensor.Tensor, got %s" % type(t).__name__)
+                raise _singa.InvalidTypeError("SONNXModel.forward: inputs must be singa.tensor.Tensor, got %s"
+                                              % type(t).__name__)
         self._imported.set_last_layers(last_layers + 1)
         if self._imported.training != autograd.training:
             self._imported.train(autograd.training)

@@ -74,7 +74,7 @@ def _var(x, like=None):
         return x
     if isinstance(x, (int, float, np.ndarray, np.generic, list, tuple)):
         return _const(x, like)
-    raise TypeError("singa.autograd: expected a singa.tensor.Tensor, a number or a numpy array, got %s" %
+    raise _singa.InvalidTypeError("singa.autograd: expected a singa.tensor.Tensor, a number or a numpy array, got %s" %
                     type(x).__name__)
 
 
@@ -92,8 +92,36 @@ def apply(op_type, *inputs, num_outputs=1, domain="", opset=0, **attrs):
     Attributes are keyword arguments (int, float, str or lists of them). Returns
     one Tensor, or a list when ``num_outputs`` > 1.
     """
+    _check_arity(op_type, len(inputs), num_outputs, domain, opset)
     outs = _apply(op_type, list(inputs), attrs, num_outputs, domain, opset)
     return outs[0] if num_outputs == 1 else outs
+
+
+_ARITY = {}  # (op_type, domain, opset) -> (min_in, max_in, min_out, max_out), or () when onnx has no schema
+
+
+def _check_arity(op_type, n_in, n_out, domain, opset):
+    """Rejects input / output counts the operator's ONNX schema does not allow:
+    kernels read the inputs they know and would silently ignore extra ones."""
+    key = (op_type, domain, opset)
+    lim = _ARITY.get(key)
+    if lim is None:
+        try:
+            import onnx.defs
+            s = onnx.defs.get_schema(op_type, opset or onnx.defs.onnx_opset_version(), domain)
+            lim = (s.min_input, s.max_input, s.min_output, s.max_output)
+        except Exception:  # not an ONNX operator (a plugin's own domain): the kernel checks
+            lim = ()
+        _ARITY[key] = lim
+    if not lim:
+        return
+    lo, hi, olo, ohi = lim
+    if not lo <= n_in <= hi:
+        raise _singa.InvalidArgumentError("apply: op '%s' takes %s inputs, got %d" % (
+            op_type, lo if lo == hi else "%d to %d" % (lo, hi) if hi < 1 << 30 else "at least %d" % lo, n_in))
+    if not olo <= n_out <= ohi:
+        raise _singa.InvalidArgumentError("apply: op '%s' has %s outputs, num_outputs=%d asked for" % (
+            op_type, olo if olo == ohi else "%d to %d" % (olo, ohi) if ohi < 1 << 30 else "at least %d" % olo, n_out))
 
 
 def _op1(op_type, x, **attrs):
@@ -407,7 +435,7 @@ def backward(y, dy=None):
     ``y`` must have been computed while ``autograd.training`` was True.
     """
     if not isinstance(y, _tensor.Tensor):
-        raise TypeError("backward: expected the loss as a singa.tensor.Tensor, got %s" % type(y).__name__)
+        raise _singa.InvalidTypeError("backward: expected the loss as a singa.tensor.Tensor, got %s" % type(y).__name__)
     if y._var.is_leaf:
         raise ValueError("backward: the loss was not computed by recorded ops "
                          "(set autograd.training = True before the forward pass)")

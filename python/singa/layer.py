@@ -49,7 +49,7 @@ def _singa_init(t, std):
 
 def _check_tensor(x, who):
     if not isinstance(x, _tensor.Tensor):
-        raise TypeError("%s: expected a singa.tensor.Tensor input, got %s" % (who, type(x).__name__))
+        raise _singa.InvalidTypeError("%s: expected a singa.tensor.Tensor input, got %s" % (who, type(x).__name__))
 
 
 def _square(v, what, who):

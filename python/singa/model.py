@@ -21,6 +21,7 @@ take effect as recorded attributes.
 import os
 import numpy as np
 
+from singa import _singa
 from singa import autograd
 from singa import layer
 from singa import tensor as _tensor
@@ -44,7 +45,7 @@ class Model(layer.Layer):
         of Tensors, typically PlaceHolders with the batch shape), without
         recording, then enters training (``is_train``) or evaluation mode."""
         if not isinstance(inputs, (list, tuple)) or not all(isinstance(x, _tensor.Tensor) for x in inputs):
-            raise TypeError("Model.compile: inputs must be a list of singa.tensor.Tensor")
+            raise _singa.InvalidTypeError("Model.compile: inputs must be a list of singa.tensor.Tensor")
         self.graph_mode = bool(use_graph)
         self.sequential = bool(sequential)
         was = autograd.training

@@ -79,7 +79,7 @@ class Optimizer:
     def update(self, param, grad):
         """Updates ``param`` in place with gradient ``grad`` (Tensors of the same shape)."""
         if not isinstance(param, _tensor.Tensor) or not isinstance(grad, _tensor.Tensor):
-            raise TypeError("update: expected (param, grad) as singa.tensor.Tensor, got (%s, %s)" %
+            raise _singa.InvalidTypeError("update: expected (param, grad) as singa.tensor.Tensor, got (%s, %s)" %
                             (type(param).__name__, type(grad).__name__))
         var = param._var
         if tuple(grad.shape) != tuple(param.shape):
@@ -226,7 +226,8 @@ class DistOpt:
     def __init__(self, opt=None, nccl_id=None, local_rank=None, world_size=None, buffSize=262144, timeout=300.0):
         self.opt = opt if opt is not None else SGD()
         if not isinstance(self.opt, Optimizer):
-            raise TypeError("DistOpt: expected a singa.opt optimizer to wrap, got %s" % type(self.opt).__name__)
+            raise _singa.InvalidTypeError("DistOpt: expected a singa.opt optimizer to wrap, got %s"
+                                          % type(self.opt).__name__)
         if int(buffSize) <= 0:
             raise ValueError("DistOpt: buffSize must be a positive number of float32 elements, got %r" % (buffSize,))
         info = _singa.dist_info()
@@ -250,7 +251,8 @@ class DistOpt:
     # ---- the parameters and the C++ DistOpt over them
     def _dist(self, loss):
         if not isinstance(loss, _tensor.Tensor):
-            raise TypeError("DistOpt: expected the loss as a singa.tensor.Tensor, got %s" % type(loss).__name__)
+            raise _singa.InvalidTypeError("DistOpt: expected the loss as a singa.tensor.Tensor, got %s"
+                                          % type(loss).__name__)
         params = []
         for v in _singa.dist_leaves(loss._var):
             t = autograd._known.get(v.id)
@@ -323,7 +325,8 @@ class DistOpt:
             tensor.copy_from_numpy(arr)
             return tensor
         if not isinstance(tensor, np.ndarray):
-            raise TypeError("DistOpt.all_reduce: expected a singa Tensor or numpy array, got %s" % type(tensor).__name__)
+            raise _singa.InvalidTypeError("DistOpt.all_reduce: expected a singa Tensor or numpy array, got %s"
+                                          % type(tensor).__name__)
         _singa.dist_allreduce(tensor, "DistOpt.all_reduce")
         return tensor
 

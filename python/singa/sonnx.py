@@ -50,7 +50,8 @@ def _device_spec(device):
         if kind == "opencl":
             return "opencl:%d" % idx, _device.create_opencl_device(idx)
         raise _singa.InvalidArgumentError("sonnx: unknown device %r (use 'CPU', 'CUDA[:id]' or a singa Device)" % device)
-    raise TypeError("sonnx: device must be a singa.device.Device or a string, got %s" % type(device).__name__)
+    raise _singa.InvalidTypeError("sonnx: device must be a singa.device.Device or a string, got %s"
+                                  % type(device).__name__)
 
 
 def _model_bytes(model):
@@ -67,7 +68,8 @@ def _model_bytes(model):
         except OSError as e:
             raise _singa.NotFoundError("sonnx.prepare: cannot read %s: %s" % (path, e.strerror))
         return data, path, os.path.dirname(os.path.abspath(path))
-    raise TypeError("sonnx.prepare: expected an onnx.ModelProto, a file path or bytes, got %s" % type(model).__name__)
+    raise _singa.InvalidTypeError("sonnx.prepare: expected an onnx.ModelProto, a file path or bytes, got %s"
+                                  % type(model).__name__)
 
 
 class SingaRep(BackendRep):
@@ -156,7 +158,10 @@ class SingaRep(BackendRep):
         last_layers: <= 0 stops that many nodes before the end; the outputs are
             then those of the last node run (SINGA's transfer-learning cut).
         all_outputs: return an OrderedDict of every value by name instead.
-        Returns a list of outputs: Tensors when any input is a Tensor, else numpy arrays.
+        Returns a list of outputs: Tensors when any input is a Tensor, else numpy
+        arrays viewing singa's output memory (numpy inputs are shared, not copied).
+        Raises singa.InvalidArgumentError (a ValueError) naming the input, what the
+        model expects and what was given for a wrong count, shape or dtype.
         """
         if isinstance(inputs, dict):
             seq = list(inputs.values())
@@ -164,23 +169,36 @@ class SingaRep(BackendRep):
             seq = list(inputs)
         else:
             seq = [inputs]
-        as_tensor = any(isinstance(x, _tensor.Tensor) for x in seq)
-        last_layers = int(last_layers or 0)
-        if last_layers > 0:
-            raise _singa.InvalidArgumentError("run: last_layers must be <= 0 (nodes cut from the end), got %d"
-                                              % last_layers)
+        # One pass over the inputs: note whether any is a Tensor (the outputs are
+        # Tensors then) and unwrap them; this path is timed by bench/python_overhead.py.
+        as_tensor = False
+        cin = []
+        for v in seq:
+            if type(v) is np.ndarray:
+                cin.append(v)
+            else:
+                as_tensor = as_tensor or isinstance(v, _tensor.Tensor)
+                cin.append(_raw(v))
+        if last_layers:
+            last_layers = int(last_layers)
+            if last_layers > 0:
+                raise _singa.InvalidArgumentError("run: last_layers must be <= 0 (nodes cut from the end), got %d"
+                                                  % last_layers)
+        else:
+            last_layers = 0
         if self._imported is not None and not all_outputs:
             return self._run_on_tape(inputs, seq, last_layers)
-        cin = inputs if isinstance(inputs, dict) else seq
-        if isinstance(cin, dict):
-            cin = {k: _raw(v) for k, v in cin.items()}
-        else:
-            cin = [_raw(v) for v in cin]
+        if isinstance(inputs, dict):
+            cin = dict(zip(inputs.keys(), cin))
+        if not as_tensor:
+            out = self._rep.run(cin, last_layers, "", bool(all_outputs), True)
+            if all_outputs:
+                return collections.OrderedDict((name, _to_numpy_out(v)) for name, v in out)
+            return [_to_numpy_out(v) for _, v in out]
         out = self._rep.run(cin, last_layers, "", bool(all_outputs))
-        conv = (lambda v: _to_tensor_out(v, self._device)) if as_tensor else _to_numpy_out
         if all_outputs:
-            return collections.OrderedDict((name, conv(v)) for name, v in out)
-        return [conv(v) for _, v in out]
+            return collections.OrderedDict((name, _to_tensor_out(v, self._device)) for name, v in out)
+        return [_to_tensor_out(v, self._device) for _, v in out]
 
     def _run_on_tape(self, inputs, seq, last_layers):
         from singa import autograd
@@ -229,8 +247,9 @@ def _raw(x):
 
 
 def _to_numpy_out(v):
-    if v is None:
-        return None
+    """A run's output as numpy: arrays pass through (the C++ side made them), CTensors are viewed."""
+    if v is None or type(v) is np.ndarray:
+        return v
     if isinstance(v, list):
         return [_to_numpy_out(e) for e in v]
     if isinstance(v, tuple):  # a map: (keys, values)
@@ -325,16 +344,42 @@ class SingaBackend(Backend):
 def prepare(model, device=None, **kwargs):
     """Prepares an ONNX model for running with singa; returns a SingaRep.
 
-    model:  an onnx.ModelProto, a path to a .onnx file, or its bytes.
-    device: a singa Device (device.get_default_device(), create_cuda_gpu(), ...)
-            or 'CPU' / 'CUDA[:id]'; the host CPU when None.
-    kwargs: fallback, optimize, check_model, threads, dims (see SingaBackend.prepare).
+    Args:
+        model: an ``onnx.ModelProto``, the path of a ``.onnx`` file (external
+            data is read from beside it) or the serialized bytes.
+        device: a singa ``Device`` (``device.get_default_device()``,
+            ``device.create_cuda_gpu()``, ...) or ``"CPU"`` / ``"CUDA[:id]"``;
+            the host CPU when None.
+        **kwargs: prepare options:
+            ``fallback=True`` (CPU kernels for nodes the device has none for),
+            ``optimize=True`` (graph passes such as fusions),
+            ``check_model=True`` (run onnx's checker rules first),
+            ``threads=0`` (intra-op threads; 0 is one per core),
+            ``dims={"batch": 8}`` (values of symbolic input dimensions).
+
+    Returns:
+        A ``SingaRep``: ``rep.run(inputs, last_layers=0, all_outputs=False)``
+        runs it (numpy in, numpy out, sharing memory; or Tensors in, Tensors
+        out), ``rep.tensor_map`` holds the initializers for re-training. One
+        rep may be run from several threads; runs release the GIL.
+
+    Raises:
+        singa.InvalidArgumentError (a ValueError): malformed or invalid model,
+            bad option value.
+        singa.NotFoundError (a LookupError): the file does not exist.
+        singa.UnimplementedError (a NotImplementedError): an operator or type
+            singa has no kernel for on this device.
+        singa.UnavailableError (a RuntimeError): the device is missing.
+        TypeError: ``model`` or ``device`` of the wrong kind.
 
     Example::
 
-        rep = sonnx.prepare(onnx.load("mnist.onnx"), device=dev)
-        y = rep.run([x])[0]             # x a Tensor (or numpy array)
-        feats = rep.run([x], last_layers=-1)[0]   # stop one node early
+        import numpy as np, onnx
+        from singa import device, sonnx
+        rep = sonnx.prepare(onnx.load("mnist.onnx"), device=device.get_default_device())
+        x = np.zeros((1, 1, 28, 28), np.float32)
+        y = rep.run([x])[0]                       # numpy in, numpy out
+        feats = rep.run([x], last_layers=-1)[0]   # stop one node before the end
     """
     return SingaBackend.prepare(model, device if device is not None else "CPU", **kwargs)
 

@@ -190,7 +190,7 @@ class Tensor:
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of a 0-d Tensor")
+            raise _singa.InvalidTypeError("len() of a 0-d Tensor")
         return self.shape[0]
 
     # ---- conversion ----
@@ -398,7 +398,7 @@ def from_numpy(np_array, dev=None, requires_grad=False, stores_grad=False):
 def to_numpy(t):
     """The values of Tensor `t` as numpy (a view sharing memory for host tensors)."""
     if not isinstance(t, Tensor):
-        raise TypeError("to_numpy: expected a singa.tensor.Tensor, got %s" % type(t).__name__)
+        raise _singa.InvalidTypeError("to_numpy: expected a singa.tensor.Tensor, got %s" % type(t).__name__)
     return t.to_numpy()
 
 

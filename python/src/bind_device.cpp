@@ -31,7 +31,13 @@ PyObject* new_error_class(py::module_& m, const char* name, const char* doc, std
 void raise_singa_error(const singa::Error& e) {
   int code = int(e.code());
   PyObject* cls = (code >= 0 && code < 8 && g_errors.by_code[code]) ? g_errors.by_code[code] : g_errors.base;
-  py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(e.what()));
+  // Messages quote names from model files, which need not be valid UTF-8: a
+  // strict decode would replace the SingaError with a UnicodeDecodeError.
+  const std::string what = e.what();
+  py::object msg = py::reinterpret_steal<py::object>(
+      PyUnicode_DecodeUTF8(what.data(), py::ssize_t(what.size()), "backslashreplace"));
+  if (!msg) throw py::error_already_set();
+  py::object exc = py::reinterpret_borrow<py::object>(cls)(msg);
   exc.attr("code") = py::str(singa::code_name(e.code()));
   PyErr_SetObject(cls, exc.ptr());
 }
@@ -71,6 +77,10 @@ void bind_device(py::module_& m) {
       new_error_class(m, "AbiMismatchError", "A plugin was built for another ABI.", {base, PyExc_RuntimeError});
   g_errors.by_code[SINGA_INTERNAL] =
       new_error_class(m, "InternalError", "A bug in singa or a plugin.", {base, PyExc_RuntimeError});
+  // No status code maps to it: the Python modules raise it for arguments of
+  // the wrong Python type, so it is also the TypeError Python users expect.
+  new_error_class(m, "InvalidTypeError", "An argument of the wrong Python type (a Tensor expected, ...).",
+                  {base, PyExc_TypeError});
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -8,6 +8,7 @@
 #include <dlpack/dlpack.h>
 #include <pybind11/stl.h>
 
+#include <complex>
 #include <cstring>
 
 namespace py = pybind11;
@@ -16,25 +17,31 @@ using singa::Tensor;
 
 namespace singa_py {
 
+namespace {
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+}  // namespace
+
+// dtype::of<T>() asks numpy's C API for the descriptor; building one from a
+// name string goes through a Python-level parser, which shows up per output.
 py::dtype numpy_dtype(int32_t t) {
   switch (t) {
-    case SINGA_ONNX_FLOAT: return py::dtype("float32");
-    case SINGA_ONNX_DOUBLE: return py::dtype("float64");
+    case SINGA_ONNX_FLOAT: return py::dtype::of<float>();
+    case SINGA_ONNX_DOUBLE: return py::dtype::of<double>();
     case SINGA_ONNX_FLOAT16: return py::dtype("float16");
-    case SINGA_ONNX_INT8: return py::dtype("int8");
-    case SINGA_ONNX_INT16: return py::dtype("int16");
-    case SINGA_ONNX_INT32: return py::dtype("int32");
-    case SINGA_ONNX_INT64: return py::dtype("int64");
-    case SINGA_ONNX_UINT8: return py::dtype("uint8");
-    case SINGA_ONNX_UINT16: return py::dtype("uint16");
-    case SINGA_ONNX_UINT32: return py::dtype("uint32");
-    case SINGA_ONNX_UINT64: return py::dtype("uint64");
-    case SINGA_ONNX_BOOL: return py::dtype("bool");
-    case SINGA_ONNX_COMPLEX64: return py::dtype("complex64");
-    case SINGA_ONNX_COMPLEX128: return py::dtype("complex128");
+    case SINGA_ONNX_INT8: return py::dtype::of<int8_t>();
+    case SINGA_ONNX_INT16: return py::dtype::of<int16_t>();
+    case SINGA_ONNX_INT32: return py::dtype::of<int32_t>();
+    case SINGA_ONNX_INT64: return py::dtype::of<int64_t>();
+    case SINGA_ONNX_UINT8: return py::dtype::of<uint8_t>();
+    case SINGA_ONNX_UINT16: return py::dtype::of<uint16_t>();
+    case SINGA_ONNX_UINT32: return py::dtype::of<uint32_t>();
+    case SINGA_ONNX_UINT64: return py::dtype::of<uint64_t>();
+    case SINGA_ONNX_BOOL: return py::dtype::of<bool>();
+    case SINGA_ONNX_COMPLEX64: return py::dtype::of<std::complex<float>>();
+    case SINGA_ONNX_COMPLEX128: return py::dtype::of<std::complex<double>>();
     case SINGA_ONNX_STRING: return py::dtype("object");
     // numpy has no bfloat16: its raw bits, as onnx's numpy_helper gives them.
-    case SINGA_ONNX_BFLOAT16: return py::dtype("uint16");
+    case SINGA_ONNX_BFLOAT16: return py::dtype::of<uint16_t>();
     default:
       throw Error(SINGA_UNIMPLEMENTED, std::string("numpy has no dtype for tensor(") + singa::dtype_name(t) + ")");
   }
@@ -122,7 +129,11 @@ Tensor tensor_from_numpy(const py::array& in, bool copy) {
   // Non-native byte order or non-contiguous layouts are copied into a fresh,
   // C-ordered native array first.
   py::array a = in;
-  const bool native = in.dtype().attr("isnative").cast<bool>();
+  // The descriptor's byte-order character, read directly: a Python-level
+  // dtype.isnative lookup costs more than the rest of this function.
+  const char order = in.dtype().byteorder();
+  const bool native = order == '=' || order == '|' ||
+                      order == (singa_py::kLittleEndian ? '<' : '>');
   if (!native || !(in.flags() & py::array::c_style)) {
     py::module_ np = py::module_::import("numpy");
     a = np.attr("ascontiguousarray")(in, in.dtype().attr("newbyteorder")("="));
@@ -158,9 +169,10 @@ py::array tensor_to_numpy(const Tensor& t0) {
 
 Tensor as_tensor(const py::handle& obj) {
   if (py::isinstance<Tensor>(obj)) return obj.cast<Tensor>();
+  // Arrays first: ndarray.data exists too (a memoryview), and making it costs a microsecond.
+  if (py::isinstance<py::array>(obj)) return tensor_from_numpy(py::reinterpret_borrow<py::array>(obj));
   if (py::hasattr(obj, "data") && py::isinstance<Tensor>(obj.attr("data")))  // singa.tensor.Tensor
     return obj.attr("data").cast<Tensor>();
-  if (py::isinstance<py::array>(obj)) return tensor_from_numpy(obj.cast<py::array>());
   py::module_ np = py::module_::import("numpy");
   return tensor_from_numpy(np.attr("asarray")(obj));
 }
