@@ -4,6 +4,7 @@
 
 #include <singa/autograd.hpp>
 #include <singa/error.hpp>
+#include <singa/layer.hpp>
 #include <singa/onnx.hpp>
 
 #include <onnx/defs/schema.h>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 #include <sstream>
@@ -44,6 +46,11 @@ const std::set<std::string> kNonDifferentiableOps = {
 // schema leaves the input's category open: a perturbation changes the shape,
 // so there is no derivative to check.
 const std::set<std::pair<std::string, size_t>> kShapeInputs = {{"Upsample", 1}};
+
+// Float inputs treated as constants where the schema leaves the category
+// open: RoiAlign's boxes, as torchvision and Detectron do (the adaptive
+// sampling grid, ceil of the bin size, makes the output piecewise in them).
+const std::set<std::pair<std::string, size_t>> kConstantInputs = {{"RoiAlign", 1}};
 
 using Clock = std::chrono::steady_clock;
 
@@ -149,24 +156,60 @@ Tensor as_declared(const Tensor& t, int32_t declared) {
   return t;
 }
 
-// The node under test as apply() runs it.
-struct Call {
-  std::string op;
-  int64_t opset = 0;
-  ag::Attrs attrs;
-  size_t num_outputs = 1;
+// What the checker differentiates: one node through autograd::apply, or a
+// whole graph (a function body, the `_expanded` cases) through
+// layer::ImportedModel, which runs its nodes one apply at a time.
+class Subject {
+ public:
+  virtual ~Subject() = default;
+  // Outputs with the tape recording where inputs require gradients.
+  virtual std::vector<ag::Variable> run(const std::vector<ag::Variable>& in) const = 0;
 
   std::vector<Tensor> forward(const std::vector<Tensor>& in) const {
     ag::NoGradGuard no_grad;
     std::vector<ag::Variable> v;
     for (const Tensor& t : in) v.push_back(t.defined() ? ag::Variable(t) : ag::Variable());
-    std::vector<ag::Variable> out = ag::apply(op, v, attrs, num_outputs, "", opset);
+    std::vector<ag::Variable> out = run(v);
     std::vector<Tensor> y(out.size());
     for (size_t k = 0; k < out.size(); ++k)
       if (out[k].defined()) y[k] = out[k].data().on_host() ? out[k].data() : out[k].data().to_host();
     return y;
   }
 };
+
+class NodeSubject : public Subject {
+ public:
+  std::string op;
+  int64_t opset = 0;
+  ag::Attrs attrs;
+  size_t num_outputs = 1;
+  std::vector<ag::Variable> run(const std::vector<ag::Variable>& in) const override {
+    return ag::apply(op, in, attrs, num_outputs, "", opset);
+  }
+};
+
+class GraphSubject : public Subject {
+ public:
+  explicit GraphSubject(const std::string& path, int32_t dtype)
+      : model_(std::make_shared<layer::ImportedModel>(layer::ImportedModel::prepare_for_training(path))) {
+    if (dtype) model_->to(dtype);
+  }
+  std::vector<ag::Variable> run(const std::vector<ag::Variable>& in) const override { return model_->forward_all(in); }
+
+ private:
+  std::shared_ptr<layer::ImportedModel> model_;
+};
+
+// The single-node case an `_expanded` case expands (test_elu_expanded_ver18
+// expands test_elu), whose op's tags say what is differentiable.
+fs::path expanded_from(const fs::path& dir) {
+  std::string name = dir.filename().string();
+  const size_t at = name.rfind("_expanded");
+  if (at == std::string::npos) return {};
+  const std::string rest = name.substr(at + 9);
+  if (!rest.empty() && rest.rfind("_ver", 0) != 0) return {};
+  return dir.parent_path() / name.substr(0, at);
+}
 
 // sum_k <seed_k, y_k>: the scalar whose gradient backward computes.
 long double loss(const std::vector<Tensor>& y, const std::vector<Tensor>& seeds) {
@@ -205,27 +248,57 @@ struct Port {
   fs::path file;
 };
 
+int64_t default_opset(const ::onnx::ModelProto& model) {
+  int64_t opset = 0;
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = imp.version();
+  return opset;
+}
+
 Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
   const fs::path dir(c.dir);
   ::onnx::ModelProto model = onnx::load_model((dir / "model.onnx").string());
   const auto& g = model.graph();
-  if (g.node_size() != 1)
-    return skip("the model has " + std::to_string(g.node_size()) + " nodes; the checker takes single-node models");
-  const ::onnx::NodeProto& node = g.node(0);
+  const int64_t opset = default_opset(model);
+  if (opset <= 0) return skip("the model imports no opset of the default domain");
+  const bool whole_graph = g.node_size() != 1;
+
+  // The node whose op's tags say what is differentiable: the model's only
+  // node, or for a function body the node of the case it expands.
+  ::onnx::ModelProto tag_model;
+  const ::onnx::NodeProto* tag_node = nullptr;
+  int64_t tag_opset = opset;
+  if (!whole_graph) {
+    tag_node = &g.node(0);
+  } else {
+    const fs::path from = expanded_from(dir);
+    std::error_code ec;
+    if (from.empty() || !fs::is_regular_file(from / "model.onnx", ec))
+      return skip("the model has " + std::to_string(g.node_size()) +
+                  " nodes and expands no single-node case whose op tags its inputs");
+    tag_model = onnx::load_model((from / "model.onnx").string());
+    if (tag_model.graph().node_size() != 1)
+      return skip("the model has " + std::to_string(g.node_size()) + " nodes and expands a multi-node case");
+    tag_node = &tag_model.graph().node(0);
+    tag_opset = default_opset(tag_model);
+    for (const auto& n : g.node())
+      if (!n.domain().empty() && n.domain() != "ai.onnx") return skip("a node of domain '" + n.domain() + "'");
+  }
+  const ::onnx::NodeProto& node = *tag_node;
   r.op = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx") return skip("op of domain '" + node.domain() + "'");
-  int64_t opset = 0;
-  for (const auto& imp : model.opset_import())
-    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = imp.version();
-  if (opset <= 0) return skip("the model imports no opset of the default domain");
   if (kRandomOps.count(r.op)) return skip("random op");
+  for (const auto& n : g.node())
+    if (kRandomOps.count(n.op_type())) return skip("random op " + n.op_type() + " in the function body");
 
-  Call call;
-  call.op = r.op;
-  call.opset = opset;
-  call.num_outputs = size_t(node.output_size());
-  std::string attr_problem = convert_attrs(node, call.attrs);
-  if (!attr_problem.empty()) return skip(attr_problem);
+  NodeSubject call;
+  if (!whole_graph) {
+    call.op = r.op;
+    call.opset = opset;
+    call.num_outputs = size_t(node.output_size());
+    std::string attr_problem = convert_attrs(node, call.attrs);
+    if (!attr_problem.empty()) return skip(attr_problem);
+  }
 
   // Graph values by name: inputs (with their data file) and initializers.
   const fs::path set = dir / "test_data_set_0";
@@ -243,17 +316,38 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
   std::map<std::string, const ::onnx::TensorProto*> inits;
   for (const auto& t : g.initializer()) inits[t.name()] = &t;
 
-  std::vector<Tensor> x(size_t(node.input_size()));
-  for (int i = 0; i < node.input_size(); ++i) {
-    const std::string& name = node.input(i);
+  // The values perturbed and seeded: the node's inputs and outputs, or the
+  // graph's; tag_in/tag_out: their positions at the tagging node (npos: none).
+  constexpr size_t npos = size_t(-1);
+  std::vector<std::string> in_names, out_names;
+  std::vector<size_t> tag_in, tag_out;
+  auto position_at = [](const auto& names, const std::string& n) {
+    for (int j = 0; j < names.size(); ++j)
+      if (!n.empty() && names.Get(j) == n) return size_t(j);
+    return npos;
+  };
+  if (!whole_graph) {
+    for (int i = 0; i < node.input_size(); ++i) in_names.push_back(node.input(i)), tag_in.push_back(size_t(i));
+    for (int k = 0; k < node.output_size(); ++k) out_names.push_back(node.output(k)), tag_out.push_back(size_t(k));
+  } else {
+    for (int i = 0; i < g.input_size(); ++i)
+      if (!inits.count(g.input(i).name()))
+        in_names.push_back(g.input(i).name()), tag_in.push_back(position_at(node.input(), g.input(i).name()));
+    for (int k = 0; k < g.output_size(); ++k)
+      out_names.push_back(g.output(k).name()), tag_out.push_back(position_at(node.output(), g.output(k).name()));
+  }
+
+  std::vector<Tensor> x(in_names.size());
+  for (size_t i = 0; i < in_names.size(); ++i) {
+    const std::string& name = in_names[i];
     if (name.empty()) continue;
     auto gi = graph_inputs.find(name);
     if (gi != graph_inputs.end()) {
       std::error_code ec;
       if (!fs::is_regular_file(gi->second.file, ec)) return skip("no data for input '" + name + "' in test_data_set_0");
-      x[size_t(i)] = as_declared(onnx::load_tensor_file(gi->second.file.string()), gi->second.dtype);
+      x[i] = as_declared(onnx::load_tensor_file(gi->second.file.string()), gi->second.dtype);
     } else if (inits.count(name)) {
-      x[size_t(i)] = onnx::from_proto(*inits[name], c.dir);
+      x[i] = onnx::from_proto(*inits[name], c.dir);
     } else {
       return skip("input '" + name + "' is neither a graph input nor an initializer");
     }
@@ -262,17 +356,22 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
   // Which inputs and outputs are differentiable: ONNX's tags where the 1.12
   // library knows the op, else every real-valued one unless the op is known
   // to be piecewise constant.
-  const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(r.op, int(opset), "");
+  const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(r.op, int(tag_opset), "");
   const bool op_nondiff = kNonDifferentiableOps.count(r.op) > 0;
-  auto input_formal = [&](size_t i) { return schema ? formal(schema->inputs(), i) : nullptr; };
-  auto output_formal = [&](size_t k) { return schema ? formal(schema->outputs(), k) : nullptr; };
+  auto input_formal = [&](size_t i) {
+    return schema && tag_in[i] != npos ? formal(schema->inputs(), tag_in[i]) : nullptr;
+  };
+  auto output_formal = [&](size_t k) {
+    return schema && tag_out[k] != npos ? formal(schema->outputs(), tag_out[k]) : nullptr;
+  };
   std::vector<bool> diff(x.size(), false);
   bool any_real = false, any_diff = false;
   for (size_t i = 0; i < x.size(); ++i) {
     if (!x[i].defined() || !is_real(x[i].dtype()) || x[i].numel() == 0) continue;
     any_real = true;
     Tag t = tag_of(input_formal(i));
-    diff[i] = t == Tag::kYes || (t == Tag::kUnknown && !op_nondiff && !kShapeInputs.count({r.op, i}));
+    diff[i] = t == Tag::kYes || (t == Tag::kUnknown && !op_nondiff && !kShapeInputs.count({r.op, tag_in[i]}) &&
+                                 !kConstantInputs.count({r.op, tag_in[i]}));
     any_diff = any_diff || diff[i];
   }
   if (!any_diff)
@@ -280,11 +379,11 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
                          : "no non-empty real-valued input");
   // Outputs by their declared type (an output that is not a graph output is
   // judged once it is computed).
-  std::vector<bool> out_diff(size_t(node.output_size()), false);
+  std::vector<bool> out_diff(out_names.size(), false);
   bool any_out = false;
   for (size_t k = 0; k < out_diff.size(); ++k) {
-    if (node.output(int(k)).empty()) continue;
-    auto go = graph_outputs.find(node.output(int(k)));
+    if (out_names[k].empty()) continue;
+    auto go = graph_outputs.find(out_names[k]);
     const int32_t declared = go == graph_outputs.end() ? 0 : go->second.dtype;
     const Tag t = tag_of(output_formal(k));
     out_diff[k] = (declared == 0 || is_real(declared)) && t != Tag::kNo && !(t == Tag::kUnknown && op_nondiff);
@@ -293,10 +392,11 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
   if (!any_out) return skip("no differentiable real-valued output");
   if (r.op == "Dropout" && x.size() > 2 && x[2].defined() && x[2].numel() == 1 && to_doubles(x[2])[0] != 0)
     return skip("Dropout in training mode is random");
-  if (!ag::has_gradient(r.op)) return {GradStatus::kNoGradient, "no gradient hook for op '" + r.op + "'"};
+  if (!whole_graph && !ag::has_gradient(r.op)) return {GradStatus::kNoGradient, "no gradient hook for op '" + r.op + "'"};
 
   // Float64 where the op's type constraint allows it: the differentiable
-  // inputs and the inputs that share their type parameter.
+  // inputs and the inputs that share their type parameter (a whole graph
+  // also casts its float constants: ImportedModel::to).
   std::set<std::string> diff_types;
   for (size_t i = 0; i < x.size(); ++i)
     if (diff[i] && input_formal(i)) diff_types.insert(input_formal(i)->GetTypeStr());
@@ -307,13 +407,26 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
     bool widen = p ? diff_types.count(p->GetTypeStr()) && allows_double(p) : diff[i];
     if (widen) x64[i] = cast(x[i], SINGA_ONNX_DOUBLE);
   }
+  // Float64 first, then the case's own types. A whole graph is prepared for
+  // training once per precision; a body the tape cannot run (control flow)
+  // is skipped.
+  std::unique_ptr<Subject> subject;
+  auto make_subject = [&](int32_t dtype) -> std::unique_ptr<Subject> {
+    if (!whole_graph) return std::make_unique<NodeSubject>(call);
+    return std::make_unique<GraphSubject>((dir / "model.onnx").string(), dtype);
+  };
   std::vector<Tensor> in = x64, y;
   try {
-    y = call.forward(in);
+    subject = make_subject(SINGA_ONNX_DOUBLE);
+    y = subject->forward(in);
   } catch (const std::exception&) {
     in = x;
     try {
-      y = call.forward(in);
+      subject = make_subject(0);
+      y = subject->forward(in);
+    } catch (const Error& e) {
+      if (whole_graph && e.code() == SINGA_UNIMPLEMENTED) return skip(std::string("function body: ") + e.what());
+      return fail(std::string("forward: ") + e.what());
     } catch (const std::exception& e) {
       return fail(std::string("forward: ") + e.what());
     }
@@ -353,13 +466,13 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
 
   // The forward against the case's reference outputs (computed in the
   // case's precision, so float32-level tolerances).
-  for (int k = 0; k < node.output_size(); ++k) {
-    auto go = graph_outputs.find(node.output(k));
+  for (size_t k = 0; k < out_names.size(); ++k) {
+    auto go = graph_outputs.find(out_names[k]);
     if (go == graph_outputs.end()) continue;
     std::error_code ec;
     if (!fs::is_regular_file(go->second.file, ec)) continue;
     Tensor want = as_declared(onnx::load_tensor_file(go->second.file.string()), go->second.dtype);
-    Tensor have = size_t(k) < y.size() ? y[size_t(k)] : Tensor();
+    Tensor have = k < y.size() ? y[k] : Tensor();
     if (!have.defined()) return fail("forward: output " + std::to_string(k) + " was not produced");
     if (is_real(want.dtype()) && is_real(have.dtype())) have = cast(have, want.dtype());
     Tolerance tol;
@@ -374,19 +487,21 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
   for (size_t i = 0; i < in.size(); ++i)
     leaves.push_back(in[i].defined() ? ag::Variable(in[i].clone(), bool(diff[i])) : ag::Variable());
   try {
-    std::vector<ag::Variable> out = ag::apply(call.op, leaves, call.attrs, call.num_outputs, "", call.opset);
+    std::vector<ag::Variable> out = subject->run(leaves);
     for (size_t k = 0; k < seeds.size() && k < out.size(); ++k)
       if (seeds[k].defined() && out[k].defined() && out[k].requires_grad()) ag::backward(out[k], seeds[k]);
   } catch (const Error& e) {
     std::string m = e.what();
     if (e.code() == SINGA_UNIMPLEMENTED && m.find("no gradient") != std::string::npos)
-      return {GradStatus::kNoGradient, m};
+      return whole_graph ? skip("a node of the function body has no gradient: " + m)
+                         : Outcome{GradStatus::kNoGradient, m};
     return fail("backward: " + m);
   }
 
   // Numeric: central differences of the same scalar, element by element.
-  const long double l0 = loss(call.forward(in), seeds);
-  size_t checked = 0, kinks = 0;
+  const long double l0 = loss(subject->forward(in), seeds);
+  size_t checked = 0, kinks = 0, jumps = 0;
+  int64_t j_now = 0;
   std::string worst;
   double worst_excess = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -405,50 +520,50 @@ Outcome check(const TestCase& c, const GradCheckOptions& o, GradResult& r) {
     Tensor xi = in[i].clone();
     std::vector<Tensor> args = in;
     args[i] = xi;
+    // Sets element j to x (x becomes the value stored) and returns the loss.
+    const LossAt loss_at = [&](double& x) {
+      put(xi, j_now, x);
+      x = get(xi, j_now);
+      return loss(subject->forward(args), seeds);
+    };
     for (int64_t j : idx) {
+      j_now = j;
       const double x0 = get(xi, j);
-      if (!std::isfinite(x0)) {
-        ++kinks;
-        continue;
-      }
       const double h = step * std::max(1.0, std::fabs(x0));
-      put(xi, j, x0 + h);
-      const double xp = get(xi, j);
-      const long double lp = loss(call.forward(args), seeds);
-      put(xi, j, x0 - h);
-      const double xm = get(xi, j);
-      const long double lm = loss(call.forward(args), seeds);
-      put(xi, j, x0);
-      if (!std::isfinite(double(lp)) || !std::isfinite(double(lm)) || xp == xm) {
-        ++kinks;
-        continue;
-      }
-      const double num = double((lp - lm) / (xp - xm));
-      const double left = double((l0 - lm) / (x0 - xm)), right = double((lp - l0) / (xp - x0));
-      // A kink (Relu at 0, a tie in Max, a rounding step): the one-sided
-      // slopes disagree and no single derivative exists to compare with.
-      if (std::fabs(left - right) > atol + rtol * std::max(std::fabs(left), std::fabs(right))) {
-        ++kinks;
-        continue;
-      }
       const double ana = gx.defined() ? get(gx, j) : 0.0;
+      const PointCheck pc = judge_point(loss_at, x0, l0, h, ana, atol, rtol);
+      put(xi, j, x0);
+      if (pc.verdict == PointVerdict::kKink || pc.verdict == PointVerdict::kNotFinite) {
+        ++kinks;
+        continue;
+      }
+      if (pc.verdict == PointVerdict::kJump) {
+        ++jumps;
+        continue;
+      }
+      const double num = pc.numeric;
       const double err = std::fabs(ana - num);
       const double rel = err / std::max(std::fabs(num), atol);
       ++checked;
       if (std::isfinite(err)) r.max_abs = std::max(r.max_abs, err);
       if (std::isfinite(rel)) r.max_rel = std::max(r.max_rel, rel);
-      const double excess = std::isfinite(err) ? err - (atol + rtol * std::fabs(num)) : INFINITY;
+      const double excess = pc.verdict == PointVerdict::kMatch ? 0.0
+                            : std::isfinite(err)                ? err - (atol + rtol * std::fabs(num))
+                                                                : INFINITY;
       if (excess > worst_excess) {
         worst_excess = excess;
-        worst = "input " + std::to_string(i) + " '" + node.input(int(i)) + "'" +
+        worst = "input " + std::to_string(i) + " '" + in_names[i] + "'" +
                 (gx.defined() ? "" : " got no gradient") + ", element " + std::to_string(j) + ": analytic " +
                 fmt(ana) + ", numeric " + fmt(num);
       }
     }
   }
-  if (!checked) return skip("every perturbed element is infinite, NaN or on a kink");
+  if (!checked) return skip("every perturbed element is infinite, NaN, on a kink or at a jump");
   std::string notes = in_double ? "" : "checked in float32";
   if (kinks) notes += std::string(notes.empty() ? "" : "; ") + std::to_string(kinks) + " elements skipped (not finite or on a kink)";
+  if (jumps)
+    notes += std::string(notes.empty() ? "" : "; ") + std::to_string(jumps) +
+             " elements skipped (the output jumps there: no derivative)";
   if (!worst.empty()) return fail(worst + " (max abs " + fmt(r.max_abs) + ", rel " + fmt(r.max_rel) + ")");
   return {GradStatus::kPass, notes};
 }
@@ -484,7 +599,9 @@ std::string encode_grad_result(const GradResult& r) {
   std::ostringstream o;
   o.precision(17);
   o << grad_status_word(r.status) << ' ' << r.ms << ' ' << r.max_abs << ' ' << r.max_rel << ' '
-    << (r.op.empty() ? "-" : r.op) << ' ' << r.reason;
+    << (r.op.empty() ? "-" : r.op) << ' ';
+  // One line: a multi-line message (the nodes without a gradient) is joined.
+  for (char ch : r.reason) o << (ch == '\n' ? ' ' : ch);
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 #include "fuse.hpp"
 
 #include <singa/layer.hpp>
+#include <singa/op_versions.hpp>
 
 #include <onnx/defs/schema.h>
 
@@ -136,6 +137,8 @@ ImportedModel::ImportedModel(std::shared_ptr<onnx::Rep> rep, int last_layers)
     // no backward rule knows); training needs the graph as written.
     if (n.proto.domain().empty() || n.proto.domain() == "ai.onnx") {
       const auto* schema = ::onnx::OpSchemaRegistry::Schema(n.proto.op_type(), int(n.opset), "");
+      // Only the version in force describes the node (ONNX 1.12 lacks e.g. ReduceMean-18).
+      if (schema && schema->SinceVersion() != onnx::op_version_at("", n.proto.op_type(), n.opset)) schema = nullptr;
       try {
         if (schema) schema->Verify(n.proto);
       } catch (const std::exception& e) {

@@ -5,7 +5,9 @@
 // by bilinear interpolation, with zeros outside the image. offset holds, per
 // offset group, kernel tap and axis (h then w), one plane of output size;
 // the channels of X split evenly into offset groups.
-#include "nn_common.hpp"
+//
+// The backward (deform_conv_grad.cpp) gives the gradients of every input.
+#include "deform_conv.hpp"
 #include "register.hpp"
 #include "spatial.hpp"
 
@@ -31,11 +33,32 @@ class DeformConv : public NodeKernel {
   }
 
   void compute(sdk::Context& ctx) const {
+    Geometry g;
+    const DeformConvDims d = checked(ctx, ctx.num_inputs(), g);
+    sdk::Tensor x = ctx.input(0);
+    sdk::Tensor y = ctx.output(0, {d.N, d.M, d.OH, d.OW}, x.dl_dtype());
+    if (d.N * d.M * d.positions() == 0) return;
+    dispatch_real(x.dtype(), where(), [&](auto tag) {
+      using T = decltype(tag);
+      run<T, acc_t<T>>(ctx, x, ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), y, g);
+    });
+  }
+
+  // Inputs: the forward's, then Y and dY; outputs: their gradients (one per
+  // forward input, which is how many forward inputs there are).
+  void backward(sdk::Context& ctx) const {
+    Geometry g;
+    deform_conv_backward(ctx, checked(ctx, ctx.num_outputs(), g), where());
+  }
+
+ private:
+  // Checks the forward's `nin` inputs (the first of ctx's) and returns the sizes.
+  DeformConvDims checked(const sdk::Context& ctx, size_t nin, Geometry& g) const {
     sdk::Tensor x = required(ctx, 0, "X");
     sdk::Tensor w = required(ctx, 1, "W");
     sdk::Tensor off = required(ctx, 2, "offset");
-    sdk::Tensor b = ctx.input(3);
-    sdk::Tensor mask = ctx.input(4);
+    sdk::Tensor b = nin > 3 ? ctx.input(3) : sdk::Tensor();
+    sdk::Tensor mask = nin > 4 ? ctx.input(4) : sdk::Tensor();
     const Shape xs = x.shape(), ws = w.shape();
     SINGA_CHECK(xs.size() == 4,
                 "X must be 4-D (N, C, H, W): only 2-D DeformConv is implemented, got shape " + shape_str(xs));
@@ -55,8 +78,8 @@ class DeformConv : public NodeKernel {
     if (!attrs_.kernel_shape.empty())
       SINGA_CHECK(attrs_.kernel_shape == kernel,
                   "attribute kernel_shape " + shape_str(attrs_.kernel_shape) + " does not match W " + shape_str(ws));
-    Geometry g = window_geometry(attrs_, {H, W}, kernel, *this);
-    const int64_t OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2], K = KH * KW, P = OH * OW;
+    g = window_geometry(attrs_, {H, W}, kernel, *this);
+    const int64_t OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2], K = KH * KW;
     const Shape want_off{N, OG * K * 2, OH, OW};
     SINGA_CHECK(off.shape() == want_off,
                 "offset must have shape " + shape_str(want_off) + ", got " + shape_str(off.shape()));
@@ -68,15 +91,13 @@ class DeformConv : public NodeKernel {
       SINGA_CHECK(mask.dtype() == x.dtype() && mask.shape() == want_mask,
                   "mask must have shape " + shape_str(want_mask) + " and X's type, got " + shape_str(mask.shape()));
     }
-    sdk::Tensor y = ctx.output(0, {N, M, OH, OW}, x.dl_dtype());
-    if (N * M * P == 0) return;
-    dispatch_real(x.dtype(), where(), [&](auto tag) {
-      using T = decltype(tag);
-      run<T, acc_t<T>>(ctx, x, w, off, b, mask, y, g);
-    });
+    DeformConvDims d;
+    d.N = N, d.C = C, d.H = H, d.W = W, d.M = M, d.G = G, d.OG = OG;
+    d.OH = OH, d.OW = OW, d.KH = KH, d.KW = KW;
+    d.SH = g.s[1], d.SW = g.s[2], d.DH = g.d[1], d.DW = g.d[2], d.PH = g.pb[1], d.PW = g.pb[2];
+    return d;
   }
 
- private:
   template <class T, class A>
   void run(const sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& w, const sdk::Tensor& off,
            const sdk::Tensor& b, const sdk::Tensor& mask, const sdk::Tensor& y, const Geometry& g) const {

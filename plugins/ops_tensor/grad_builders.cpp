@@ -21,6 +21,7 @@ SINGA_GRADIENT("", "Flatten", reshape_like);
 SINGA_GRADIENT("", "Squeeze", reshape_like);
 SINGA_GRADIENT("", "Unsqueeze", reshape_like);
 SINGA_GRADIENT("", "Identity", [](GradBuilder& b) { b.set(0, b.output_grad(0)); });
+SINGA_GRADIENT("", "OptionalGetElement", [](GradBuilder& b) { b.set(0, b.output_grad(0)); });
 SINGA_GRADIENT("", "Cast", [](GradBuilder& b) {
   b.set(0, b.emit("Cast", {b.output_grad(0)}, {Attr("to", int64_t(b.dtype(b.input(0))))}));
 });

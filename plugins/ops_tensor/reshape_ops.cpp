@@ -118,6 +118,9 @@ void register_reshape_ops(sdk::Registrar& reg) {
   reg.kernel<Unsqueeze>("", "Unsqueeze", 1, 12, "cpu", {{"T", 0, kAnyTypes}}, inplace);
   reg.kernel<Unsqueeze>("", "Unsqueeze", 13, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes}}, inplace, input_bit(1));
   reg.kernel<Identity>("", "Identity", 1, 17, "cpu", {{"T", 0, kAnyTypes}}, inplace);
+  // Graphs run OptionalGetElement in the core; this kernel serves eager
+  // autograd (training), where a value is a tensor (allowed from opset 18).
+  reg.kernel<Identity>("", "OptionalGetElement", 18, SINGA_VERSION_OPEN, "cpu", {{"V", 0, kAnyTypes}}, inplace);
   // Later versions only add element types (float8, int4, ...; not handled here).
   for (int v : {19, 21, 23, 24, 25}) {
     reg.kernel<Reshape>("", "Reshape", v, SINGA_VERSION_OPEN, "cpu", {{"T", 0, kAnyTypes | sdk::kFloat8Types}}, inplace, input_bit(1));

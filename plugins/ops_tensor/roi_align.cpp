@@ -5,6 +5,11 @@
 // Opset 10 has no coordinate_transformation_mode and behaves as
 // "output_half_pixel" (no half-pixel shift, regions at least 1x1); opset 16
 // adds the attribute with default "half_pixel".
+//
+// The backward (X only: ONNX marks rois and batch_indices non-differentiable)
+// replays the same samples and scatters dY with their bilinear weights: an
+// average bin spreads dY / count over all of its taps, a max bin routes dY to
+// the one weighted tap that won (the first, on ties).
 #include "common.hpp"
 #include "registry.hpp"
 
@@ -49,19 +54,8 @@ class RoiAlign : public KernelBase {
 
   void compute(Context& ctx) const {
     Tensor x = required(ctx, 0, "X"), rois = required(ctx, 1, "rois"), bi = required(ctx, 2, "batch_indices");
-    SINGA_CHECK(x.ndim() == 4, "X must have shape [N, C, H, W], got " + shape_str(x.shape()));
-    SINGA_CHECK(rois.ndim() == 2 && rois.dim(1) == 4,
-                "rois must have shape [num_rois, 4], got " + shape_str(rois.shape()));
-    check(rois.dtype() == x.dtype(), "rois must have the element type of X");
-    SINGA_CHECK(bi.ndim() == 1 && bi.dim(0) == rois.dim(0), "batch_indices must have shape [num_rois] = [" +
-                                                                std::to_string(rois.dim(0)) + "], got " +
-                                                                shape_str(bi.shape()));
-    const std::vector<int64_t> batch = read_index_tensor(bi);
-    const int64_t n = x.dim(0), c = x.dim(1), nroi = rois.dim(0);
-    for (size_t i = 0; i < batch.size(); ++i)
-      SINGA_CHECK(batch[i] >= 0 && batch[i] < n, "batch_indices[" + std::to_string(i) +
-                                                     "] = " + std::to_string(batch[i]) +
-                                                     " is out of range for batch size " + std::to_string(n));
+    const std::vector<int64_t> batch = checked_batch(x, rois, bi);
+    const int64_t c = x.dim(1), nroi = rois.dim(0);
     Tensor y = ctx.output(0, {nroi, c, out_h_, out_w_}, x.dl_dtype());
     if (y.numel() == 0) return;
     sdk::dispatch(x.dtype(), [&](auto tag) {
@@ -70,7 +64,41 @@ class RoiAlign : public KernelBase {
     }, sdk::kFloatTypes);
   }
 
+  // Inputs: X, rois, batch_indices, Y, dY; output 0: dX.
+  void backward(Context& ctx) const {
+    Tensor x = required(ctx, 0, "X"), rois = required(ctx, 1, "rois"), bi = required(ctx, 2, "batch_indices");
+    const std::vector<int64_t> batch = checked_batch(x, rois, bi);
+    Tensor dy = ctx.input(4);
+    Tensor dx = ctx.output(0, x.shape(), x.dl_dtype());
+    const Shape ys{rois.dim(0), x.dim(1), out_h_, out_w_};
+    if (dy.present())
+      SINGA_CHECK(dy.shape() == ys && dy.dtype() == x.dtype(),
+                  "the gradient of Y must have shape " + shape_str(ys) + " and X's type, got " + shape_str(dy.shape()));
+    sdk::dispatch(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      run_backward<T>(ctx, x, rois, batch, dy, dx);
+    }, sdk::kFloatTypes);
+  }
+
  private:
+  // Checks X, rois and batch_indices; returns the batch indices.
+  std::vector<int64_t> checked_batch(const Tensor& x, const Tensor& rois, const Tensor& bi) const {
+    SINGA_CHECK(x.ndim() == 4, "X must have shape [N, C, H, W], got " + shape_str(x.shape()));
+    SINGA_CHECK(rois.ndim() == 2 && rois.dim(1) == 4,
+                "rois must have shape [num_rois, 4], got " + shape_str(rois.shape()));
+    check(rois.dtype() == x.dtype(), "rois must have the element type of X");
+    SINGA_CHECK(bi.ndim() == 1 && bi.dim(0) == rois.dim(0), "batch_indices must have shape [num_rois] = [" +
+                                                                std::to_string(rois.dim(0)) + "], got " +
+                                                                shape_str(bi.shape()));
+    const std::vector<int64_t> batch = read_index_tensor(bi);
+    const int64_t n = x.dim(0);
+    for (size_t i = 0; i < batch.size(); ++i)
+      SINGA_CHECK(batch[i] >= 0 && batch[i] < n, "batch_indices[" + std::to_string(i) +
+                                                     "] = " + std::to_string(batch[i]) +
+                                                     " is out of range for batch size " + std::to_string(n));
+    return batch;
+  }
+
   template <typename T>
   static double as_double(T v) {
     if constexpr (std::is_arithmetic<T>::value) return double(v);
@@ -111,6 +139,63 @@ class RoiAlign : public KernelBase {
         }
       }
     });
+  }
+
+  // dX: per region, the samples are laid out once, then every channel plane
+  // scatters on its own (planes of one image never overlap, so the channels
+  // run in parallel; regions are serial because they may share an image).
+  template <typename T>
+  void run_backward(const Context& ctx, const Tensor& x, const Tensor& rois, const std::vector<int64_t>& batch,
+                    const Tensor& dy, const Tensor& dx) const {
+    const int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3), nroi = rois.dim(0);
+    const int64_t plane = h * w, bins = out_h_ * out_w_;
+    std::vector<double> acc(size_t(x.numel()), 0.0);
+    if (dy.present() && dy.numel() > 0) {
+      const T* px = x.data<T>();
+      const T* pr = rois.data<T>();
+      const T* pg = dy.data<T>();
+      std::vector<Sample> samples;
+      std::vector<int64_t> bin_start(size_t(bins + 1));
+      for (int64_t r = 0; r < nroi; ++r) {
+        const double count = sample_roi(pr + 4 * r, h, w, samples, bin_start);
+        const int64_t img = batch[size_t(r)] * c * plane;
+        ctx.parallel_for(c, 1, [&](int64_t cb, int64_t ce) {
+          for (int64_t ch = cb; ch < ce; ++ch) {
+            const T* p = px + img + ch * plane;
+            double* d = acc.data() + img + ch * plane;
+            const T* g = pg + (r * c + ch) * bins;
+            for (int64_t b = 0; b < bins; ++b) {
+              const double gb = as_double(g[b]);
+              const int64_t s0 = bin_start[size_t(b)], s1 = bin_start[size_t(b + 1)];
+              if (gb == 0.0 || s0 == s1) continue;
+              if (!max_) {
+                for (int64_t s = s0; s < s1; ++s)
+                  for (int k = 0; k < 4; ++k) d[samples[size_t(s)].off[k]] += gb * samples[size_t(s)].w[k] / count;
+                continue;
+              }
+              // The forward's std::max keeps the first of equal values.
+              double best = -std::numeric_limits<double>::infinity();
+              int64_t at = -1;
+              double weight = 0.0;
+              for (int64_t s = s0; s < s1; ++s)
+                for (int k = 0; k < 4; ++k) {
+                  const Sample& sm = samples[size_t(s)];
+                  const double v = sm.w[k] * as_double(p[sm.off[k]]);
+                  if (best < v) {
+                    best = v;
+                    at = sm.off[k];
+                    weight = sm.w[k];
+                  }
+                }
+              if (at >= 0) d[at] += gb * weight;
+            }
+          }
+        });
+      }
+    }
+    T* out = dx.data<T>();
+    for (size_t i = 0; i < acc.size(); ++i)
+      out[i] = T(static_cast<std::conditional_t<std::is_arithmetic<T>::value, T, float>>(acc[i]));
   }
 
   // Fills the samples of every bin of one region (bin b owns samples
