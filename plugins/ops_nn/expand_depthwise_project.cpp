@@ -8,8 +8,13 @@
 //   [Me, C, KH, KW] whose window attributes come as expand_kernel_shape,
 //   expand_strides, expand_pads, expand_dilations (`expand_window` = 1 says
 //   the stage has them, even where they are all defaults), Wd [Me, 1, K, K],
-//   W2 [M, Me, 1, 1]; the depthwise Conv's window attributes (kernel_shape,
-//   strides, pads, dilations, auto_pad) as they were, and each stage's fused
+//   W2 [M, Me, 1, 1] (absent: no project stage, Y is the depthwise result
+//   [N, Me, OH, OW], and B2, project_* and residual are not given: an
+//   EfficientNet block's first two stages, whose result its
+//   squeeze-and-excitation reads; an optional second output, Mean
+//   [N, Me, 1, 1], then holds its GlobalAveragePool); the depthwise Conv's
+//   window attributes (kernel_shape, strides, pads, dilations, auto_pad) as
+//   they were, and each stage's fused
 //   activation under the prefixes expand_, depthwise_ and project_
 //   (fused_activation.hpp); `residual` (0 or 1): Y += X, the block's skip
 //   connection's Add (stride 1 and M == C); `channels_last_input` and
@@ -21,6 +26,8 @@
 #include "layouts.hpp"
 #include "register.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 namespace singa {
@@ -37,6 +44,7 @@ class ExpandDepthwiseProject : public NodeKernel {
         residual_(node.attr_int("residual", 0) != 0),
         x_channels_last_(node.input_layout(0) == kChannelsLastLayout),
         y_channels_last_(node.output_layout(0) == kChannelsLastLayout),
+        means_(node.has_output(1)),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
         project_act_(node, "project_"),
@@ -50,25 +58,28 @@ class ExpandDepthwiseProject : public NodeKernel {
     // band layouts once here, not on every run.
     sdk::Tensor w1 = node.constant(1), wd = node.constant(3), w2 = node.constant(5);
     auto float4 = [](const sdk::Tensor& t) { return t.present() && t.dtype() == SINGA_ONNX_FLOAT && t.shape().size() == 4; };
-    if (!float4(wd) || !float4(w2) || (w1.present() && !float4(w1))) return;
+    if (!float4(wd) || (node.has_input(5) && !float4(w2)) || (w1.present() && !float4(w1))) return;
     InvertedResidual s;
     s.band_tiles = band_tiles_;
     s.expand = w1.present();
     s.stem_conv = stem_ && s.expand;
+    s.project = w2.present();
     s.Me = wd.shape()[0];
     s.C = s.expand ? w1.shape()[1] : s.Me;
-    s.M = w2.shape()[0];
+    s.M = s.project ? w2.shape()[0] : s.Me;
     s.dw.k[1] = wd.shape()[2];
     s.dw.k[2] = wd.shape()[3];
     s.stem.k[1] = s.expand ? w1.shape()[2] : 1;
     s.stem.k[2] = s.expand ? w1.shape()[3] : 1;
-    if ((s.expand && w1.shape()[0] != s.Me) || w2.shape()[1] != s.Me) return;  // compute() names the mismatch
-    prepared_ = inverted_residual_weights(s.expand ? w1.data<float>() : nullptr, wd.data<float>(), w2.data<float>(), s);
+    // compute() names a mismatch.
+    if ((s.expand && w1.shape()[0] != s.Me) || (s.project && w2.shape()[1] != s.Me)) return;
+    prepared_ = inverted_residual_weights(s.expand ? w1.data<float>() : nullptr, wd.data<float>(),
+                                          s.project ? w2.data<float>() : nullptr, s);
   }
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X"), w1 = ctx.input(1), b1 = ctx.input(2), wd = required(ctx, 3, "Wd"),
-                bd = ctx.input(4), w2 = required(ctx, 5, "W2"), b2 = ctx.input(6);
+                bd = ctx.input(4), w2 = ctx.input(5), b2 = ctx.input(6);
     for (const sdk::Tensor* t : {&x, &w1, &b1, &wd, &bd, &w2, &b2})
       if (t->present()) check(t->dtype() == SINGA_ONNX_FLOAT, "every input must be float");
     const Shape xs = x.shape();
@@ -94,10 +105,19 @@ class ExpandDepthwiseProject : public NodeKernel {
     const Shape ds = wd.shape();
     SINGA_CHECK(ds.size() == 4 && ds[0] == s.Me && ds[1] == 1 && ds[2] == ds[3],
                 "Wd must be [" + std::to_string(s.Me) + ", 1, K, K], got " + shape_str(ds));
-    const Shape ps = w2.shape();
-    SINGA_CHECK(ps.size() == 4 && ps[1] == s.Me && ps[2] == 1 && ps[3] == 1,
-                "W2 must be [M, " + std::to_string(s.Me) + ", 1, 1], got " + shape_str(ps));
-    s.M = ps[0];
+    s.project = w2.present();
+    if (s.project) {
+      const Shape ps = w2.shape();
+      SINGA_CHECK(ps.size() == 4 && ps[1] == s.Me && ps[2] == 1 && ps[3] == 1,
+                  "W2 must be [M, " + std::to_string(s.Me) + ", 1, 1], got " + shape_str(ps));
+      s.M = ps[0];
+    } else {
+      check(!b2.present(), "B2 is given without W2");
+      check(!residual_, "attribute residual needs a project stage (W2)");
+      check(project_act_.kind == ops::FusedActivation::kNone, "a project activation is given without W2");
+      s.M = s.Me;
+    }
+    check(!means_ || !s.project, "output Mean needs a node without a project stage (no W2)");
     auto check_bias = [&](const sdk::Tensor& b, int64_t n, const char* name) {
       if (b.present())
         SINGA_CHECK(b.numel() == n,
@@ -108,7 +128,7 @@ class ExpandDepthwiseProject : public NodeKernel {
     check_bias(b2, s.M, "B2");
     s.dw = window_geometry(attrs_, {H, W}, {ds[2], ds[3]}, *this);
     check(depthwise_fits(s.dw, s.Me, s.Me, s.Me),
-          "the depthwise window must be 3x3 or 5x5 with stride 1 or 2, no dilation and pads below the kernel");
+          "the depthwise window must be 3x3, 5x5 or 7x7 with stride 1 or 2, no dilation and pads below the kernel");
     s.residual = residual_;
     s.x_channels_last = x_channels_last_;
     s.y_channels_last = y_channels_last_;
@@ -121,15 +141,22 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.band_tiles = band_tiles_;
     s.depthwise_blocked = depthwise_blocked_;
     sdk::Tensor y = ctx.output(0, Shape{s.N, s.M, s.dw.out[1], s.dw.out[2]}, x.dl_dtype());
+    if (means_) {
+      sdk::Tensor mean = ctx.output(1, Shape{s.N, s.Me, 1, 1}, x.dl_dtype());
+      s.means = mean.numel() ? mean.data<float>() : nullptr;
+      if (y.numel() == 0 && mean.numel())  // no pixels: GlobalAveragePool's mean of nothing
+        std::fill(s.means, s.means + mean.numel(), std::numeric_limits<float>::quiet_NaN());
+    }
     if (y.numel() == 0 || x.numel() == 0) return;
     auto ptr = [](const sdk::Tensor& t) { return t.present() ? t.data<float>() : nullptr; };
-    inverted_residual_f32(ctx, x.data<float>(), ptr(w1), ptr(b1), wd.data<float>(), ptr(bd), w2.data<float>(),
-                          ptr(b2), y.data<float>(), s, prepared_.fit(s) ? &prepared_ : nullptr);
+    inverted_residual_f32(ctx, x.data<float>(), ptr(w1), ptr(b1), wd.data<float>(), ptr(bd), ptr(w2), ptr(b2),
+                          y.data<float>(), s, prepared_.fit(s) ? &prepared_ : nullptr);
   }
 
  private:
   WindowAttrs attrs_, stem_attrs_;
   bool stem_, residual_, x_channels_last_, y_channels_last_;
+  bool means_;  // output 1, the depthwise result's means, is wanted
   ops::FusedActivation expand_act_, dw_act_, project_act_;
   bool band_tiles_, depthwise_blocked_;  // options cpu.band_tiles, cpu.depthwise_blocked
   InvertedResidualWeights prepared_;

@@ -10,6 +10,7 @@
 #include <dnnl_sgemm.hpp>
 #include <line_aligned.hpp>
 #include <sgemm.hpp>  // fast::avx512
+#include <transpose16_f32.hpp>
 
 #include <algorithm>
 #include <string>
@@ -34,8 +35,24 @@ std::vector<float> transposed(const float* a, int64_t rows, int64_t cols, int64_
   return t;
 }
 
+// a [rows, cols] as [rows_p, cols_p], the new rows and columns zero: the
+// band kernel's buffers hold whole vectors of expanded channels, and the
+// padded channels' zero weights keep them out of every sum.
+std::vector<float> zero_padded(const float* a, int64_t rows, int64_t cols, int64_t rows_p, int64_t cols_p) {
+  std::vector<float> t(size_t(rows_p * cols_p), 0.f);
+  for (int64_t r = 0; r < rows; ++r) std::copy(a + r * cols, a + (r + 1) * cols, t.begin() + r * cols_p);
+  return t;
+}
+
+// The expanded channels as the band kernel's buffers hold them: Me rounded
+// up to whole vectors (kws-style nets' 172 channels take 176). The padded
+// channels get zero weights and biases, so each holds act(0) (finite) and
+// the project stage's zero columns drop it.
+int64_t band_channels(int64_t Me) { return (Me + 15) / 16 * 16; }
+
 // The three stages one after the other on whole NCHW tensors: where AVX-512
-// is missing or the expanded channels are not whole vectors (channels-last
+// is missing, or a node without a project stage has expanded channels that
+// are not whole vectors (channels-last
 // X and Y are converted, a rare case not worth its own loops).
 void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
                 const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s) {
@@ -51,7 +68,7 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
     y_nchw.resize(size_t(s.N * s.M * g.out_size()));
     y = y_nchw.data();
   }
-  std::vector<float> expanded, dw(size_t(s.N * s.Me * g.out_size()));
+  std::vector<float> expanded, dw(size_t(s.project ? s.N * s.Me * g.out_size() : 0));
   const float* e = x;
   if (s.stem_conv) {
     // The stem as one product per image over its unfolded windows.
@@ -68,8 +85,19 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
     conv_pointwise_f32(ctx, x, w1, b1, expanded.data(), s.N, s.C, s.Me, g.in_size(), s.expand_act);
     e = expanded.data();
   }
-  conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act, s.depthwise_blocked);
-  conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
+  if (!s.project) {
+    conv_depthwise_f32(ctx, e, wd, bd, y, s.N, s.Me, g, s.dw_act, s.depthwise_blocked);
+    const int64_t P = g.out_size();
+    if (s.means)
+      for (int64_t i = 0; i < s.N * s.Me; ++i) {
+        double sum = 0;
+        for (int64_t p = 0; p < P; ++p) sum += y[i * P + p];
+        s.means[i] = float(sum / double(P));
+      }
+  } else {
+    conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act, s.depthwise_blocked);
+    conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
+  }
   if (s.residual)
     for (int64_t i = 0, n = s.N * s.M * g.out_size(); i < n; ++i) y[i] += x[i];
   if (s.y_channels_last) {
@@ -154,14 +182,13 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
 // project stage 3-7% on the blocks with 64 and 96 outputs; on blocks 2 and
 // 3's 24 outputs, a vector and a half, the whole blocks ran 8-9% faster at
 // 1 and 2 threads than with sgemm, block 3 13% with the half's tiles of 8
-// pixels); where a stage's outputs do not fit the
-// tile (channels_last_fits), and with option cpu.band_tiles=0 (to compare),
-// through oneDNN's sgemm.
+// pixels; other counts, such as kws_cnn's 172, end in a masked vector); with
+// option cpu.band_tiles=0 (to compare), through oneDNN's sgemm.
 // X is read as NCHW planes (ldx the plane, ldp 1) or channels-last rows
 // (ldx 1, ldp C).
 void expand(const float* x, int64_t ldx, int64_t ldp, int64_t P, int64_t C, const InvertedResidualWeights& pw,
             int64_t c0, int64_t c1, int64_t Me, const float* b1, const FusedActivation& act, float* e) {
-  if (pw.w1p.M == Me) return channels_last_product(x, ldx, ldp, P, pw.w1p, c0, c1, b1, act, e, Me);
+  if (!pw.w1p.packed.empty()) return channels_last_product(x, ldx, ldp, P, pw.w1p, c0, c1, b1, act, e, Me);
   if (ldp == 1)
     ops::check_sgemm(dnnl_sgemm('T', 'N', P, c1 - c0, C, 1.f, x, ldx, pw.w1t.data() + c0, Me, 0.f, e, Me));
   else
@@ -189,7 +216,12 @@ void project_rows(const float* d, int64_t P, const InvertedResidualWeights& pw, 
 // skip connection from xn (a residual block's X is in Y's layout: run_bands).
 void project_pixels(const float* d, int64_t p0, int64_t P, const float* xn, const float* b2,
                     const InvertedResidual& s, const InvertedResidualWeights& pw, float* yt, float* yn) {
-  const int64_t Me = s.Me, M = s.M;
+  const int64_t Me = band_channels(s.Me), M = s.M;
+  if (!s.project) {
+    // The filtered rows are the result (Me whole vectors here: inverted_residual_bands).
+    if (s.y_channels_last) return static_cast<void>(std::copy(d, d + P * Me, yn + p0 * Me));
+    return store_nchw(d, P, Me, nullptr, FusedActivation(), yn + p0, s.dw.out_size());
+  }
   if (s.y_channels_last)
     return project_rows(d, P, pw, Me, M, b2, s.project_act, yn + p0 * M, s.residual ? xn + p0 * M : nullptr);
   project(d, P, pw, Me, M, yt);
@@ -215,6 +247,13 @@ void stencil(const float* e, int64_t cap, const float* wt, const float* bd, floa
     for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 6>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
     return;
   }
+  // 7x7: its 49 weight vectors do not fit the registers, so each FMA loads
+  // one; strips of 4 outputs at stride 1 load each input once per row instead
+  // of up to 7 times.
+  if constexpr (K == 7 && S == 1) {
+    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
+    return;
+  }
   if constexpr (K == 3)
     for (; c0 + 2 * kL <= c_end; c0 += 2 * kL)
       stencil_blocks<K, S, A, 2, 1>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
@@ -228,7 +267,8 @@ using StencilFn = void (*)(const float*, int64_t, const float*, const float*, fl
 template <FusedActivation::Kind A>
 StencilFn stencil_for(int64_t k, int64_t s) {
   if (k == 3) return s == 1 ? &stencil<3, 1, A> : &stencil<3, 2, A>;
-  return s == 1 ? &stencil<5, 1, A> : &stencil<5, 2, A>;
+  if (k == 5) return s == 1 ? &stencil<5, 1, A> : &stencil<5, 2, A>;
+  return s == 1 ? &stencil<7, 1, A> : &stencil<7, 2, A>;
 }
 
 StencilFn stencil_for(const Geometry& g, const FusedActivation& act) {
@@ -241,7 +281,7 @@ StencilFn stencil_for(const Geometry& g, const FusedActivation& act) {
 double largest_chunk_share(const InvertedResidual& s, int64_t chunks) {
   const Geometry& g = s.dw;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1];
-  const double in_row = double(W) * (s.expand ? s.C : 0), out_row = double(OW) * (K * K + s.M);
+  const double in_row = double(W) * (s.expand ? s.C : 0), out_row = double(OW) * (K * K + (s.project ? s.M : 0));
   double largest = 0;
   for (int64_t ch = 0; ch < chunks; ++ch) {
     const int64_t oy0 = OH * ch / chunks, oy1 = OH * (ch + 1) / chunks;
@@ -251,6 +291,50 @@ double largest_chunk_share(const InvertedResidual& s, int64_t chunks) {
   return largest / (H * in_row + OH * out_row);
 }
 
+// e[p * Cp + c] = x[c * plane + p] for pixels [0, n) and channels [0, C),
+// the channels [C, Cp) zero: an NCHW block input of channels that are not
+// whole vectors into the band's rows (gathers, 16 channels a pixel).
+void to_padded_rows(const float* x, int64_t plane, int64_t n, int64_t C, int64_t Cp, float* e) {
+  const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                         _mm512_set1_epi32(int(plane)));
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t c0 = 0; c0 < Cp; c0 += kL) {
+      const int64_t cn = std::clamp<int64_t>(C - c0, 0, kL);
+      const __mmask16 lanes = __mmask16((1u << cn) - 1);
+      const __m512 v = cn ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, idx, x + c0 * plane + p, 4)
+                          : _mm512_setzero_ps();
+      _mm512_storeu_ps(e + p * Cp + c0, v);
+    }
+}
+
+// y[c * plane + p] = d[p * ld + c] for pixels [0, P) and channels [c0, c1)
+// (multiples of 16): a slice of the filtered rows to NCHW planes, through
+// 16x16 register transposes, where a node without a project stage splits
+// its channels.
+void slice_to_nchw(const float* d, int64_t ld, int64_t P, int64_t c0, int64_t c1, float* y, int64_t plane) {
+  __m512 v[kL];
+  for (int64_t c = c0; c < c1; c += kL) {
+    int64_t p = 0;
+    for (; p + kL <= P; p += kL) {
+      for (int i = 0; i < kL; ++i) v[i] = _mm512_loadu_ps(d + (p + i) * ld + c);
+      fast::transpose16(v);
+      for (int i = 0; i < kL; ++i) _mm512_storeu_ps(y + (c + i) * plane + p, v[i]);
+    }
+    for (; p < P; ++p)
+      for (int64_t i = 0; i < kL; ++i) y[(c + i) * plane + p] = d[p * ld + c + i];
+  }
+}
+
+// sums[c] += d[p * ld + c] for pixels [0, P) and channels [c0, c1)
+// (multiples of 16): the means a node without a project stage writes.
+void add_channel_sums(const float* d, int64_t P, int64_t ld, int64_t c0, int64_t c1, float* sums) {
+  for (int64_t c = c0; c < c1; c += kL) {
+    __m512 acc = _mm512_loadu_ps(sums + c);
+    for (int64_t p = 0; p < P; ++p) acc = _mm512_add_ps(acc, _mm512_loadu_ps(d + p * ld + c));
+    _mm512_storeu_ps(sums + c, acc);
+  }
+}
+
 // Row chunks: each task runs the band kernel over a chunk of one image's
 // output rows, R rows at a time, its buffers thread-local.
 void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2,
@@ -258,7 +342,8 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
                     int64_t chunks) {
   const Geometry& g = s.dw;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = g.k[1], S = g.s[1];
-  const int64_t HW = H * W, OHW = OH * OW, Me = s.Me, C = s.C, M = s.M;
+  // The buffers' channels: Me in whole vectors (band_channels).
+  const int64_t HW = H * W, OHW = OH * OW, Me = band_channels(s.Me), C = s.C, M = s.M;
   const int64_t x_plane = s.stem_conv ? s.stem.in_size() : HW;
   // X's pixels as NCHW planes or channels-last rows (expand's ldx, ldp).
   const int64_t ldx = s.x_channels_last ? 1 : HW, ldp = s.x_channels_last ? C : 1;
@@ -270,6 +355,8 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   // K - S rows a band shares with the next stay where they are (moving them
   // down took 2.8% of MobileNetV2's block 3).
   const int64_t cap = std::min(H, (R - 1) * S + K);
+  // Each task's channel sums where the means are wanted, added up after.
+  std::vector<float> sums(s.means ? size_t(s.N * chunks * Me) : 0, 0.f);
   ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     thread_local std::vector<float> e_buf, d_buf, y_buf;
@@ -299,19 +386,34 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
             conv_thin_rows_channels_last(xn, pw.w1thin, b1, s.stem, s.expand_act, r0, r1, at);
           } else if (s.expand) {
             expand(xn + r0 * W * ldp, ldx, ldp, pixels, C, pw, 0, Me, Me, b1, s.expand_act, at);
-          } else if (s.x_channels_last) {
+          } else if (s.x_channels_last && C == Me) {
             std::copy(xn + r0 * W * C, xn + r1 * W * C, at);
-          } else {
+          } else if (s.x_channels_last) {
+            for (int64_t p = 0; p < pixels; ++p) {
+              const float* from = xn + (r0 * W + p) * C;
+              std::fill(std::copy(from, from + C, at + p * Me), at + (p + 1) * Me, 0.f);
+            }
+          } else if (C == Me) {
             to_channels_last(xn + r0 * W, HW, pixels, Me, at);
+          } else {
+            to_padded_rows(xn + r0 * W, HW, pixels, C, Me, at);
           }
           r0 = r1;
         }
         e_hi = std::max(e_hi, need_hi);
         run_stencil(e, cap, pw.wdt.data(), bd, d, oy0, rows, g, Me, 0, Me, s.dw_act);
+        if (s.means) add_channel_sums(d, rows * OW, Me, 0, Me, sums.data() + t * Me);
         project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
       }
     }
   });
+  if (!s.means) return;
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t m = 0; m < s.Me; ++m) {
+      float sum = 0.f;
+      for (int64_t ch = 0; ch < chunks; ++ch) sum += sums[size_t((n * chunks + ch) * Me + m)];
+      s.means[n * s.Me + m] = sum / float(OHW);
+    }
 }
 
 // Channel slices, for the small planes of blocks with an expand stage: each
@@ -323,7 +425,7 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
                         float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
                         int64_t slices) {
   const Geometry& g = s.dw;
-  const int64_t HW = g.in[1] * g.in[2], OHW = g.out[1] * g.out[2], Me = s.Me, C = s.C, M = s.M;
+  const int64_t HW = g.in[1] * g.in[2], OHW = g.out[1] * g.out[2], Me = band_channels(s.Me), C = s.C, M = s.M;
   // Per image, its expanded planes then its filtered ones, channels-last;
   // Me is whole vectors, so each starts on a line.
   const int64_t image_floats = (HW + OHW) * Me;
@@ -341,8 +443,25 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       expand(xn, s.x_channels_last ? 1 : HW, s.x_channels_last ? C : 1, HW, C, pw, c0, c1, Me, b1, s.expand_act,
              e + c0);
       run_stencil(e, g.in[1], pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
+      if (s.project) continue;
+      // Without a project stage the slice is the result (Me whole vectors here).
+      float* yn = y + n * Me * OHW;
+      if (s.means) {
+        alignas(64) float sums[kL];
+        for (int64_t c = c0; c < c1; c += kL) {
+          std::fill(sums, sums + kL, 0.f);
+          add_channel_sums(d + c, OHW, Me, 0, kL, sums);
+          for (int64_t i = 0; i < kL; ++i) s.means[n * Me + c + i] = sums[i] / float(OHW);
+        }
+      }
+      if (!s.y_channels_last) {
+        slice_to_nchw(d, Me, OHW, c0, c1, yn, OHW);
+        continue;
+      }
+      for (int64_t p = 0; p < OHW; ++p) std::copy(d + p * Me + c0, d + p * Me + c1, yn + p * Me + c0);
     }
   });
+  if (!s.project) return;
   // The project stage by output channels where its weights outweigh the
   // filtered image (MobileNetV2's 7x7 blocks: 614 KiB of weights against 188
   // KiB), so that each task reads a share of them; else by pixels.
@@ -380,6 +499,17 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
 void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2, float* y,
                const InvertedResidual& s, const InvertedResidualWeights& pw) {
   const StencilFn run_stencil = stencil_for(s.dw, s.dw_act);
+  // Biases of the padded channels (band_channels): zero, read a vector at a time.
+  const int64_t Mp = band_channels(s.Me);
+  std::vector<float> b1p, bdp;
+  auto padded = [&](const float* b, std::vector<float>& to) {
+    if (!b || Mp == s.Me) return b;
+    to.assign(size_t(Mp), 0.f);
+    std::copy(b, b + s.Me, to.begin());
+    return static_cast<const float*>(to.data());
+  };
+  b1 = padded(b1, b1p);
+  bd = padded(bd, bdp);
   // Each image's rows in as many chunks as make work for every thread; a
   // chunk recomputes the K - S expanded rows it shares with the one before,
   // and on a small plane one chunk has a row more than the other (MobileNetV2's
@@ -388,8 +518,8 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
   // even share, an expanded block whose image fits in L2 splits its channels.
   const int64_t threads = std::max(1, ctx.num_threads());
   const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, s.dw.out[1]);
-  const int64_t image_bytes = (s.dw.in_size() + s.dw.out_size()) * s.Me * int64_t(sizeof(float));
-  if (chunks > 1 && s.expand && !s.stem_conv && s.Me / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
+  const int64_t image_bytes = (s.dw.in_size() + s.dw.out_size()) * Mp * int64_t(sizeof(float));
+  if (chunks > 1 && s.expand && !s.stem_conv && Mp / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
       largest_chunk_share(s, chunks) * chunks > 1.08)
     return run_channel_slices(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
   run_row_chunks(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
@@ -401,11 +531,11 @@ SINGA_AVX512_END
 
 namespace {
 
-// Whether the band kernel's weight layouts apply: AVX-512 and whole vectors
-// of expanded channels (and the stem's 32-channel groups).
+// Whether the band kernel's weight layouts apply: AVX-512 (and a stem's
+// 32-channel groups; other expanded channels are padded to whole vectors).
 bool band_layouts(const InvertedResidual& s) {
 #ifdef SINGA_AVX512_BEGIN
-  return fast::avx512() && s.Me % kL == 0 && (!s.stem_conv || s.Me % 32 == 0);
+  return fast::avx512() && (!s.stem_conv || s.Me % 32 == 0);
 #else
   return false;
 #endif
@@ -416,34 +546,41 @@ bool band_layouts(const InvertedResidual& s) {
 bool inverted_residual_bands(const InvertedResidual& s) {
   // A stem reads an NCHW image; a residual X is added in Y's layout.
   if ((s.stem_conv && s.x_channels_last) || (s.residual && s.x_channels_last != s.y_channels_last)) return false;
+  // Without a project stage the filtered rows go straight to Y: whole vectors only.
+  if (!s.project && s.Me % 16 != 0) return false;
   return band_layouts(s) && (!s.stem_conv || conv_thin_fits(s.stem, s.C, s.Me, 1, s.expand_act, nullptr));
 }
 
 bool InvertedResidualWeights::fit(const InvertedResidual& s) const {
   auto packed = [](const PointwiseWeights& w, int64_t M, int64_t C) { return w.M == M && w.C == C; };
   const bool stem = w1thin.M == s.Me && w1thin.C == s.C && w1thin.KH == s.stem.k[1] && w1thin.KW == s.stem.k[2];
-  const bool w1 = s.stem_conv ? stem : !s.expand || packed(w1p, s.Me, s.C) || w1t.size() == size_t(s.C * s.Me);
-  const bool w2 = packed(w2p, s.M, s.Me) || w2t.size() == size_t(s.Me * s.M);
-  return w1 && w2 && wdt.size() == size_t(s.dw.k[1] * s.dw.k[2] * s.Me);
+  const int64_t Mp = band_channels(s.Me);
+  const bool w1 = s.stem_conv ? stem : !s.expand || packed(w1p, s.Me, s.C) || w1t.size() == size_t(s.C * Mp);
+  const bool w2 = !s.project || packed(w2p, s.M, Mp) || w2t.size() == size_t(Mp * s.M);
+  return w1 && w2 && wdt.size() == size_t(s.dw.k[1] * s.dw.k[2] * Mp);
 }
 
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s) {
   InvertedResidualWeights p;
   if (!band_layouts(s)) return p;
-  // One layout per product: the tiles' packed panels where they run (Me is
-  // whole vectors here; M may not fit), else sgemm's transposed weights.
+  // One layout per product: the tiles' packed panels where they run (M may
+  // not fit), else sgemm's transposed weights; the expanded channels padded
+  // to whole vectors (band_channels), their weights zero.
+  const int64_t Me = s.Me, Mp = band_channels(Me), taps = s.dw.k[1] * s.dw.k[2];
   if (s.stem_conv)
-    p.w1thin = conv_thin_weights(w1, s.Me, s.C, s.stem.k[1], s.stem.k[2]);
+    p.w1thin = conv_thin_weights(w1, Me, s.C, s.stem.k[1], s.stem.k[2]);
   else if (s.expand && s.band_tiles)
-    p.w1p = channels_last_weights(w1, s.Me, s.C);
+    p.w1p = channels_last_weights(w1, Me, s.C);  // its panels are whole vectors, zero-padded
   else if (s.expand)
-    p.w1t = transposed(w1, s.Me, s.C);
-  p.wdt = transposed(wd, s.Me, s.dw.k[1] * s.dw.k[2]);
-  if (s.band_tiles && channels_last_fits(s.M))
-    p.w2p = channels_last_weights(w2, s.M, s.Me);
+    p.w1t = transposed(zero_padded(w1, Me, s.C, Mp, s.C).data(), Mp, s.C);
+  p.wdt = transposed(zero_padded(wd, Me, taps, Mp, taps).data(), Mp, taps);
+  if (!s.project) return p;
+  const std::vector<float> w2p = zero_padded(w2, s.M, Me, s.M, Mp);
+  if (s.band_tiles)
+    p.w2p = channels_last_weights(w2p.data(), s.M, Mp);
   else
-    p.w2t = transposed(w2, s.M, s.Me);
+    p.w2t = transposed(w2p.data(), s.M, Mp);
   return p;
 }
 

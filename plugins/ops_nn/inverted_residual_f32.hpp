@@ -33,7 +33,15 @@ namespace nn {
 struct InvertedResidual {
   int64_t N = 0, C = 0;  // images and input channels
   int64_t Me = 0;        // expanded (depthwise) channels; C when there is no expand stage
-  int64_t M = 0;         // output channels
+  int64_t M = 0;         // output channels (Me without a project stage)
+  // false: no project stage, Y is the depthwise result [N, Me, OH, OW] (an
+  // EfficientNet block's expand and depthwise stages, whose result a
+  // squeeze-and-excitation reads before the project Conv).
+  bool project = true;
+  // Without a project stage: where not null, the depthwise result's mean
+  // per image and channel, [N, Me], goes here too (a squeeze-and-excitation's
+  // GlobalAveragePool, summed while the band is in cache).
+  float* means = nullptr;
   bool expand = true;    // false: the depthwise convolution reads X itself
   // The expand stage is a KxK convolution of an image of few channels (a
   // net's stem, MobileNetV2's 3 -> 32 3x3/2) over the window `stem`, not a
@@ -55,11 +63,13 @@ struct InvertedResidual {
   bool band_tiles = true, depthwise_blocked = true;
 };
 
-// The weights in the layouts of the band kernel: wdt [K*K][Me] (tap-major),
+// The weights in the layouts of the band kernel, the expanded channels
+// padded to whole vectors (Mp, zero weights): wdt [K*K][Mp] (tap-major),
 // and for each product either its panels for the register tile
-// (pointwise_channels_last_f32.hpp; w1p, and w2p where channels_last_fits(M))
-// or its transpose for oneDNN's sgemm (w1t [C][Me], w2t [Me][M]). Made once per node where the weights are
-// constants; empty where the band kernel does not run.
+// (pointwise_channels_last_f32.hpp; w1p, and w2p over Mp inputs) or, with
+// option cpu.band_tiles=0, its transpose for oneDNN's sgemm (w1t [C][Mp],
+// w2t [Mp][M]). Made once per node where the weights are constants; empty
+// where the band kernel does not run.
 struct InvertedResidualWeights {
   std::vector<float> w1t, wdt, w2t;
   PointwiseWeights w1p, w2p;  // in place of w1t / w2t where the register tiles run
@@ -68,18 +78,21 @@ struct InvertedResidualWeights {
   bool fit(const InvertedResidual& s) const;
 };
 
-// True when the band kernel runs (AVX-512, whole vectors of expanded channels,
-// and for a stem stage a window conv_thin_fits takes); otherwise the three
+// True when the band kernel runs (AVX-512, and for a stem stage a window
+// conv_thin_fits takes; expanded channels that are not whole vectors run
+// padded to them); otherwise the three
 // stages run one after the other on whole tensors.
 bool inverted_residual_bands(const InvertedResidual& s);
 
-// w1 [Me, C] (null without expand; [Me, C, KH, KW] for a stem stage), wd [Me, K, K], w2 [M, Me].
+// w1 [Me, C] (null without expand; [Me, C, KH, KW] for a stem stage), wd [Me, K, K], w2 [M, Me] (null
+// without a project stage).
 InvertedResidualWeights inverted_residual_weights(const float* w1, const float* wd, const float* w2,
                                                   const InvertedResidual& s);
 
 // x [N, C, H, W] (or [N, H, W, C] where x_channels_last); w1 [Me, C] (or a
 // stem's [Me, C, KH, KW]) and b1 [Me] (null without expand; b1 may be null),
-// wd [Me, K, K], bd [Me] or null, w2 [M, Me], b2 [M] or null; y [N, M, OH,
+// wd [Me, K, K], bd [Me] or null, w2 [M, Me] and b2 [M] or null (both null
+// without a project stage); y [N, M, OH,
 // OW] (or [N, OH, OW, M] where y_channels_last).
 // `prepared`: inverted_residual_weights of these weights, or null.
 void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,

@@ -31,6 +31,8 @@ constexpr int kTilePixels = 6;
 // first: X[k][p] at x[k * ldx + p * ldp], channel vector v of W at w + v *
 // ldv with its rows 16 apart, Y[p][m] at y[p * ldy + m], b[m] at b[m], and
 // where `add` is not null add[p * ldy + m] added after the activation.
+// Vector `last` (or none: -1) holds only the channels of `lanes`: it is
+// loaded and stored masked (its packed weights are zero-padded).
 struct Product {
   const float* x;
   int64_t ldx, ldp, K;
@@ -40,6 +42,8 @@ struct Product {
   int64_t ldy;
   const float* b;
   const float* add;
+  int64_t last = -1;
+  __mmask16 lanes = 0xFFFF;
 };
 
 // NP pixels from p0 by NV vectors of channels from vector v0, and where
@@ -80,13 +84,21 @@ void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVec
   const int64_t at = p0 * q.ldy + v0 * 16;
   float* y = q.y + at;
   const float* add = q.add ? q.add + at : nullptr;
+  // Only a last partial vector masks (masked stores are slow on AMD's family 1Ah).
+  const int partial = q.last >= v0 && q.last < v0 + NV ? int(q.last - v0) : -1;
 #pragma GCC unroll 8
   for (int p = 0; p < NP; ++p) {
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
       __m512 v = f(acc[j][p]);
+      float* at = y + p * q.ldy + 16 * j;
+      if (j == partial) {
+        if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(q.lanes, add + p * q.ldy + 16 * j));
+        _mm512_mask_storeu_ps(at, q.lanes, v);
+        continue;
+      }
       if (add) v = _mm512_add_ps(v, _mm512_loadu_ps(add + p * q.ldy + 16 * j));
-      _mm512_storeu_ps(y + p * q.ldy + 16 * j, v);
+      _mm512_storeu_ps(at, v);
     }
     if constexpr (kHalf) {
       __m256 v = half[p];
@@ -107,7 +119,9 @@ template <int NV, bool kHalf, Kind A>
 void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
   __m512 bias[kMaxVecs];
   for (int j = 0; j < kMaxVecs; ++j)
-    bias[j] = q.b && j < NV ? _mm512_loadu_ps(q.b + (v0 + j) * 16) : _mm512_setzero_ps();
+    bias[j] = !q.b || j >= NV    ? _mm512_setzero_ps()
+              : v0 + j == q.last ? _mm512_maskz_loadu_ps(q.lanes, q.b + (v0 + j) * 16)
+                                 : _mm512_loadu_ps(q.b + (v0 + j) * 16);
   const __m256 half_bias = kHalf && q.b ? _mm256_loadu_ps(q.b + (v0 + NV) * 16) : _mm256_setzero_ps();
   int64_t p = 0;
   // A vector and a half take tiles of 8 pixels (16 accumulators, each
@@ -128,8 +142,8 @@ void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
   }
 }
 
-// `vectors` whole vectors of channels, then a half one where `half` (after
-// a last group of fewer than four: channels_last_fits).
+// `vectors` vectors of channels (the last masked where q.last says so), then
+// a half one where `half` (after a last group of fewer than four).
 template <Kind A>
 void run(const Product& q, int64_t P, int64_t vectors, bool half, const ops::FusedActivation& act) {
   const VecActivation<A> f(act);
@@ -159,8 +173,17 @@ void channels_last_product(const float* x, int64_t ldx, int64_t ldp, int64_t P, 
                            int64_t ldy, const float* add) {
   const int64_t ldv = w.C * kChannelsLastPanel;
   const float* panels = w.packed.data() + m0 / kChannelsLastPanel * ldv;
-  const Product q{x, ldx, ldp, w.C, panels, ldv, y, ldy, b ? b + m0 : nullptr, add};
-  with_kind(act, [&](auto k) { run<decltype(k)::value>(q, P, (m1 - m0) / 16, (m1 - m0) % 16 == 8, act); });
+  Product q{x, ldx, ldp, w.C, panels, ldv, y, ldy, b ? b + m0 : nullptr, add};
+  int64_t vectors = (m1 - m0) / 16;
+  const int64_t rest = (m1 - m0) % 16;
+  // Eight channels after a last group of fewer than four vectors take the
+  // half vector's 256-bit FMAs; any other rest, a masked vector.
+  const bool half = rest == 8 && vectors % kMaxVecs != 0;
+  if (rest && !half) {
+    q.last = vectors++;
+    q.lanes = __mmask16((1u << rest) - 1);
+  }
+  with_kind(act, [&](auto k) { run<decltype(k)::value>(q, P, vectors, half, act); });
 }
 
 #if defined(__clang__)

@@ -32,16 +32,14 @@ inline PointwiseWeights channels_last_weights(const float* w, int64_t M, int64_t
   return pointwise_panels(w, M, K, kChannelsLastPanel);
 }
 
-// Whether channels_last_product takes M output channels: whole vectors, or
-// whole vectors and a half one after a group of fewer than four (MobileNetV2's
-// project stages of 24 outputs: a vector and a half of FMAs per pixel, where
-// 32 padded ones would waste a quarter of them; AMD's Zen 4 runs a 256-bit
-// FMA at twice the rate of a 512-bit one).
-inline bool channels_last_fits(int64_t M) { return M % 16 == 0 || (M % 16 == 8 && M / 16 % 4 != 0); }
-
 // y[p * ldy + m - m0] = act(sum_k x[k * ldx + p * ldp] W[m, k] + b[m]) +
-// add[p * ldy + m - m0] for pixels [0, P) and channels [m0, m1) (multiples
-// of 16, or m1 = w.M where channels_last_fits(w.M)), X read as NCHW planes
+// add[p * ldy + m - m0] for pixels [0, P) and channels [m0, m1) (m0 a
+// multiple of 16; m1 too, or w.M). A last part vector of 8 channels after a
+// group of fewer than four runs as 256-bit FMAs (MobileNetV2's project
+// stages of 24 outputs: a vector and a half of FMAs per pixel, where 32
+// padded ones would waste a quarter of them; AMD's Zen 4 runs a 256-bit FMA
+// at twice the rate of a 512-bit one); any other, as a masked vector (a
+// kws-style net's 172 outputs). X read as NCHW planes
 // (ldx the plane, ldp 1) or as channels-last rows (ldx 1, ldp the row's
 // width); b null: no bias; add null: nothing added (else a residual laid out
 // like y).

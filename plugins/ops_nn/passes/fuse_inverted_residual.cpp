@@ -8,8 +8,14 @@
 // Conv's fused activation moves onto the node under the stage's prefix
 // (expand_, depthwise_, project_). Where the block has no expand stage, a
 // stem Conv of a few channels in front of it takes that place (MobileNetV2's
-// first Conv and block). Float only, and only windows the kernel takes: all
-// weights constant, the depthwise window 3x3 or 5x5 with stride 1 or 2,
+// first Conv and block). A block whose depthwise result goes elsewhere (an
+// EfficientNet block's squeeze-and-excitation reads it before the project
+// Conv) fuses its 1x1 expand and depthwise Convs alone: a node without W2
+// whose output is the depthwise result, which keeps the expanded tensor in
+// cache all the same; a GlobalAveragePool of that result (the SE's squeeze)
+// becomes the node's second output, summed while the rows are in cache.
+// Float only, and only windows the kernel takes: all
+// weights constant, the depthwise window 3x3, 5x5 or 7x7 with stride 1 or 2,
 // explicit pads below the kernel size.
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
@@ -29,7 +35,8 @@ bool depthwise(const Graph& g, const GraphNode& n) {
   if (!stage_conv(g, n)) return false;
   const auto w = conv_weight_shape(g, n);
   const int64_t C = w[0], k = w[2];
-  if (w[1] != 1 || w[3] != k || (k != 3 && k != 5) || n.attr_int("group", 1) != C || !n.has_attr("group")) return false;
+  if (w[1] != 1 || w[3] != k || (k != 3 && k != 5 && k != 7) || n.attr_int("group", 1) != C || !n.has_attr("group"))
+    return false;
   int64_t s = 1;
   if (n.has_attr("strides")) {
     const auto st = n.attr_ints("strides");
@@ -87,9 +94,8 @@ int fuse_inverted_residuals(Graph& g) {
     // The project Conv: the depthwise result's only reader.
     const std::string mid = dw.output_name(0);
     GraphNode project = sole_reader(g, mid);
-    if (!project.valid() || !stage_conv(g, project) || !pointwise_conv(g, project) || project.input_name(0) != mid ||
-        conv_weight_shape(g, project)[1] != Me)
-      continue;
+    const bool with_project = project.valid() && stage_conv(g, project) && pointwise_conv(g, project) &&
+                              project.input_name(0) == mid && conv_weight_shape(g, project)[1] == Me;
     // The expand Conv, when the depthwise input comes from one that nothing
     // else reads; else a stem there takes the expand stage's place.
     const std::string e = dw.input_name(0);
@@ -105,21 +111,29 @@ int fuse_inverted_residuals(Graph& g) {
         with_stem = true;
       }
     }
+    // Without a project stage only a 1x1 expand stage makes the node worth
+    // it (a depthwise Conv alone runs as fast as a Conv).
+    if (!with_project && (!expand.valid() || with_stem)) continue;
     NewNode f(kCpuDomain, "ExpandDepthwiseProject");
-    f.name = project.name().empty() ? dw.name() : project.name();
+    f.name = !with_project || project.name().empty() ? dw.name() : project.name();
     f.opset = 1;
     auto input = [](const GraphNode& n, size_t slot) {
       return n.valid() && slot < n.num_inputs() ? n.input_name(slot) : std::string();
     };
     const std::string x = expand.valid() ? input(expand, 0) : input(dw, 0);
-    f.inputs = {x, input(expand, 1), input(expand, 2), input(dw, 1), input(dw, 2), input(project, 1), input(project, 2)};
-    std::vector<GraphNode> replaced{dw, project};
+    f.inputs = {x, input(expand, 1), input(expand, 2), input(dw, 1), input(dw, 2)};
+    if (with_project) {
+      f.inputs.push_back(input(project, 1));
+      f.inputs.push_back(input(project, 2));
+    }
+    std::vector<GraphNode> replaced{dw};
+    if (with_project) replaced.push_back(project);
     if (expand.valid()) replaced.push_back(expand);
     // The skip connection: an Add of the block's input and its result (in
     // either order, same shape) that alone reads the result.
-    std::string out = project.output_name(0);
+    std::string out = with_project ? project.output_name(0) : mid;
     GraphNode skip = sole_reader(g, out);
-    if (skip.valid() && standard_op(skip, "Add") && skip.num_inputs() == 2 && skip.num_outputs() == 1 &&
+    if (with_project && skip.valid() && standard_op(skip, "Add") && skip.num_inputs() == 2 && skip.num_outputs() == 1 &&
         !skip.output_name(0).empty() && (skip.input_name(0) == out ? skip.input_name(1) : skip.input_name(0)) == x &&
         same_4d_shape(g, x, out)) {
       f.attrs.push_back(sdk::Attr("residual", 1));
@@ -127,6 +141,14 @@ int fuse_inverted_residuals(Graph& g) {
       replaced.push_back(skip);
     }
     f.outputs = {out};
+    if (!with_project)
+      for (const GraphNode& r : g.consumers(mid))
+        if (standard_op(r, "GlobalAveragePool") && r.num_inputs() == 1 && r.num_outputs() == 1 &&
+            !r.output_name(0).empty() && shape_of(g, mid).size() == 4) {
+          f.outputs.push_back(r.output_name(0));
+          replaced.push_back(r);
+          break;
+        }
     copy_window(dw, "", f.attrs);
     if (with_stem) {
       f.attrs.push_back(sdk::Attr("expand_window", 1));
@@ -134,7 +156,7 @@ int fuse_inverted_residuals(Graph& g) {
     }
     if (expand.valid()) move_activation(expand, "expand_", f.attrs);
     move_activation(dw, "depthwise_", f.attrs);
-    move_activation(project, "project_", f.attrs);
+    if (with_project) move_activation(project, "project_", f.attrs);
     g.replace(replaced, {f});
     ++fused;
   }
