@@ -1945,6 +1945,9 @@ TEST(Passes, AttentionBecomesOneNode) {
   c = AttentionCase();
   c.B = 1, c.H = 2, c.D = 16, c.E = 12, c.Sq = c.Sk = 32;
   cases.push_back(c);  // rows of whole 16-lane vectors, no tail
+  c = AttentionCase();
+  c.mask = true;
+  cases.push_back(c);  // an additive mask [B, 1, 1, Sk] (more forms: test_attention_masked.cpp)
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     const ModelBuilder m = attention_block(cases[i]);
@@ -1959,14 +1962,14 @@ TEST(Passes, AttentionBecomesOneNode) {
   }
 }
 
-// The pattern stays where the node could not compute it: a mask before the
-// Softmax, the Softmax over another axis (opset 11's default flattens from
+// The pattern stays where the node could not compute it: the Softmax over
+// another axis (opset 11's default flattens from
 // axis 1), the probabilities also read, heads not side by side in the rows,
-// shapes not known at prepare.
+// shapes not known at prepare (packed or not).
 TEST(Passes, AttentionStaysWhereTheNodeCannotTakeIt) {
   ensure_loaded();
   std::vector<AttentionCase> cases(6);
-  cases[0].mask = true;
+  cases[0].packed = false, cases[0].symbolic = true;
   cases[1].softmax_axis = 2;
   cases[2].opset = 11, cases[2].softmax_axis = -2;
   cases[3].scores_read = true;
