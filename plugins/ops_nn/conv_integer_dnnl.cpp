@@ -1,4 +1,5 @@
 #include "conv_integer_dnnl.hpp"
+#include "qdq_conv_transpose.hpp"
 
 #include <dnnl_threads.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -6,9 +7,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 
 namespace singa {
 namespace nn {
@@ -35,6 +38,9 @@ struct Chunk {
   memory weights;
   int64_t c0 = 0;
   size_t src_bytes = 0, dst_bytes = 0, scratch_bytes = 0;
+  // oneDNN chose dense channels-last for src / dst: transposed here
+  // (qdq_conv_transpose.hpp), faster than its reorders.
+  bool src_nhwc = false, dst_nhwc = false;
 };
 
 // One band of output rows [r0, r1) for all images and channels, reading
@@ -59,9 +65,18 @@ struct DnnlInt8Conv::State {
   std::vector<int32_t> c;   // per output channel: shift - wz[m]
   bool need_sum = false;    // some c[m] != 0
   int64_t wmax = 0;         // max |w8|
+  // The output of run_scaled (set_scaled_output): per output channel
+  // scale, bias / scale (oneDNN 2 adds the bias before scaling), a Relu,
+  // the element type and (8-bit) zero point.
+  std::vector<float> out_scale, out_bias;
+  bool relu = false;
+  dt out_type = dt::f32;
+  int32_t out_zp = 0;
+  bool x_nhwc = false, y_nhwc = false;  // run_scaled's x / y channels-last
   mutable std::mutex mu;
-  // Keyed by thread count and input shape (N, C, H, W).
-  mutable std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans;
+  // Keyed by thread count (negative for s8 x), float output or not, x's
+  // zero point nonzero or not, and input shape (N, C, H, W).
+  mutable std::map<std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans;
 };
 
 DnnlInt8Conv::~DnnlInt8Conv() = default;
@@ -104,13 +119,25 @@ namespace {
 // The plan for x of shape {N, C, H, W} at `threads` threads; throws
 // dnnl::error when oneDNN has no (non-reference) code for it.
 std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geometry& g, int64_t N, int64_t C,
-                                int threads) {
+                                int threads, bool scaled, bool zp) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   const int64_t sh = g.s[1], sw = g.s[2], dh = g.d[1], dw = g.d[2], pt = g.pb[1], pl = g.pb[2], pr = g.pe[2];
   const int64_t Mg = s.M / s.group;
   dnnl::primitive_attr attr;
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  // A zero point of 0 leaves it out: oneDNN's kernels then skip the compensation.
+  if (zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dt out_t = scaled ? s.out_type : dt::s32;
+  if (scaled) {
+    attr.set_output_scales(s.out_scale.size() == 1 ? 0 : 1 << 1, s.out_scale);
+    // Added after the Relu, as QuantizeLinear(Relu(y)) does.
+    if (s.out_zp != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    if (s.relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+  }
   auto plan = std::make_unique<Plan>();
   const int64_t nparts = std::max<int64_t>(1, std::min<int64_t>(threads, OH));
   const int64_t ext = (s.KH - 1) * dh + 1;
@@ -121,7 +148,8 @@ std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geome
   int64_t cc = std::max<int64_t>(1, (kExactBound - 1) / per_channel);
   if (cc < s.Cg && s.group != 1) throw dnnl::error(dnnl_unimplemented, "grouped conv past float's exact range");
   if (cc >= 16) cc -= cc % 16;  // whole 16-channel blocks
-  if (s.group != 1 || cc > C) cc = C;
+  // A scaled output rounds through float anyway: no slices (and run_scaled has no weight offsets to add).
+  if (s.group != 1 || cc > C || scaled) cc = C;
   for (int64_t p = 0; p < nparts; ++p) {
     Part part;
     part.r0 = OH * p / nparts, part.r1 = OH * (p + 1) / nparts;
@@ -134,25 +162,34 @@ std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geome
       ch.c0 = c0;
       const int64_t n = std::min(cc, C - c0);
       const memory::dims src_dims{N, n, part.hi - part.lo, W}, dst_dims{N, s.M, rows, OW};
-      ch.user_src = memory::desc(src_dims, xt, memory::dims{C * H * W, H * W, W, 1});
+      const bool xl = scaled && s.x_nhwc, yl = scaled && s.y_nhwc;
+      ch.user_src = xl ? memory::desc(src_dims, xt, memory::dims{C * H * W, 1, W * C, C})
+                       : memory::desc(src_dims, xt, memory::dims{C * H * W, H * W, W, 1});
       // The first chunk writes the output; later ones a dense buffer added to it.
-      ch.user_dst = c0 == 0 ? memory::desc(dst_dims, dt::s32, memory::dims{s.M * OH * OW, OH * OW, OW, 1})
-                            : memory::desc(dst_dims, dt::s32, tag::nchw);
+      ch.user_dst = c0 != 0 ? memory::desc(dst_dims, dt::s32, tag::nchw)
+                    : yl    ? memory::desc(dst_dims, out_t, memory::dims{s.M * OH * OW, 1, OW * s.M, s.M})
+                            : memory::desc(dst_dims, out_t, memory::dims{s.M * OH * OW, OH * OW, OW, 1});
       const memory::dims w_dims = s.group == 1 ? memory::dims{s.M, n, s.KH, s.KW}
                                                : memory::dims{s.group, Mg, s.Cg, s.KH, s.KW};
       const memory::desc user_w = s.group == 1 ? memory::desc(w_dims, dt::s8, memory::dims{s.Cg * s.KH * s.KW,
                                                                                           s.KH * s.KW, s.KW, 1})
                                                : memory::desc(w_dims, dt::s8, tag::goihw);
-      const dnnl::convolution_forward::desc d(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          memory::desc(src_dims, xt, tag::any), memory::desc(w_dims, dt::s8, tag::any),
-          memory::desc(dst_dims, dt::s32, tag::any), {sh, sw}, {dh - 1, dw - 1}, {part.lo - i0, pl},
-          {i1 - part.hi, pr});
+      const memory::desc src_any(src_dims, xt, tag::any), w_any(w_dims, dt::s8, tag::any),
+          dst_any(dst_dims, out_t, tag::any);
+      const memory::dims stride{sh, sw}, dil{dh - 1, dw - 1}, pad_l{part.lo - i0, pl}, pad_r{i1 - part.hi, pr};
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      const memory::desc bias_md({s.M}, dt::f32, tag::x);
+      using conv_desc = dnnl::convolution_forward::desc;
+      const conv_desc d = scaled ? conv_desc(prop, alg, src_any, w_any, bias_md, dst_any, stride, dil, pad_l, pad_r)
+                                 : conv_desc(prop, alg, src_any, w_any, dst_any, stride, dil, pad_l, pad_r);
       dnnl::convolution_forward::primitive_desc pd(d, attr, s.eng);
       if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
         throw dnnl::error(dnnl_unimplemented, "only the reference implementation");
       ch.conv = dnnl::convolution_forward(pd);
       ch.src_md = pd.src_desc(), ch.dst_md = pd.dst_desc(), ch.scratch_md = pd.scratchpad_desc();
+      ch.src_nhwc = ch.src_md == memory::desc(src_dims, xt, tag::nhwc);
+      ch.dst_nhwc = ch.dst_md == memory::desc(dst_dims, out_t, tag::nhwc);
       ch.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, ch.user_src, s.eng, ch.src_md));
       ch.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, ch.dst_md, s.eng, ch.user_dst));
       ch.weights = memory(pd.weights_desc(), s.eng);
@@ -216,9 +253,35 @@ void add_window_sums(const DnnlInt8Conv::State& s, const Part& part, const Geome
 
 }  // namespace
 
+void DnnlInt8Conv::set_scaled_output(const std::vector<float>& scale, const std::vector<float>& bias, bool relu,
+                                     int32_t out_dtype, int32_t out_zp, bool x_nhwc, bool y_nhwc) {
+  s_->out_type = out_dtype == SINGA_ONNX_UINT8 ? dt::u8 : out_dtype == SINGA_ONNX_INT8 ? dt::s8 : dt::f32;
+  s_->out_zp = s_->out_type == dt::f32 ? 0 : out_zp;
+  s_->x_nhwc = x_nhwc, s_->y_nhwc = y_nhwc;
+  s_->out_scale = scale;
+  s_->out_bias.assign(size_t(s_->M), 0.0f);
+  for (int64_t m = 0; m < s_->M; ++m) {
+    const float sc = scale[scale.size() == 1 ? 0 : size_t(m)];
+    if (!bias.empty()) s_->out_bias[size_t(m)] = bias[size_t(m)] / sc;
+  }
+  s_->relu = relu;
+}
+
 bool DnnlInt8Conv::run(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g,
                        int32_t* acc) const {
+  return execute(ctx, x, xz, g, acc, false);
+}
+
+bool DnnlInt8Conv::run_scaled(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g,
+                              void* y) const {
+  if (s_->need_sum || s_->out_scale.empty()) return false;
+  return execute(ctx, x, xz, g, y, true);
+}
+
+bool DnnlInt8Conv::execute(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g, void* y_out,
+                           bool scaled) const {
   if (g.rank != 2 || x.ndim() != 4) return false;
+  int32_t* acc = static_cast<int32_t*>(y_out);
   const State& s = *s_;
   const int64_t N = x.dim(0), C = x.dim(1);
   if (C != s.Cg * s.group || g.k[1] != s.KH || g.k[2] != s.KW) return false;
@@ -227,12 +290,12 @@ bool DnnlInt8Conv::run(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz
   const Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    auto key = std::make_tuple(threads * (xt == dt::u8 ? 1 : -1), N, C, g.in[1], g.in[2]);
+    auto key = std::make_tuple(threads * (xt == dt::u8 ? 1 : -1), scaled, xz != 0, N, C, g.in[1], g.in[2]);
     auto it = s.plans.find(key);
     if (it == s.plans.end()) {
       std::unique_ptr<Plan> made;
       try {
-        made = make_plan(s, xt, g, N, C, threads);
+        made = make_plan(s, xt, g, N, C, threads, scaled, xz != 0);
       } catch (const dnnl::error&) {  // no int8 code for this shape: the double path
       }
       it = s.plans.emplace(key, std::move(made)).first;
@@ -247,26 +310,77 @@ bool DnnlInt8Conv::run(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz
     ops::dnnl_single_thread();
     dnnl::stream st(s.eng);
     memory zp_mem({{1}, dt::s32, tag::x}, s.eng, &zp);
+    memory bias_mem;
+    int32_t out_zp = s.out_zp;
+    memory out_zp_mem({{1}, dt::s32, tag::x}, s.eng, &out_zp);
+    if (scaled) bias_mem = memory({{s.M}, dt::f32, tag::x}, s.eng, const_cast<float*>(s.out_bias.data()));
+    const size_t out_size = !scaled || s.out_type == dt::f32 ? 4 : 1;
     for (int64_t i = b; i < e; ++i) {
       const Part& part = plan->parts[size_t(i)];
       char* buf = ws + part.ws_offset;
       int32_t* tmp = reinterpret_cast<int32_t*>(buf + part.bytes);
       const int64_t rows = part.r1 - part.r0, OH = g.out[1], OW = g.out[2];
       for (const Chunk& ch : part.chunks) {
-        const size_t xoff = size_t(ch.c0 * g.in[1] * g.in[2] + part.lo * g.in[2]);
-        memory user_src(ch.user_src, s.eng, const_cast<uint8_t*>(static_cast<const uint8_t*>(px)) + xoff);
-        memory src(ch.src_md, s.eng, buf);
-        memory dst(ch.dst_md, s.eng, buf + ch.src_bytes);
+        const bool xl = scaled && s.x_nhwc, yl = scaled && s.y_nhwc;
+        const int64_t HW = g.in[1] * g.in[2];
+        const size_t xoff = xl ? size_t(part.lo * g.in[2] * C + ch.c0) : size_t(ch.c0 * HW + part.lo * g.in[2]);
+        uint8_t* xb = const_cast<uint8_t*>(static_cast<const uint8_t*>(px));
+        memory user_src(ch.user_src, s.eng, xb + xoff);
+        // Channels-last on both sides and one image: the band is oneDNN's src as it is.
+        const bool src_direct = xl && ch.src_nhwc && N == 1;
+        memory src(ch.src_md, s.eng, src_direct ? static_cast<void*>(xb + xoff) : static_cast<void*>(buf));
+        const size_t y_first = size_t(yl ? part.r0 * g.out[2] * s.M : part.r0 * g.out[2]) * out_size;
+        const bool dst_direct = yl && ch.dst_nhwc && N == 1 && ch.c0 == 0;
+        memory dst(ch.dst_md, s.eng, dst_direct ? static_cast<void*>(static_cast<char*>(y_out) + y_first)
+                                                : static_cast<void*>(buf + ch.src_bytes));
         memory scratch(ch.scratch_md, s.eng, buf + ch.src_bytes + ch.dst_bytes);
-        memory user_dst(ch.user_dst, s.eng, ch.c0 == 0 ? static_cast<void*>(acc + part.r0 * OW) : tmp);
-        ch.src_in.execute(st, user_src, src);
-        ch.conv.execute(st, {{DNNL_ARG_SRC, src},
-                             {DNNL_ARG_WEIGHTS, ch.weights},
-                             {DNNL_ARG_DST, dst},
-                             {DNNL_ARG_SCRATCHPAD, scratch},
-                             {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_mem}});
-        ch.dst_out.execute(st, dst, user_dst);
-        st.wait();
+        void* first = static_cast<char*>(y_out) + y_first;
+        memory user_dst(ch.user_dst, s.eng, ch.c0 == 0 ? first : tmp);
+        const int64_t n_ch = ch.src_md.dims()[1], P = (part.hi - part.lo) * g.in[2];
+        if (src_direct) {
+          // oneDNN reads x in place.
+        } else if (xl && ch.src_nhwc) {  // whole rows of each image's band
+          for (int64_t n = 0; n < N; ++n)
+            std::memcpy(buf + n * P * n_ch, xb + xoff + n * C * HW, size_t(P * n_ch));
+        } else if (!xl && ch.src_nhwc) {
+          for (int64_t n = 0; n < N; ++n) transpose_bytes(xb + xoff + n * C * HW, HW, buf + n * P * n_ch, n_ch, n_ch, P);
+        } else {
+          ch.src_in.execute(st, user_src, src);
+        }
+        std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                             {DNNL_ARG_WEIGHTS, ch.weights},
+                                             {DNNL_ARG_DST, dst},
+                                             {DNNL_ARG_SCRATCHPAD, scratch}};
+        if (zp != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem;
+        if (scaled) args[DNNL_ARG_BIAS] = bias_mem;
+        if (scaled && out_zp != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = out_zp_mem;
+        ch.conv.execute(st, args);
+        if (dst_direct) {
+          st.wait();
+        } else if (yl && ch.dst_nhwc && ch.c0 == 0) {
+          st.wait();
+          const size_t band = size_t(rows * OW * s.M) * out_size;
+          for (int64_t n = 0; n < N; ++n)
+            std::memcpy(static_cast<char*>(first) + size_t(n * s.M * OH * OW) * out_size, buf + ch.src_bytes + n * band,
+                        band);
+        } else if (!yl && ch.dst_nhwc) {
+          st.wait();
+          // Planes of the whole output for the first chunk, of the band for the rest.
+          const int64_t Q = rows * OW, plane = ch.c0 == 0 ? OH * OW : Q;
+          char* base = ch.c0 == 0 ? static_cast<char*>(first) : reinterpret_cast<char*>(tmp);
+          const size_t es = ch.c0 == 0 ? out_size : 4;
+          for (int64_t n = 0; n < x.dim(0); ++n) {
+            const char* from = buf + ch.src_bytes + size_t(n * Q * s.M) * es;
+            char* to = base + size_t(n * s.M * plane) * es;
+            if (es == 1)
+              transpose_bytes(from, s.M, to, plane, Q, s.M);
+            else
+              transpose_floats(reinterpret_cast<const float*>(from), s.M, reinterpret_cast<float*>(to), plane, Q, s.M);
+          }
+        } else {
+          ch.dst_out.execute(st, dst, user_dst);
+          st.wait();
+        }
         if (ch.c0 == 0) continue;
         const int64_t planes = x.dim(0) * s.M;
         for (int64_t q = 0; q < planes; ++q) {
@@ -275,7 +389,7 @@ bool DnnlInt8Conv::run(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz
           for (int64_t j = 0; j < rows * OW; ++j) out[j] = int32_t(uint32_t(out[j]) + uint32_t(add[j]));
         }
       }
-      if (s.need_sum) {
+      if (s.need_sum && !scaled) {
         int32_t* sum = reinterpret_cast<int32_t*>(buf + part.bytes + part.tmp_bytes);
         if (xt == dt::u8)
           add_window_sums(s, part, g, static_cast<const uint8_t*>(px), xz, N, C, sum, acc);

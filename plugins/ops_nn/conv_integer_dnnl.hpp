@@ -33,10 +33,24 @@ class DnnlInt8Conv {
   // False when oneDNN refuses the shape; the caller then takes its own path.
   bool run(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g, int32_t* acc) const;
 
+  // The output of a QDQ convolution (QdqConv in quant_conv.cpp): v[n, m] =
+  // scale[m] * acc + bias[m], then Relu if `relu`; y = v for a float
+  // `out_dtype`, else saturate(round_half_even(v) + out_zp) as u8 or s8.
+  // `scale` holds 1 or M values, `bias` none or M. x_nhwc / y_nhwc: x and y
+  // of run_scaled are channels-last ([N][H][W][C], logical shape NCHW).
+  // Call once, before run_scaled.
+  void set_scaled_output(const std::vector<float>& scale, const std::vector<float>& bias, bool relu,
+                         int32_t out_dtype, int32_t out_zp, bool x_nhwc = false, bool y_nhwc = false);
+  // Writes y (NCHW) in one pass, oneDNN applying the scales, bias, Relu and
+  // zero point to its accumulator. False when that cannot be done (weights
+  // with a zero-point offset, an unsupported shape): the caller then uses run().
+  bool run_scaled(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g, void* y) const;
+
   struct State;
 
  private:
   DnnlInt8Conv() = default;
+  bool execute(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g, void* out, bool scaled) const;
   std::unique_ptr<State> s_;
 };
 

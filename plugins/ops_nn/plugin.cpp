@@ -19,6 +19,7 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_layer_norm(reg);
   register_lrn(reg);
   register_quant_conv(reg);
+  register_qdq_elementwise(reg);
   register_mvn(reg);
   register_max_unpool(reg);
   register_losses(reg);

@@ -2,6 +2,7 @@
 // float <-> 8-bit mappings of ONNX's QDQ format. Rounding is to nearest with
 // ties to even and results saturate to the integer type's range.
 #include "nn_common.hpp"
+#include "qdq_convert.hpp"
 #include "register.hpp"
 
 #include <algorithm>
@@ -22,6 +23,9 @@ struct QuantLayout {
   // Channel of flat element i.
   int64_t channel(int64_t i) const { return channels == 1 ? 0 : (i / inner) % channels; }
 };
+
+// Elements per task when a conversion is split over the CPU pool.
+constexpr int64_t kGrain = 1 << 14;
 
 class QuantKernelBase : public NodeKernel {
  public:
@@ -100,7 +104,15 @@ class QuantizeLinear : public QuantKernelBase {
         // int32 inputs divide in double so that large values keep their digits.
         using F = std::conditional_t<std::is_same<X, float>::value, float, double>;
         const X* px = x.data<X>();
-        ctx.parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_same<X, float>::value) {
+          ctx.parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+            qdq::for_channel_runs(b, e, l.channels, l.inner, [&](int64_t i, int64_t len, int64_t c) {
+              qdq::quantize(px + i, py + i, len, ps[c], pz ? int32_t(pz[c]) : 0);
+            });
+          });
+          return;
+        }
+        ctx.parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) {
             int64_t c = l.channel(i);
             py[i] = quantize_one<Q, F>(F(px[i]), F(ps[c]), pz ? int32_t(pz[c]) : 0);
@@ -138,7 +150,15 @@ class DequantizeLinear : public QuantKernelBase {
       if (std::is_same<X, int32_t>::value && pz)
         for (int64_t c = 0; c < l.channels; ++c)
           SINGA_CHECK(pz[c] == 0, "x_zero_point must be 0 for int32 input, got " + std::to_string(int64_t(pz[c])));
-      ctx.parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
+      if constexpr (!std::is_same<X, int32_t>::value) {
+        ctx.parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+          qdq::for_channel_runs(b, e, l.channels, l.inner, [&](int64_t i, int64_t len, int64_t c) {
+            qdq::dequantize(px + i, py + i, len, ps[c], pz ? int32_t(pz[c]) : 0);
+          });
+        });
+        return;
+      }
+      ctx.parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           int64_t c = l.channel(i);
           py[i] = (float(px[i]) - (pz ? float(pz[c]) : 0.0f)) * ps[c];
@@ -362,6 +382,22 @@ class QuantizeLinear19 : public QdqBase {
 
     const int64_t n = x.numel();
     sdk::Tensor y = ctx.output(0, x.shape(), out_type);
+    // float to 8 bits, per tensor or per axis: the vector loops.
+    if (x.dtype() == SINGA_ONNX_FLOAT && m.block == 0 && (out_type == SINGA_ONNX_UINT8 || out_type == SINGA_ONNX_INT8)) {
+      const float* px = x.data<float>();
+      const int64_t channels = m.per_tensor ? 1 : m.axis_dim;
+      ctx.parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+        qdq::for_channel_runs(b, e, channels, m.inner, [&](int64_t i, int64_t len, int64_t c) {
+          const float sc = s[size_t(c)];
+          const int32_t zc = int32_t(z[size_t(c)]);
+          if (out_type == SINGA_ONNX_UINT8)
+            qdq::quantize(px + i, y.data<uint8_t>() + i, len, sc, zc);
+          else
+            qdq::quantize(px + i, y.data<int8_t>() + i, len, sc, zc);
+        });
+      });
+      return;
+    }
     dispatch_among<float, half, bfloat16, int32_t>(x.dtype(), where(), [&](auto tag) {
       using X = decltype(tag);
       const X* px = x.data<X>();
@@ -439,6 +475,22 @@ class DequantizeLinear19 : public QdqBase {
     }
     const int64_t n = x.numel();
     sdk::Tensor y = ctx.output(0, x.shape(), out_type);
+    // 8 bits to float, per tensor or per axis: the vector loops.
+    if (out_type == SINGA_ONNX_FLOAT && m.block == 0 && (x.dtype() == SINGA_ONNX_UINT8 || x.dtype() == SINGA_ONNX_INT8)) {
+      float* py = y.data<float>();
+      const int64_t channels = m.per_tensor ? 1 : m.axis_dim;
+      ctx.parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+        qdq::for_channel_runs(b, e, channels, m.inner, [&](int64_t i, int64_t len, int64_t c) {
+          const float sc = s[size_t(c)];
+          const int32_t zc = int32_t(z[size_t(c)]);
+          if (x.dtype() == SINGA_ONNX_UINT8)
+            qdq::dequantize(x.data<uint8_t>() + i, py + i, len, sc, zc);
+          else
+            qdq::dequantize(x.data<int8_t>() + i, py + i, len, sc, zc);
+        });
+      });
+      return;
+    }
     // get(i): element i of x as a float (the byte and 16-bit types read
     // directly, the rest through quant_value).
     auto run = [&](auto get) {

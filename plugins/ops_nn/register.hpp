@@ -22,6 +22,7 @@ void register_instance_norm(sdk::Registrar& reg);
 void register_layer_norm(sdk::Registrar& reg);
 void register_lrn(sdk::Registrar& reg);
 void register_quant_conv(sdk::Registrar& reg);
+void register_qdq_elementwise(sdk::Registrar& reg);
 void register_mvn(sdk::Registrar& reg);
 void register_max_unpool(sdk::Registrar& reg);
 void register_losses(sdk::Registrar& reg);

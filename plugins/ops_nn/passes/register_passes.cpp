@@ -17,6 +17,9 @@ void register_graph_passes(sdk::Registrar& reg) {
     int (*fn)(sdk::Graph&);
   };
   const Entry order[] = {
+      {"cpu.qdq_conv", fuse_qdq_convs},  // before any pass takes the float Conv
+      {"cpu.qdq_elementwise", fuse_qdq_elementwise},
+      {"cpu.qdq_layout", use_qdq_channels_last},
       {"cpu.squeeze_excites", fuse_squeeze_excites},
       {kConvActivations, fuse_conv_activations},
       {"cpu.inverted_residuals", fuse_inverted_residuals},
