@@ -1,5 +1,6 @@
 // plugin.cpp - the ops_math pack: elementwise arithmetic, unary math and
 // matrix products on the CPU.
+#include "qmatmul.hpp"
 #include "registry.hpp"
 #include "passes/fuse_gemm_activation.hpp"
 #include "passes/matmul_passes.hpp"
@@ -11,10 +12,13 @@ SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Ge
   register_unary(reg);
   register_matmul(reg);
   register_quantized(reg);
+  register_qdq_matmul(reg);
   register_einsum(reg);
   register_det(reg);
   // Gemm + activation -> FusedGemm, for graphs prepared on the CPU.
   register_gemm_passes(reg);
   // MatMul + scale, transposed B, bias row, Gelu, residual -> FusedMatMul.
   register_matmul_passes(reg);
+  // DequantizeLinear'd int8 MatMul/Gemm -> QDQMatMul, before the float MatMul passes.
+  singa::sdk::register_graph_pass(reg, kQdqMatMulPass, "cpu", kQdqMatMulPriority, fuse_qdq_matmuls);
 }

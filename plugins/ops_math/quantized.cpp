@@ -1,7 +1,11 @@
 // quantized.cpp - MatMulInteger and QLinearMatMul: 8-bit products
-// accumulated in int32 after subtracting the zero points.
+// accumulated in int32 after subtracting the zero points, on the VNNI kernel
+// (qmatmul_vnni.hpp) where the CPU has it, else on a portable integer loop.
 #include "gemm.hpp"
+#include "qmatmul_vnni.hpp"
 #include "registry.hpp"
+
+#include <memory>
 
 namespace singa {
 namespace ops {
@@ -111,14 +115,96 @@ void check_zero_point_type(const sdk::Tensor& zp, const sdk::Tensor& x, const ch
   if (zp.present()) same_dtype(x, zp, std::string("input and ") + name);
 }
 
+// B packed at create when it and its zero point are constants: the int8
+// kernel's operand, made once (option cpu.int8_matmul=0 keeps the portable
+// integer loop, the reference the tests compare with).
+struct ConstantB {
+  std::unique_ptr<PackedB8> packed;
+  const void* data = nullptr;
+  Shape shape;
+};
+
+// The zero point values of a scalar or 1-D tensor (empty when absent).
+std::vector<int32_t> zero_points(const sdk::Tensor& t) {
+  std::vector<int32_t> v;
+  for (int64_t i = 0; t.present() && i < t.numel(); ++i) v.push_back(int32_t(t.int_at(i)));
+  return v;
+}
+
+ConstantB plan_constant_b(const sdk::Node& node, size_t b_in, size_t zp_in) {
+  ConstantB c;
+  if (!node.option_bool("cpu.int8_matmul", true) || !vnni_available() || !node.has_input(b_in)) return c;
+  const sdk::Tensor b = node.constant(b_in);
+  if (!b.present() || b.ndim() != 2 || b.numel() == 0) return c;
+  if (b.dtype() != SINGA_ONNX_INT8 && b.dtype() != SINGA_ONNX_UINT8) return c;
+  std::vector<int32_t> zb;
+  if (node.has_input(zp_in)) {
+    const sdk::Tensor z = node.constant(zp_in);
+    if (!z.present() || z.dtype() != b.dtype() || z.ndim() > 1 || (z.numel() != 1 && z.numel() != b.dim(1))) return c;
+    zb = zero_points(z);
+  }
+  c.packed = std::make_unique<PackedB8>();
+  pack_b8(*c.packed, b.data_ptr(), b.dtype() == SINGA_ONNX_UINT8, b.dim(0), b.dim(1), b.dim(1), 1,
+          zb.empty() ? nullptr : zb.data(), int64_t(zb.size()));
+  c.data = b.data_ptr();
+  c.shape = b.shape();
+  return c;
+}
+
+// The int32 product through the VNNI kernel; false (nothing written) where
+// it does not apply: zero points per matrix, or no VNNI.
+bool vnni_product(const sdk::Context& ctx, const MatMulPlan& p, const sdk::Tensor& a, const sdk::Tensor& a_zp,
+                  const sdk::Tensor& b, const sdk::Tensor& b_zp, const ConstantB& cb, int32_t* y) {
+  if (!vnni_available() || p.M <= 0 || p.N <= 0 || p.K <= 0) return false;
+  if (a_zp.present() && (a_zp.ndim() > 1 || (a_zp.numel() != 1 && a_zp.numel() != p.M))) return false;
+  if (b_zp.present() && (b_zp.ndim() > 1 || (b_zp.numel() != 1 && b_zp.numel() != p.N))) return false;
+  const bool a_s8 = a.dtype() == SINGA_ONNX_INT8, b_u8 = b.dtype() == SINGA_ONNX_UINT8;
+  const int64_t rows = p.batch * p.M;
+  // Row zero points of every row of every matrix, + 128 for a signed A.
+  std::vector<int32_t> za = zero_points(a_zp);
+  if (za.empty()) za.push_back(0);
+  for (int32_t& z : za) z += a_s8 ? 128 : 0;
+  std::vector<int32_t> za_rows;
+  if (za.size() > 1)
+    for (int64_t r = 0; r < rows; ++r) za_rows.push_back(za[size_t(r % p.M)]);
+  const uint8_t* a8 = static_cast<const uint8_t*>(a.data_ptr());
+  if (a_s8) {
+    auto* shifted = static_cast<uint8_t*>(ctx.workspace(size_t(a.numel())));
+    shift_s8_to_u8(ctx, static_cast<const int8_t*>(a.data_ptr()), a.numel(), shifted);
+    a8 = shifted;
+  }
+  const bool use_cb = cb.packed && b.data_ptr() == cb.data && b.shape() == cb.shape;
+  std::vector<int32_t> zb = zero_points(b_zp);
+  auto run = [&](int64_t nrows, const uint8_t* a_at, const int32_t* za_at, int64_t b_off, int32_t* y_at) {
+    PackedB8 own;
+    const PackedB8* pb = use_cb ? cb.packed.get() : &own;
+    if (!use_cb)
+      pack_b8(own, static_cast<const char*>(b.data_ptr()) + b_off, b_u8, p.K, p.N, p.N, 1,
+              zb.empty() ? nullptr : zb.data(), int64_t(zb.size()));
+    QGemmOut out;
+    out.acc = y_at, out.ld = p.N;
+    qgemm_u8s8(ctx, nrows, a_at, p.K, za[0], za_at, *pb, out);
+  };
+  if (p.fold || p.batch == 1) {
+    run(rows, a8 + (p.fold ? 0 : p.a_off[0]), za_rows.empty() ? nullptr : za_rows.data(), p.fold ? 0 : p.b_off[0], y);
+    return true;
+  }
+  for (int64_t i = 0; i < p.batch; ++i)
+    run(p.M, a8 + p.a_off[size_t(i)], za_rows.empty() ? nullptr : za_rows.data() + i * p.M, p.b_off[size_t(i)],
+        y + i * p.M * p.N);
+  return true;
+}
+
 // The int32 product of (A - a_zp) and (B - b_zp), into `y`.
 void integer_product(const sdk::Context& ctx, const MatMulPlan& p, const sdk::Tensor& a, const sdk::Tensor& a_zp,
-                     const sdk::Tensor& b, const sdk::Tensor& b_zp, bool per_matrix, int32_t* y) {
+                     const sdk::Tensor& b, const sdk::Tensor& b_zp, bool per_matrix, bool fast, const ConstantB& cb,
+                     int32_t* y) {
   Shape as = a.shape(), bs = b.shape();
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
   auto azp = row_param<int32_t>(a_zp, "a_zero_point", as, p.M, per_matrix);
   auto bzp = col_param<int32_t>(b_zp, "b_zero_point", bs, p.N, per_matrix);
+  if (fast && vnni_product(ctx, p, a, a_zp, b, b_zp, cb, y)) return;
   auto* a32 = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(a.numel(), 1)) * sizeof(int32_t)));
   auto* b32 = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(b.numel(), 1)) * sizeof(int32_t)));
   subtract_zero_points(ctx, a, azp, std::max<int64_t>(p.K, 1), 0, a32);
@@ -134,7 +220,8 @@ void integer_product(const sdk::Context& ctx, const MatMulPlan& p, const sdk::Te
 
 class MatMulIntegerKernel {
  public:
-  explicit MatMulIntegerKernel(const sdk::Node& node) {}
+  explicit MatMulIntegerKernel(const sdk::Node& node)
+      : fast_(node.option_bool("cpu.int8_matmul", true)), cb_(plan_constant_b(node, 1, 3)) {}
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
     sdk::Tensor a = ctx.input(0), b = ctx.input(1), a_zp = ctx.input(2), b_zp = ctx.input(3);
@@ -142,14 +229,19 @@ class MatMulIntegerKernel {
     check_zero_point_type(b_zp, b, "b_zero_point");
     MatMulPlan p = plan_matmul(a.shape(), b.shape());
     sdk::Tensor y = ctx.output(0, p.out_shape, SINGA_ONNX_INT32);
-    integer_product(ctx, p, a, a_zp, b, b_zp, true, y.data<int32_t>());
+    integer_product(ctx, p, a, a_zp, b, b_zp, true, fast_, cb_, y.data<int32_t>());
   }
+
+ private:
+  bool fast_;
+  ConstantB cb_;
 };
 
 // y = saturate(round_half_even((A - a_zp)(B - b_zp) * a_scale * b_scale / y_scale) + y_zp)
 class QLinearMatMulKernel {
  public:
-  explicit QLinearMatMulKernel(const sdk::Node& node) : opset_(node.opset()) {}
+  explicit QLinearMatMulKernel(const sdk::Node& node)
+      : opset_(node.opset()), fast_(node.option_bool("cpu.int8_matmul", true)), cb_(plan_constant_b(node, 3, 5)) {}
   void compute(sdk::Context& ctx) const {
     for (size_t i = 0; i < 8; ++i)
       SINGA_CHECK(ctx.has_input(i), "input " + std::to_string(i) + " is missing (all eight inputs are required)");
@@ -174,7 +266,7 @@ class QLinearMatMulKernel {
     MatMulPlan p = plan_matmul(a.shape(), b.shape());
     int64_t count = sdk::numel(p.out_shape);
     auto* acc = static_cast<int32_t*>(ctx.workspace(size_t(std::max<int64_t>(count, 1)) * sizeof(int32_t)));
-    integer_product(ctx, p, a, a_zp, b, b_zp, false, acc);
+    integer_product(ctx, p, a, a_zp, b, b_zp, false, fast_, cb_, acc);
 
     Shape as = a.shape(), bs = b.shape();
     if (as.size() == 1) as.insert(as.begin(), 1);
@@ -208,6 +300,8 @@ class QLinearMatMulKernel {
 
  private:
   int64_t opset_;
+  bool fast_;
+  ConstantB cb_;
 };
 
 }  // namespace

@@ -30,6 +30,10 @@ constexpr const char* kMatMulEpiloguesPass = "cpu.matmul_epilogues";
 // Not a MatMul pass, but this pack's too (widen_float16.cpp): float16 graphs
 // run in float32, weights widened at prepare. Runs before every fusion.
 constexpr const char* kFloat16AsFloat32Pass = "cpu.float16_as_float32";
+// MatMul/Gemm between DequantizeLinear'd int8 operands -> QDQMatMul
+// (fuse_qdq_matmul.cpp). Runs before the float MatMul passes.
+constexpr const char* kQdqMatMulPass = "cpu.qdq_matmul";
+constexpr int32_t kQdqMatMulPriority = 1310;
 
 // Each returns the number of rewrites.
 int fuse_matmul_bias_rows(sdk::Graph& g);
@@ -37,6 +41,7 @@ int fuse_matmul_scales(sdk::Graph& g);
 int fuse_transposed_b(sdk::Graph& g);
 int fuse_matmul_epilogues(sdk::Graph& g);
 int widen_float16(sdk::Graph& g);
+int fuse_qdq_matmuls(sdk::Graph& g);
 
 // What the passes share (matmul_match.cpp).
 // A node of the default ONNX domain of type `op`.

@@ -1,0 +1,326 @@
+// A MatMul (or Gemm) between a DequantizeLinear'd int8 activation and int8
+// weights becomes one ai.singa.cpu QDQMatMul (qmatmul.hpp), which multiplies
+// the 8-bit values on the VNNI kernel instead of dequantizing both sides to
+// float first:
+//
+//   DequantizeLinear(A8, sa, za) -> MatMul <- B     [-> Add(., bias[N])]
+//
+// A8 is u8 or s8 of any rank with a scalar scale and zero point. B is 2-D
+// and either DequantizeLinear of an 8-bit constant (per tensor, or per column:
+// axis 1) or, because the core folds that DequantizeLinear before the
+// plugins' passes run, a float constant whose columns are exactly integer
+// multiples of one scale each: b[k, n] == float(q[k, n]) * s[n] with |q| <=
+// 255, checked element by element, so the int8 copy loses nothing (a float
+// model's weights almost never pass: they are not on such a lattice). A Gemm
+// (alpha 1, beta 1, transA 0, C a row of N) is matched the same way; its C
+// and a MatMul's following Add of a constant row become the bias; a
+// QuantizeLinear (scalar, u8 or s8) that alone reads the result moves into
+// the node too, which then writes 8 bits. The activation's
+// DequantizeLinear goes when no other node reads it.
+//
+// Runs before the float MatMul passes (cpu.matmul_bias_rows would take the
+// Add), so they see only the products left in float.
+#include "matmul_passes.hpp"
+
+#include "../qmatmul.hpp"
+
+#include <cpu_domain.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace singa {
+namespace ops {
+namespace math {
+namespace {
+
+bool eight_bit(int32_t t) { return t == SINGA_ONNX_UINT8 || t == SINGA_ONNX_INT8; }
+
+// B as integers times a scale per column: b[k, n] = q[k * N + n] * scale[n].
+struct IntWeights {
+  int64_t K = 0, N = 0;
+  std::vector<int32_t> q;
+  std::vector<float> scale;
+};
+
+// The scale and zero point inputs of DequantizeLinear `dq` when both are
+// constants of `count` values (1, or also `per` when per > 1) and the node
+// has no block size. zp is empty when absent.
+bool dq_params(const sdk::Graph& g, const sdk::GraphNode& dq, int64_t per, sdk::Tensor& scale, sdk::Tensor& zp) {
+  if (!standard_op(dq, "DequantizeLinear") || dq.num_inputs() < 2 || dq.num_outputs() != 1 ||
+      dq.attr_int("block_size", 0) != 0)
+    return false;
+  scale = g.constant(dq.input_name(1));
+  if (!scale.present() || scale.dtype() != SINGA_ONNX_FLOAT || scale.ndim() > 1) return false;
+  if (scale.numel() != 1 && (per <= 1 || scale.numel() != per)) return false;
+  zp = dq.num_inputs() > 2 && !dq.input_name(2).empty() ? g.constant(dq.input_name(2)) : sdk::Tensor();
+  if (dq.num_inputs() > 2 && !dq.input_name(2).empty() && (!zp.present() || zp.shape() != scale.shape()))
+    return false;
+  return true;
+}
+
+// B [K, N] (stored [N, K] when trans) from DequantizeLinear of an 8-bit constant.
+bool weights_from_dq(const sdk::Graph& g, const sdk::GraphNode& dq, bool trans, IntWeights& w) {
+  if (!dq.valid()) return false;
+  const sdk::Tensor b = g.constant(dq.input_name(0));
+  if (!b.present() || !eight_bit(b.dtype()) || b.ndim() != 2) return false;
+  const int64_t K = b.dim(trans ? 1 : 0), N = b.dim(trans ? 0 : 1);
+  sdk::Tensor scale, zp;
+  if (!dq_params(g, dq, N, scale, zp)) return false;
+  if (scale.numel() > 1) {
+    int64_t axis = dq.attr_int("axis", 1);
+    if (axis < 0) axis += 2;
+    if (axis != (trans ? 0 : 1)) return false;
+  }
+  if (zp.present() && zp.dtype() != b.dtype()) return false;
+  w.K = K, w.N = N;
+  w.q.resize(size_t(K * N));
+  w.scale.resize(size_t(N));
+  for (int64_t n = 0; n < N; ++n) w.scale[size_t(n)] = scale.data<float>()[scale.numel() == 1 ? 0 : n];
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t at = trans ? n * K + k : k * N + n;
+      const int64_t z = zp.present() ? zp.int_at(zp.numel() == 1 ? 0 : n) : 0;
+      w.q[size_t(k * N + n)] = int32_t(b.int_at(at) - z);
+    }
+  return true;
+}
+
+// Whether column b[k * stride] is q[k] * s element by element, with the
+// q spanning at most 256 values (what an s8 column with a zero point holds).
+bool on_lattice(const float* b, int64_t K, int64_t stride, float s, int32_t* q) {
+  if (!(s > 0.f) || !std::isnormal(s)) return false;
+  float lo = 0.f, hi = 0.f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float v = b[k * stride];
+    const float r = std::nearbyint(v / s);
+    if (!(std::fabs(r) <= 255.f) || r * s != v) return false;
+    lo = k ? std::min(lo, r) : r;
+    hi = k ? std::max(hi, r) : r;
+    q[k * stride] = int32_t(r);
+  }
+  return hi - lo <= 255.f;
+}
+
+// The smallest nonzero magnitude of `n` values b[i * stride] (0 when none,
+// -1 when one is not finite).
+float least_step(const float* b, int64_t n, int64_t stride) {
+  float least = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::fabs(b[i * stride]);
+    if (!std::isfinite(v)) return -1.f;
+    if (v > 0.f && (least == 0.f || v < least)) least = v;
+  }
+  return least;
+}
+
+// The scale near `approx` that column b reproduces exactly, if any: the
+// element of least magnitude fixes its integer q, and v / q (or a neighbour
+// one unit in the last place away) is the exact scale when there is one.
+bool exact_scale(const float* b, int64_t K, int64_t stride, float approx, int32_t* q, float& scale) {
+  if (!(approx > 0.f) || !std::isnormal(approx)) return false;
+  if (on_lattice(b, K, stride, approx, q)) {
+    scale = approx;
+    return true;
+  }
+  float v = 0.f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float x = b[k * stride];
+    if (x != 0.f && (v == 0.f || std::fabs(x) < std::fabs(v))) v = x;
+  }
+  const float r = std::nearbyint(v / approx);
+  if (r == 0.f) return false;
+  const float base = v / r;
+  for (float s : {base, std::nextafter(base, 0.f), std::nextafter(base, 1e30f)})
+    if (on_lattice(b, K, stride, s, q)) {
+      scale = s;
+      return true;
+    }
+  return false;
+}
+
+// Column n of a float B as integer multiples of one scale. Candidates, the
+// largest first: the column's smallest gap between two distinct values and
+// its smallest magnitude, each divided by 1..4 (a zero point far from 0
+// leaves no value near 0; a column may skip a step or two), then the whole
+// tensor's smallest step (a per-tensor scale). Every element must
+// reproduce exactly.
+bool column_lattice(const float* b, int64_t K, int64_t stride, float tensor_step, int32_t* q, float& scale) {
+  const float least = least_step(b, K, stride);
+  if (least < 0.f) return false;
+  if (least == 0.f) {
+    scale = 1.f;
+    for (int64_t k = 0; k < K; ++k) q[k * stride] = 0;
+    return true;
+  }
+  std::vector<float> v(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) v[size_t(k)] = b[k * stride];
+  std::sort(v.begin(), v.end());
+  float gap = 0.f;
+  for (size_t k = 1; k < v.size(); ++k)
+    if (v[k] > v[k - 1] && (gap == 0.f || v[k] - v[k - 1] < gap)) gap = v[k] - v[k - 1];
+  for (float base : {gap, least})
+    for (int d = 1; d <= 4; ++d)
+      if (exact_scale(b, K, stride, base / float(d), q, scale)) return true;
+  return exact_scale(b, K, stride, tensor_step, q, scale);
+}
+
+// B [K, N] (stored [N, K] when trans) from a folded float constant.
+bool weights_from_float(const sdk::Tensor& b, bool trans, IntWeights& w) {
+  if (!b.present() || b.dtype() != SINGA_ONNX_FLOAT || b.ndim() != 2) return false;
+  const int64_t K = b.dim(trans ? 1 : 0), N = b.dim(trans ? 0 : 1);
+  if (K == 0 || N == 0) return false;
+  std::vector<float> t;
+  const float* data = b.data<float>();
+  if (trans) {  // to [K, N]
+    t.resize(size_t(K * N));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) t[size_t(k * N + n)] = data[n * K + k];
+    data = t.data();
+  }
+  w.K = K, w.N = N;
+  w.q.resize(size_t(K * N));
+  w.scale.resize(size_t(N));
+  const float step = least_step(data, K * N, 1);
+  if (step <= 0.f) return false;
+  for (int64_t n = 0; n < N; ++n)
+    if (!column_lattice(data + n, K, N, step, w.q.data() + n, w.scale[size_t(n)])) return false;
+  return true;
+}
+
+DLTensor dl(void* data, std::vector<int64_t>& shape, DLDataType type) {
+  DLTensor t{};
+  t.data = data;
+  t.device = {kDLCPU, 0};
+  t.ndim = int32_t(shape.size());
+  t.dtype = type;
+  t.shape = shape.data();
+  return t;
+}
+
+// Stores w as s8 with a zero point per column that brings its range into
+// [-128, 127]; adds B, its scales and zero points as constants. False when a
+// column spans more than 256 values.
+bool add_weights(sdk::Graph& g, const std::string& hint, const IntWeights& w, std::vector<std::string>& names) {
+  std::vector<int8_t> stored(w.q.size()), zp(size_t(w.N));
+  for (int64_t n = 0; n < w.N; ++n) {
+    int32_t lo = w.q[size_t(n)], hi = lo;
+    for (int64_t k = 0; k < w.K; ++k) {
+      lo = std::min(lo, w.q[size_t(k * w.N + n)]);
+      hi = std::max(hi, w.q[size_t(k * w.N + n)]);
+    }
+    const int32_t z = hi > 127 ? 127 - hi : (lo < -128 ? -128 - lo : 0);
+    if (lo + z < -128 || hi + z > 127) return false;
+    zp[size_t(n)] = int8_t(z);
+    for (int64_t k = 0; k < w.K; ++k) stored[size_t(k * w.N + n)] = int8_t(w.q[size_t(k * w.N + n)] + z);
+  }
+  std::vector<int64_t> kn{w.K, w.N}, n{w.N};
+  std::vector<float> scale = w.scale;
+  names.push_back(g.add_constant(hint + "_q8", dl(stored.data(), kn, {kDLInt, 8, 1})));
+  names.push_back(g.add_constant(hint + "_scale", dl(scale.data(), n, {kDLFloat, 32, 1})));
+  names.push_back(g.add_constant(hint + "_zp", dl(zp.data(), n, {kDLInt, 8, 1})));
+  return true;
+}
+
+// A constant float C of N values shaped [N] or [1, ..., 1, N] (rank <= rank).
+bool bias_row(const sdk::Tensor& c, int64_t N, int64_t rank) {
+  if (!c.present() || c.dtype() != SINGA_ONNX_FLOAT || c.numel() != N || c.ndim() < 1 || c.ndim() > rank) return false;
+  return c.shape().back() == N;
+}
+
+// The activation side: DequantizeLinear of an 8-bit value with scalar scale
+// and zero point (constants).
+bool activation_dq(const sdk::Graph& g, const sdk::GraphNode& dq) {
+  sdk::Tensor scale, zp;
+  singa_value_info x;
+  if (!dq.valid() || !dq_params(g, dq, 1, scale, zp) || !g.value_info(dq.input_name(0), x) || !eight_bit(x.onnx_dtype))
+    return false;
+  return !zp.present() || zp.dtype() == x.onnx_dtype;
+}
+
+// A QuantizeLinear to u8 or s8 with a scalar scale and zero point (constants).
+bool output_q(const sdk::Graph& g, const sdk::GraphNode& q) {
+  if (!standard_op(q, "QuantizeLinear") || q.num_inputs() != 3 || q.num_outputs() != 1 || q.output_name(0).empty() ||
+      q.attr_int("block_size", 0) != 0 || q.has_attr("output_dtype"))
+    return false;
+  const sdk::Tensor s = g.constant(q.input_name(1)), z = g.constant(q.input_name(2));
+  return s.present() && s.dtype() == SINGA_ONNX_FLOAT && s.numel() == 1 && z.present() && z.numel() == 1 &&
+         eight_bit(z.dtype());
+}
+
+int fuse(sdk::Graph& g, sdk::GraphNode mm) {
+  const bool gemm = standard_op(mm, "Gemm");
+  if (!gemm && (!standard_op(mm, "MatMul") || mm.num_inputs() != 2)) return 0;
+  if (mm.num_outputs() != 1 || mm.output_name(0).empty() || mm.num_inputs() < 2) return 0;
+  bool trans = false;
+  if (gemm && (mm.attr_float("alpha", 1.f) != 1.f || mm.attr_int("transA", 0) != 0 ||
+               (mm.num_inputs() > 2 && !mm.input_name(2).empty() && mm.attr_float("beta", 1.f) != 1.f)))
+    return 0;
+  if (gemm) trans = mm.attr_int("transB", 0) != 0;
+  sdk::GraphNode dqa = g.producer(mm.input_name(0));
+  if (!activation_dq(g, dqa)) return 0;
+  singa_value_info ai;
+  if (!g.value_info(dqa.input_name(0), ai) || ai.ndim < 1 || (gemm && ai.ndim != 2)) return 0;
+
+  IntWeights w;
+  sdk::GraphNode dqb = g.producer(mm.input_name(1));
+  const bool from_dq = weights_from_dq(g, dqb, trans, w);
+  if (!from_dq && !weights_from_float(g.constant(mm.input_name(1)), trans, w)) return 0;
+  if (ai.dims[ai.ndim - 1] >= 0 && ai.dims[ai.ndim - 1] != w.K) return 0;
+
+  std::vector<sdk::GraphNode> group{mm};
+  std::string bias, out = mm.output_name(0);
+  if (gemm && mm.num_inputs() > 2 && !mm.input_name(2).empty()) {
+    if (!bias_row(g.constant(mm.input_name(2)), w.N, 2)) return 0;
+    bias = mm.input_name(2);
+  } else if (!gemm) {
+    sdk::GraphNode add = sole_reader(g, out);
+    if (standard_op(add, "Add") && add.num_inputs() == 2 && add.num_outputs() == 1 && !add.output_name(0).empty() &&
+        add.input_name(0) != add.input_name(1)) {
+      const std::string c = add.input_name(add.input_name(0) == out ? 1 : 0);
+      if (bias_row(g.constant(c), w.N, std::max<int32_t>(ai.ndim, 1))) {
+        bias = c;
+        out = add.output_name(0);
+        group.push_back(add);
+      }
+    }
+  }
+  // A QuantizeLinear that alone reads the product: the node writes 8 bits.
+  std::string y_scale, y_zero;
+  sdk::GraphNode q = sole_reader(g, out);
+  if (output_q(g, q)) {
+    y_scale = q.input_name(1), y_zero = q.input_name(2);
+    out = q.output_name(0);
+    group.push_back(q);
+  }
+  std::vector<std::string> b_names;
+  if (!add_weights(g, mm.name().empty() ? out : mm.name(), w, b_names)) return 0;
+  if (from_dq && !g.is_output(dqb.output_name(0)) && g.consumers(dqb.output_name(0)).size() == 1) group.push_back(dqb);
+
+  sdk::NewNode f(kCpuDomain, kQdqMatMulOp);
+  f.name = mm.name();
+  f.opset = 1;
+  const std::string za = dqa.num_inputs() > 2 ? dqa.input_name(2) : "";
+  f.inputs = {dqa.input_name(0), dqa.input_name(1), za, b_names[0], b_names[1], b_names[2], bias};
+  if (!y_scale.empty()) f.inputs.insert(f.inputs.end(), {y_scale, y_zero});
+  f.outputs = {out};
+  const std::string a_value = dqa.output_name(0);
+  g.replace(group, {f});
+  // The activation's DequantizeLinear, once nothing reads it.
+  if (!g.is_output(a_value) && g.consumers(a_value).empty()) g.replace({dqa}, {});
+  return 1;
+}
+
+}  // namespace
+
+int fuse_qdq_matmuls(sdk::Graph& g) {
+  int fused = 0;
+  for (sdk::GraphNode n : g.nodes())
+    if (n.alive()) fused += fuse(g, n);
+  return fused;
+}
+
+}  // namespace math
+}  // namespace ops
+}  // namespace singa
