@@ -90,6 +90,15 @@ class SoftmaxGrad : public NodeKernel {
       ctx.parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)), [&](int64_t b, int64_t e) {
         for (int64_t q = b; q < e; ++q) {
           const int64_t base = (q / inner) * n * inner + q % inner;
+          // The gradient is linear in dY, so a row of zero dY gives zeros
+          // exactly, also where Y is NaN (a fully masked row that a later
+          // Where replaced): 0 * NaN must not leak into the scores.
+          bool zero = true;
+          for (int64_t j = 0; j < n && zero; ++j) zero = g[base + j * inner] == T(0);
+          if (zero) {
+            for (int64_t j = 0; j < n; ++j) o[base + j * inner] = T(0);
+            continue;
+          }
           double dot = 0;
           for (int64_t j = 0; j < n; ++j) {
             const int64_t i = base + j * inner;
