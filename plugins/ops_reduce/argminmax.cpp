@@ -1,4 +1,5 @@
 // ArgMax and ArgMin: int64 indices along one axis (keepdims, select_last_index).
+#include "argext_f32.hpp"
 #include "reduce_common.hpp"
 
 namespace singa {
@@ -15,11 +16,52 @@ template <bool IsMax, typename C> inline bool better(C v, C best, bool last) {
   return last ? v <= best : v < best;
 }
 
+#ifdef SINGA_AVX512_BEGIN
+// float32 with AVX-512 (argext_f32.hpp): whole rows when the axis is the
+// innermost, else blocks of the inner run with per-lane best values and
+// int32 indices (the axis length is checked to fit).
+template <bool IsMax, bool Last>
+void run_f32(const sdk::Context& ctx, const AxisSplit& s, const float* x, int64_t* y) {
+  if (s.inner == 1) {
+    ctx.parallel_for(s.outer, grain_for(s.n), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) y[o] = arg_extreme_row_f32<IsMax>(x + o * s.n, s.n, Last);
+    });
+    return;
+  }
+  constexpr int64_t kMaxBlock = 2048;
+  const int64_t kBlock = inner_block(s.outer, s.inner, kMaxBlock);
+  const int64_t nblk = (s.inner + kBlock - 1) / kBlock;
+  ctx.parallel_for(s.outer * nblk, grain_for(s.n * std::min(s.inner, kBlock)), [&](int64_t b, int64_t e) {
+    alignas(64) float best[kMaxBlock];
+    alignas(64) int32_t idx[kMaxBlock];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, s.inner - k0);
+      const float* xs = x + o * s.n * s.inner + k0;
+      std::copy(xs, xs + kn, best);
+      std::fill(idx, idx + kn, 0);
+      for (int64_t j = 1; j < s.n; ++j) arg_extreme_cols_f32<IsMax, Last>(best, idx, xs + j * s.inner, int32_t(j), kn);
+      std::copy(idx, idx + kn, y + o * s.inner + k0);
+    }
+  });
+}
+#endif
+
 template <bool IsMax, typename T>
 void run(const sdk::Context& ctx, const AxisSplit& s, bool last, const T* x, int64_t* y) {
   using C = cmp_t<T>;
   constexpr int64_t kBlock = 64;
   if (s.outer == 0 || s.inner == 0) return;
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<T, float>::value) {
+    if (vec::unary_avx512() && (s.inner == 1 || s.n <= INT32_MAX)) {
+      if (last)
+        run_f32<IsMax, true>(ctx, s, x, y);
+      else
+        run_f32<IsMax, false>(ctx, s, x, y);
+      return;
+    }
+  }
+#endif
   const int64_t nblk = (s.inner + kBlock - 1) / kBlock;
   ctx.parallel_for(s.outer * nblk, grain_for(s.n * std::min(s.inner, kBlock)), [&](int64_t b, int64_t e) {
     C best[kBlock];

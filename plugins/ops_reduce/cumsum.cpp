@@ -1,5 +1,6 @@
 // CumSum and CumProd (opset 26): running sums / products along the axis given
 // by input 1 (exclusive, reverse).
+#include "cumsum_f32.hpp"
 #include "reduce_common.hpp"
 
 namespace singa {
@@ -18,12 +19,59 @@ template <bool Prod, typename A> inline void step(A& acc, A v) {
   }
 }
 
+#ifdef SINGA_AVX512_BEGIN
+// float32 CumSum over a strided axis: blocks of the inner run (whole rows
+// where there are enough of them, inner_block()), one row of running sums at
+// a time (cumsum_f32.hpp).
+template <bool Exclusive>
+void run_sum_f32(const sdk::Context& ctx, const AxisSplit& s, bool reverse, const float* x, float* y) {
+  constexpr int64_t kMaxBlock = 4096;
+  const int64_t kBlock = inner_block(s.outer, s.inner, kMaxBlock);
+  const int64_t nblk = (s.inner + kBlock - 1) / kBlock;
+  ctx.parallel_for(s.outer * nblk, grain_for(s.n * std::min(s.inner, kBlock)), [&](int64_t b, int64_t e) {
+    alignas(64) float acc[kMaxBlock];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, s.inner - k0);
+      const int64_t base = o * s.n * s.inner + k0;
+      if (!Exclusive) {
+        // Each row is the previous output row plus the input row.
+        const int64_t first = base + (reverse ? s.n - 1 : 0) * s.inner;
+        if (x != y) std::copy(x + first, x + first + kn, y + first);
+        for (int64_t t = 1; t < s.n; ++t) {
+          const int64_t off = base + (reverse ? s.n - 1 - t : t) * s.inner;
+          cumsum_next_row_f32(y + off + (reverse ? s.inner : -s.inner), x + off, y + off, kn);
+        }
+        continue;
+      }
+      std::fill(acc, acc + kn, 0.f);
+      for (int64_t t = 0; t < s.n; ++t) {
+        const int64_t off = base + (reverse ? s.n - 1 - t : t) * s.inner;
+        cumsum_row_f32<Exclusive>(acc, x + off, y + off, kn);
+      }
+    }
+  });
+}
+#endif
+
 // Each element is read before its output is written, so y may alias x.
+// float32 sums run in float32 (as ONNX's reference and ONNX Runtime do); the
+// other float types in double, rounded at each output.
 template <bool Prod, typename T>
 void run(const sdk::Context& ctx, const AxisSplit& s, bool exclusive, bool reverse, const T* x, T* y) {
-  using A = wide_t<T>;
+  using A = std::conditional_t<std::is_same<T, float>::value, float, wide_t<T>>;
   constexpr int64_t kBlock = 64;
   if (s.outer == 0 || s.n == 0 || s.inner == 0) return;
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<T, float>::value && !Prod) {
+    if (s.inner > 1 && vec::unary_avx512()) {
+      if (exclusive)
+        run_sum_f32<true>(ctx, s, reverse, x, y);
+      else
+        run_sum_f32<false>(ctx, s, reverse, x, y);
+      return;
+    }
+  }
+#endif
   const int64_t nblk = (s.inner + kBlock - 1) / kBlock;
   ctx.parallel_for(s.outer * nblk, grain_for(s.n * std::min(s.inner, kBlock)), [&](int64_t b, int64_t e) {
     A acc[kBlock];

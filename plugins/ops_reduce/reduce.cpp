@@ -1,7 +1,10 @@
 // The Reduce* family: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd,
 // ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare.
+#include "logsumexp_f32.hpp"
 #include "minmax_f32.hpp"
+#include "minmax_f64.hpp"
 #include "reduce_plan.hpp"
+#include "sum_f32.hpp"
 
 namespace singa {
 namespace ops {
@@ -111,12 +114,62 @@ struct MinOp {
 template <typename Op>
 constexpr int kMinMax = std::is_same<Op, MaxOp>::value ? 1 : std::is_same<Op, MinOp>::value ? 2 : 0;
 
+#ifdef SINGA_AVX512_BEGIN
+// The sums with an AVX-512 float32 path (sum_f32.hpp): 0 for none, else the
+// SumTerm + 1 of the element's contribution.
+template <typename Op>
+constexpr int kSumKind = std::is_same<Op, SumOp>::value || std::is_same<Op, MeanOp>::value ? 1 + int(SumTerm::kPlain)
+                         : std::is_same<Op, SumSquareOp>::value || std::is_same<Op, L2Op>::value
+                             ? 1 + int(SumTerm::kSquare)
+                         : std::is_same<Op, L1Op>::value ? 1 + int(SumTerm::kAbs)
+                                                         : 0;
+template <typename Op> constexpr SumTerm kTermOf = SumTerm(kSumKind<Op> - 1);
+
+// Ops and types that run on the float32 AVX-512 kernels: float32 directly,
+// float16 converted to float32 a block at a time.
+template <typename Op, typename T>
+constexpr bool kVecF32 = (kSumKind<Op> != 0 || kMinMax<Op> != 0) &&
+                         (std::is_same<T, float>::value || std::is_same<T, sdk::half>::value);
+
+// The float32 values of x[0..n): x itself, or its float16 values converted into buf.
+inline const float* as_f32(const float* x, float*, int64_t) { return x; }
+inline const float* as_f32(const sdk::half* x, float* buf, int64_t n) {
+  half_to_f32_avx512(reinterpret_cast<const uint16_t*>(x), buf, n);
+  return buf;
+}
+
+// Op over x[0..n) on the float32 kernels, in double (sums) or exactly (max/min).
+template <typename Op, typename T> double fold_vec(const T* x, int64_t n) {
+  if constexpr (std::is_same<T, float>::value) {
+    if constexpr (kMinMax<Op> != 0)
+      return minmax_fold_f32<kMinMax<Op> == 1>(x, n);
+    else
+      return sum_fold_f32<kTermOf<Op>>(x, n);
+  } else {
+    constexpr int64_t kChunk = 1024;
+    alignas(64) float buf[kChunk];
+    double a = Op::template init<double>();
+    for (int64_t i = 0; i < n; i += kChunk) {
+      const int64_t c = std::min(kChunk, n - i);
+      Op::merge(a, fold_vec<Op>(as_f32(x + i, buf, c), c));
+    }
+    return a;
+  }
+}
+#endif
+
 // Folds n elements (stride apart) into one accumulator. Contiguous runs use
 // kLanes independent accumulators so the loop vectorises.
 template <typename Op, typename A, typename T> A fold(const T* x, int64_t n, int64_t stride, A m) {
 #ifdef SINGA_AVX512_BEGIN
-  if constexpr (std::is_same<T, float>::value && kMinMax<Op> != 0) {
-    if (stride == 1 && vec::unary_avx512()) return A(minmax_fold_f32<kMinMax<Op> == 1>(x, n));
+  if constexpr (kVecF32<Op, T>) {
+    if (stride == 1 && vec::unary_avx512()) return A(fold_vec<Op>(x, n));
+  }
+  if constexpr (std::is_same<T, double>::value && kMinMax<Op> != 0) {
+    if (stride == 1 && vec::unary_avx512()) return A(minmax_fold_f64<kMinMax<Op> == 1>(x, n));
+  }
+  if constexpr (std::is_same<T, float>::value && std::is_same<Op, LogSumExpOp>::value) {
+    if (stride == 1 && vec::unary_avx512()) return A(sum_exp_fold_f32(x, n, float(m)));
   }
 #endif
   constexpr int kLanes = 8;
@@ -154,6 +207,100 @@ template <typename Op, typename T> void reduce_all(const sdk::Context& ctx, int6
   y[0] = narrow<T>(Op::finish(pass(Op{}, m), m, count));
 }
 
+#ifdef SINGA_AVX512_BEGIN
+// A reduction over rows of a kept inner run on the float32 kernels: each task
+// takes a block of neighbouring outputs (whole rows where there are enough,
+// inner_block()) and folds whole rows into them. Sums add rows in float32 and
+// move the partial sums into double every kSumRowFlush rows (sum_f32.hpp says
+// why); max/min are exact in float32.
+template <typename Op, typename T> void run_rows_vec(const sdk::Context& ctx, const ReducePlan& p, const T* x, T* y) {
+  constexpr int64_t kMaxBlock = 2048;
+  struct Scratch {
+    alignas(64) float acc[kMaxBlock];
+    alignas(64) float buf[kMaxBlock];  // a float16 row as float32
+    double wide[kMaxBlock];
+  };
+  const int64_t kBlock = inner_block(p.outer, p.inner, kMaxBlock);
+  const int64_t nblk = (p.inner + kBlock - 1) / kBlock;
+  ctx.parallel_for(p.outer * nblk, grain_for(p.count * std::min(p.inner, kBlock)), [&](int64_t b, int64_t e) {
+    Scratch sc;
+    float* acc = sc.acc;
+    float* buf = sc.buf;
+    double* wide = sc.wide;
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, p.inner - k0);
+      std::fill(acc, acc + kn, float(Op::template init<double>()));
+      if constexpr (kSumKind<Op> != 0) std::fill(wide, wide + kn, 0.0);
+      int64_t rows = 0;
+      p.visit_runs(p.outer_offset(o) + k0, [&](int64_t off, int64_t n, int64_t st) {
+        for (int64_t j = 0; j < n; ++j) {
+          const float* row = as_f32(x + off + j * st, buf, kn);
+          if constexpr (kSumKind<Op> != 0) {
+            sum_row_f32<kTermOf<Op>>(acc, row, kn);
+            if (++rows == kSumRowFlush) {
+              sum_flush_f32(wide, acc, kn);
+              rows = 0;
+            }
+          } else {
+            minmax_row_f32<kMinMax<Op> == 1>(acc, row, kn);
+          }
+        }
+      });
+      T* out = y + o * p.inner + k0;
+      if constexpr (kSumKind<Op> != 0) {
+        sum_flush_f32(wide, acc, kn);
+        for (int64_t k = 0; k < kn; ++k) out[k] = narrow<T>(Op::finish(wide[k], 0.0, p.count));
+      } else {
+        for (int64_t k = 0; k < kn; ++k) out[k] = narrow<T>(acc[k]);
+      }
+    }
+  });
+}
+#endif
+
+#ifdef SINGA_AVX512_BEGIN
+// ReduceLogSumExp over rows of a kept inner run, float32: per block of
+// outputs, the rows' maximum, then e^(x - max) summed as run_rows_vec sums
+// (logsumexp_f32.hpp).
+inline void run_logsumexp_rows_f32(const sdk::Context& ctx, const ReducePlan& p, const float* x, float* y) {
+  constexpr int64_t kMaxBlock = 2048;
+  struct Scratch {
+    alignas(64) float mx[kMaxBlock];
+    alignas(64) float acc[kMaxBlock];
+    double wide[kMaxBlock];
+  };
+  const int64_t kBlock = inner_block(p.outer, p.inner, kMaxBlock);
+  const int64_t nblk = (p.inner + kBlock - 1) / kBlock;
+  ctx.parallel_for(p.outer * nblk, grain_for(p.count * std::min(p.inner, kBlock) * 8), [&](int64_t b, int64_t e) {
+    Scratch sc;
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, p.inner - k0);
+      const int64_t base = p.outer_offset(o) + k0;
+      std::fill(sc.mx, sc.mx + kn, -std::numeric_limits<float>::infinity());
+      std::fill(sc.acc, sc.acc + kn, 0.f);
+      std::fill(sc.wide, sc.wide + kn, 0.0);
+      p.visit_runs(base, [&](int64_t off, int64_t n, int64_t st) {
+        for (int64_t j = 0; j < n; ++j) minmax_row_f32<true>(sc.mx, x + off + j * st, kn);
+      });
+      int64_t rows = 0;
+      p.visit_runs(base, [&](int64_t off, int64_t n, int64_t st) {
+        for (int64_t j = 0; j < n; ++j) {
+          sum_exp_row_f32(sc.acc, x + off + j * st, sc.mx, kn);
+          if (++rows == kSumRowFlush) {
+            sum_flush_f32(sc.wide, sc.acc, kn);
+            rows = 0;
+          }
+        }
+      });
+      sum_flush_f32(sc.wide, sc.acc, kn);
+      float* out = y + o * p.inner + k0;
+      for (int64_t k = 0; k < kn; ++k)
+        out[k] = float(LogSumExpOp::finish(sc.wide[k], double(sc.mx[k]), p.count));
+    }
+  });
+}
+#endif
+
 template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, const ReducePlan& p, const T* x, T* y) {
   using A = typename Op::template acc<T>;
   constexpr int64_t kBlock = 64;
@@ -182,15 +329,27 @@ template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, cons
   // at once, reading rows of contiguous memory.
   const int64_t nblk = (p.inner + kBlock - 1) / kBlock;
 #ifdef SINGA_AVX512_BEGIN
-  if constexpr (std::is_same<T, float>::value && kMinMax<Op> != 0) {
+  if constexpr (kVecF32<Op, T>) {
+    if (vec::unary_avx512()) {
+      run_rows_vec<Op>(ctx, p, x, y);
+      return;
+    }
+  }
+  if constexpr (std::is_same<T, float>::value && std::is_same<Op, LogSumExpOp>::value) {
+    if (vec::unary_avx512()) {
+      run_logsumexp_rows_f32(ctx, p, x, y);
+      return;
+    }
+  }
+  if constexpr (std::is_same<T, double>::value && kMinMax<Op> != 0) {
     if (vec::unary_avx512()) {
       ctx.parallel_for(p.outer * nblk, grain_for(p.count * std::min(p.inner, kBlock)), [&](int64_t b, int64_t e) {
-        alignas(64) float acc[kBlock];
+        alignas(64) double acc[kBlock];
         for (int64_t w = b; w < e; ++w) {
           const int64_t o = w / nblk, k0 = (w % nblk) * kBlock, kn = std::min(kBlock, p.inner - k0);
-          for (int64_t k = 0; k < kn; ++k) acc[k] = float(Op::template init<A>());
+          std::fill(acc, acc + kn, Op::template init<double>());
           p.visit_runs(p.outer_offset(o) + k0, [&](int64_t off, int64_t n, int64_t st) {
-            for (int64_t j = 0; j < n; ++j) minmax_row_f32<kMinMax<Op> == 1>(acc, x + off + j * st, kn);
+            for (int64_t j = 0; j < n; ++j) minmax_row_f64<kMinMax<Op> == 1>(acc, x + off + j * st, kn);
           });
           std::copy(acc, acc + kn, y + o * p.inner + k0);
         }

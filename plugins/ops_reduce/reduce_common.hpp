@@ -94,6 +94,18 @@ inline int64_t grain_for(int64_t work_per_item, int64_t target = 32768) {
   return std::max<int64_t>(1, target / std::max<int64_t>(1, work_per_item));
 }
 
+// Width of the inner-run blocks that a kernel walking rows of a strided axis
+// hands out as tasks: whole rows (up to `cap`) when the outer positions alone
+// give the pool enough tasks, since walking one contiguous [n, inner] slab
+// streams through memory, else narrower blocks (a multiple of 16 lanes) so
+// that there are about 8 tasks.
+inline int64_t inner_block(int64_t outer, int64_t inner, int64_t cap) {
+  const int64_t want = std::max<int64_t>(1, (8 + outer - 1) / std::max<int64_t>(1, outer));
+  const int64_t nblk = std::max(want, (inner + cap - 1) / cap);
+  const int64_t block = ((inner + nblk - 1) / nblk + 15) / 16 * 16;
+  return std::max<int64_t>(16, std::min(block, cap));
+}
+
 void register_reductions(sdk::Registrar& reg);
 void register_softmax(sdk::Registrar& reg);
 void register_argminmax(sdk::Registrar& reg);

@@ -4,6 +4,7 @@
 // each row; opset 13 normalises along the one axis `axis` (default -1). Both
 // are the same walk over [outer, n, inner] with inner == 1 for the 2-D form.
 // The row maximum is subtracted before exp so that large inputs cannot overflow.
+#include "argext_f32.hpp"
 #include "fast_exp.hpp"
 #include "reduce_common.hpp"
 #include "softmax_f32.hpp"
@@ -30,6 +31,11 @@ constexpr int64_t kSumBlock = 256;
 
 // Index of the first maximum; a NaN counts as the maximum, as in numpy's argmax.
 template <typename C> int64_t first_argmax(const C* x, int64_t n, int64_t stride) {
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (std::is_same<C, float>::value) {
+    if (stride == 1 && vec::unary_avx512()) return arg_extreme_row_f32<true>(x, n, false);
+  }
+#endif
   int64_t arg = 0;
   C best = x[0];
   for (int64_t j = 1; j < n; ++j) {
@@ -126,7 +132,8 @@ template <Kind K, typename T> void run_rows(const sdk::Context& ctx, const AxisS
           for (int64_t j = 0; j < s.n; ++j) buf[size_t(j)] = widen<C>(xr[j]);
           arg = first_argmax(buf.data(), s.n, 1);
         }
-        for (int64_t j = 0; j < s.n; ++j) yr[j] = narrow<T>(C(j == arg ? 1 : 0));
+        std::fill(yr, yr + s.n, narrow<T>(C(0)));
+        yr[arg] = narrow<T>(C(1));
       } else if constexpr (std::is_same<T, C>::value) {
         softmax_row<K>(xr, yr, s.n);
       } else {

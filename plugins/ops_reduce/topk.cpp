@@ -3,6 +3,9 @@
 // `largest` and `sorted`; 24 bfloat16. Equal values keep their original order (lower index
 // first), as the opset-11 specification requires; results are always sorted.
 #include "reduce_common.hpp"
+#include "topk_select.hpp"
+
+#include <memory>
 
 namespace singa {
 namespace ops {
@@ -21,6 +24,37 @@ void run(const sdk::Context& ctx, const AxisSplit& s, int64_t k, bool largest, c
   using C = cmp_t<T>;
   using Item = std::pair<C, int64_t>;
   if (s.outer == 0 || s.inner == 0 || k == 0) return;
+  if (k <= kTopKSelectMax) {
+    // One pass per lane with a k-entry buffer (topk_select.hpp); a strided or
+    // narrow-typed lane is copied into `row` first.
+    ctx.parallel_for(s.outer * s.inner, grain_for(s.n), [&](int64_t b, int64_t e) {
+      const size_t row_len = s.inner == 1 && std::is_same<T, C>::value ? 0 : size_t(s.n);
+      // unique_ptr, not vector: std::vector<bool> has no data().
+      std::unique_ptr<C[]> row(row_len ? new C[row_len] : nullptr), bv(new C[size_t(k)]);
+      std::vector<int64_t> bi(static_cast<size_t>(k));
+      TopKBuffer<C> buf{bv.get(), bi.data(), k};
+      for (int64_t lane = b; lane < e; ++lane) {
+        const int64_t o = lane / s.inner, i = lane % s.inner;
+        const T* xs = x + o * s.n * s.inner + i;
+        const C* xr = nullptr;
+        if constexpr (std::is_same<T, C>::value) {
+          xr = xs;
+        }
+        if (row) {
+          for (int64_t j = 0; j < s.n; ++j) row[size_t(j)] = widen<C>(xs[j * s.inner]);
+          xr = row.get();
+        }
+        topk_select(buf, xr, s.n, largest);
+        T* vo = vals + o * k * s.inner + i;
+        int64_t* io = idx + o * k * s.inner + i;
+        for (int64_t j = 0; j < k; ++j) {
+          vo[j * s.inner] = xs[bi[size_t(j)] * s.inner];
+          io[j * s.inner] = bi[size_t(j)];
+        }
+      }
+    });
+    return;
+  }
   auto before = [largest](const Item& a, const Item& b) {
     if (largest) return above(a.first, b.first) || (!above(b.first, a.first) && a.second < b.second);
     return above(b.first, a.first) || (!above(a.first, b.first) && a.second < b.second);

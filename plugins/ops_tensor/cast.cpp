@@ -9,6 +9,7 @@
 // integers), both exact for them; conversions to the packed integers keep
 // the low bits of the integer (as ONNX's reference does), to the small floats
 // round to nearest even (sdk::minifloat, docs/abi.md).
+#include "cast_int_avx512.hpp"
 #include "common.hpp"
 #include "half_convert_f32.hpp"
 #include "registry.hpp"
@@ -236,6 +237,7 @@ class CastBase : public KernelBase {
       return;
     }
     if (cast_half(ctx, x, y, to)) return;
+    if (cast_int(ctx, x, y, to)) return;
     if (to == SINGA_ONNX_BFLOAT16 && bf16_round_) {
       sdk::dispatch(
           from,
@@ -286,6 +288,29 @@ class CastBase : public KernelBase {
       return true;
     }
     return false;
+  }
+
+  // float32 / float64 -> int32 / int64 with AVX-512 (cast_int_avx512.hpp),
+  // the casts of index and shape computations. False for other pairs.
+  static bool cast_int(const Context& ctx, const Tensor& x, const Tensor& y, int32_t to) {
+#ifdef SINGA_CAST_INT_AVX512
+    const int32_t from = x.dtype();
+    const bool f32 = from == SINGA_ONNX_FLOAT, f64 = from == SINGA_ONNX_DOUBLE;
+    const bool i64 = to == SINGA_ONNX_INT64, i32 = to == SINGA_ONNX_INT32;
+    if (!((f32 && (i64 || i32)) || (f64 && i64)) || !cast_int_avx512_supported()) return false;
+    ctx.parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e) {
+      if (f32 && i64)
+        cast_f32_to_i64_avx512(x.data<float>() + b, y.data<int64_t>() + b, e - b);
+      else if (f32)
+        cast_f32_to_i32_avx512(x.data<float>() + b, y.data<int32_t>() + b, e - b);
+      else
+        cast_f64_to_i64_avx512(x.data<double>() + b, y.data<int64_t>() + b, e - b);
+    });
+    return true;
+#else
+    (void)ctx, (void)x, (void)y, (void)to;
+    return false;
+#endif
   }
 
   // From or to a small type: through float (small floats) or int32 (packed

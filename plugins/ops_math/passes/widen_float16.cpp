@@ -27,14 +27,25 @@ namespace {
 const std::set<std::string>& widenable() {
   static const std::set<std::string> ops = {
       "Abs", "Add", "AveragePool", "BatchNormalization", "Ceil", "Celu", "Clip", "Concat", "Conv",
-      "ConvTranspose", "DepthToSpace", "Div", "Einsum", "Elu", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather",
-      "Gelu", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "GroupNormalization", "HardSigmoid", "HardSwish",
-      "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LpNormalization",
-      "MatMul", "Max", "MaxPool", "Mean", "Min", "Mish", "Mul", "Neg", "Pad", "Pow", "PRelu", "Reciprocal",
-      "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape", "Resize", "Round", "Selu",
+      "ConvTranspose", "CumSum", "DepthToSpace", "Div", "Einsum", "Elu", "Erf", "Exp", "Expand", "Flatten", "Floor",
+      "Gather", "Gelu", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "GroupNormalization", "Hardmax", "HardSigmoid",
+      "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax",
+      "LpNormalization", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mish", "Mul", "Neg", "Pad", "Pow", "PRelu",
+      "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+      "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Resize", "Round", "Selu",
       "Sigmoid", "Sign", "Slice", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub",
       "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Upsample", "Where"};
   return ops;
+}
+
+// Reductions whose float16 kernels convert a block at a time and run on the
+// float32 ones (ops_reduce/reduce.cpp). Widening one whose input is not yet
+// float32 would add a Cast of the whole input for a small output, so they
+// stay in half then.
+bool reduces_in_half(const std::string& op) {
+  static const std::set<std::string> ops = {"ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
+                                            "ReduceMin", "ReduceSum", "ReduceSumSquare"};
+  return ops.count(op) != 0;
 }
 
 int32_t dtype_of(const sdk::Graph& g, const std::string& v) {
@@ -99,6 +110,7 @@ int widen_float16(sdk::Graph& g) {
   int widened = 0;
   for (sdk::GraphNode n : g.nodes()) {
     if (!n.alive() || !wants_widening(g, n)) continue;
+    if (reduces_in_half(n.op_type()) && !wide.count(n.input_name(0)) && !g.constant(n.input_name(0)).present()) continue;
     std::vector<sdk::NewNode> with;
     sdk::NewNode f("", n.op_type());
     f.name = n.name();
