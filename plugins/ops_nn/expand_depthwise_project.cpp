@@ -20,6 +20,12 @@
 //   connection's Add (stride 1 and M == C); `channels_last_input` and
 //   `channels_last_output` (0 or 1): X and Y hold their logical NCHW shapes'
 //   values channels-last, [N, H, W, C] (plugins/ops_nn/passes/channels_last_layout.cpp).
+//
+//   ExpandDepthwiseProject(X, W1?, B1?, Wd, Bd?, W2, B2?, S1, SB1?, S2, SB2?)
+//   adds a squeeze-and-excitation between the depthwise and project stages:
+//   the depthwise result D times gate = gate_act(Conv(squeeze_act(Conv(
+//   GlobalAveragePool(D), S1, SB1)), S2, SB2)) per channel, S1 [R, Me, 1, 1],
+//   S2 [Me, R, 1, 1], the activations under the prefixes squeeze_ and gate_.
 #include "conv_nchw_f32.hpp"
 #include <cpu_domain.hpp>
 #include "inverted_residual_f32.hpp"
@@ -29,6 +35,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace singa {
 namespace nn {
@@ -48,6 +55,8 @@ class ExpandDepthwiseProject : public NodeKernel {
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
         project_act_(node, "project_"),
+        squeeze_act_(node, "squeeze_"),
+        gate_act_(node, "gate_"),
         band_tiles_(node.option_bool("cpu.band_tiles", true)),
         depthwise_blocked_(node.option_bool("cpu.depthwise_blocked", true)) {
     // A skip connection adds X in Y's layout.
@@ -73,6 +82,15 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.stem.k[2] = s.expand ? w1.shape()[3] : 1;
     // compute() names a mismatch.
     if ((s.expand && w1.shape()[0] != s.Me) || (s.project && w2.shape()[1] != s.Me)) return;
+    // The SE's second weights transposed, for its gates' row sums.
+    sdk::Tensor s2 = node.constant(9);
+    if (float4(s2) && s2.shape()[2] == 1 && s2.shape()[3] == 1) {
+      const int64_t rows = s2.shape()[0], cols = s2.shape()[1];
+      se_w2t_.resize(size_t(rows * cols));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) se_w2t_[size_t(c * rows + r)] = s2.data<float>()[r * cols + c];
+      se_w2t_of_ = s2.data<float>();
+    }
     prepared_ = inverted_residual_weights(s.expand ? w1.data<float>() : nullptr, wd.data<float>(),
                                           s.project ? w2.data<float>() : nullptr, s);
   }
@@ -118,6 +136,35 @@ class ExpandDepthwiseProject : public NodeKernel {
       s.M = s.Me;
     }
     check(!means_ || !s.project, "output Mean needs a node without a project stage (no W2)");
+    SqueezeExcite se;
+    const sdk::Tensor s1 = ctx.input(7), sb1 = ctx.input(8), s2 = ctx.input(9), sb2 = ctx.input(10);
+    if (s1.present() || s2.present()) {
+      check(s.project, "a squeeze-and-excitation (S1, S2) needs a project stage (W2)");
+      check(s1.present() && s2.present(), "S1 and S2 come together");
+      for (const sdk::Tensor* t : {&s1, &sb1, &s2, &sb2})
+        if (t->present()) check(t->dtype() == SINGA_ONNX_FLOAT, "every input must be float");
+      const Shape a = s1.shape(), b = s2.shape();
+      SINGA_CHECK(a.size() == 4 && a[0] > 0 && a[1] == s.Me && a[2] == 1 && a[3] == 1,
+                  "S1 must be [R, " + std::to_string(s.Me) + ", 1, 1], got " + shape_str(a));
+      SINGA_CHECK((b == Shape{s.Me, a[0], 1, 1}),
+                  "S2 must be [" + std::to_string(s.Me) + ", " + std::to_string(a[0]) + ", 1, 1], got " + shape_str(b));
+      se.R = a[0];
+      auto check_se_bias = [&](const sdk::Tensor& t, int64_t n, const char* name) {
+        if (t.present())
+          SINGA_CHECK(t.numel() == n, std::string(name) + " has " + std::to_string(t.numel()) + " values, expected " +
+                                          std::to_string(n));
+      };
+      check_se_bias(sb1, se.R, "SB1");
+      check_se_bias(sb2, s.Me, "SB2");
+      se.w1 = s1.data<float>();
+      se.b1 = sb1.present() ? sb1.data<float>() : nullptr;
+      se.w2 = s2.data<float>();
+      if (se.w2 == se_w2t_of_ && se_w2t_.size() == size_t(se.R * s.Me)) se.w2t = se_w2t_.data();
+      se.b2 = sb2.present() ? sb2.data<float>() : nullptr;
+      se.act = squeeze_act_;
+      se.gate_act = gate_act_;
+      s.se = &se;
+    }
     auto check_bias = [&](const sdk::Tensor& b, int64_t n, const char* name) {
       if (b.present())
         SINGA_CHECK(b.numel() == n,
@@ -157,9 +204,11 @@ class ExpandDepthwiseProject : public NodeKernel {
   WindowAttrs attrs_, stem_attrs_;
   bool stem_, residual_, x_channels_last_, y_channels_last_;
   bool means_;  // output 1, the depthwise result's means, is wanted
-  ops::FusedActivation expand_act_, dw_act_, project_act_;
+  ops::FusedActivation expand_act_, dw_act_, project_act_, squeeze_act_, gate_act_;
   bool band_tiles_, depthwise_blocked_;  // options cpu.band_tiles, cpu.depthwise_blocked
   InvertedResidualWeights prepared_;
+  std::vector<float> se_w2t_;           // S2 transposed, [R, Me], where S2 is a constant
+  const float* se_w2t_of_ = nullptr;    // the S2 data it was made from
 };
 
 }  // namespace

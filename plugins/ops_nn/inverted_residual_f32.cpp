@@ -50,6 +50,41 @@ std::vector<float> zero_padded(const float* a, int64_t rows, int64_t cols, int64
 // the project stage's zero columns drop it.
 int64_t band_channels(int64_t Me) { return (Me + 15) / 16 * 16; }
 
+// The squeeze-and-excitation's gates of one image from its depthwise
+// result's means: gate[m] = gate_act(b2[m] + sum_j w2[m, j] act(b1[j] +
+// sum_k w1[j, k] mean[k])) for the Me channels. The dot products run in 16
+// independent lanes and the second product as sums of scaled rows of w2's
+// transpose (where given), so that the compiler can vectorize both (a
+// single running sum may not be reordered).
+void squeeze_excite_gates(const SqueezeExcite& se, const float* mean, int64_t Me, float* gate) {
+  constexpr int64_t kLanes = 16;
+  std::vector<float> h(size_t(se.R));
+  for (int64_t j = 0; j < se.R; ++j) {
+    const float* w = se.w1 + j * Me;
+    float lanes[kLanes] = {};
+    int64_t k = 0;
+    for (; k + kLanes <= Me; k += kLanes)
+      for (int64_t i = 0; i < kLanes; ++i) lanes[i] += w[k + i] * mean[k + i];
+    float v = 0.f;
+    for (; k < Me; ++k) v += w[k] * mean[k];
+    for (int64_t i = 0; i < kLanes; ++i) v += lanes[i];
+    h[size_t(j)] = v + (se.b1 ? se.b1[j] : 0.f);
+  }
+  se.act.apply_rows(h.data(), 1, se.R, se.R, nullptr);
+  for (int64_t m = 0; m < Me; ++m) gate[m] = se.b2 ? se.b2[m] : 0.f;
+  if (se.w2t) {
+    for (int64_t j = 0; j < se.R; ++j) {
+      const float* w = se.w2t + j * Me;
+      const float hj = h[size_t(j)];
+      for (int64_t m = 0; m < Me; ++m) gate[m] += w[m] * hj;
+    }
+  } else {
+    for (int64_t m = 0; m < Me; ++m)
+      for (int64_t j = 0; j < se.R; ++j) gate[m] += se.w2[m * se.R + j] * h[size_t(j)];
+  }
+  se.gate_act.apply_rows(gate, 1, Me, Me, nullptr);
+}
+
 // The three stages one after the other on whole NCHW tensors: where AVX-512
 // is missing, or a node without a project stage has expanded channels that
 // are not whole vectors (channels-last
@@ -96,6 +131,21 @@ void run_staged(const sdk::Context& ctx, const float* x, const float* w1, const 
       }
   } else {
     conv_depthwise_f32(ctx, e, wd, bd, dw.data(), s.N, s.Me, g, s.dw_act, s.depthwise_blocked);
+    if (s.se) {  // each plane times its channel's gate
+      const int64_t P = g.out_size();
+      std::vector<float> mean(size_t(s.Me)), gate(size_t(s.Me));
+      for (int64_t n = 0; n < s.N; ++n) {
+        float* dn = dw.data() + n * s.Me * P;
+        for (int64_t m = 0; m < s.Me; ++m) {
+          double sum = 0;
+          for (int64_t p = 0; p < P; ++p) sum += dn[m * P + p];
+          mean[size_t(m)] = float(sum / double(P));
+        }
+        squeeze_excite_gates(*s.se, mean.data(), s.Me, gate.data());
+        for (int64_t m = 0; m < s.Me; ++m)
+          for (int64_t p = 0; p < P; ++p) dn[m * P + p] *= gate[size_t(m)];
+      }
+    }
     conv_pointwise_f32(ctx, dw.data(), w2, b2, y, s.N, s.Me, s.M, g.out_size(), s.project_act);
   }
   if (s.residual)
@@ -130,45 +180,65 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
     for (int t = 0; t < K * K; ++t) wv[b][t] = _mm512_loadu_ps(wt + t * Me + c0 + b * kL);
     bv[b] = bd ? _mm512_loadu_ps(bd + c0 + b * kL) : _mm512_setzero_ps();
   }
+  // A row of zeros as wide as the input's rows, for the padded rows.
+  thread_local std::vector<float> zeros;
+  if (zeros.size() < size_t(W * Me)) zeros.assign(size_t(W * Me), 0.f);
+  const float* zero_row = zeros.data() + c0;
   for (int64_t o = 0; o < rows; ++o) {
     const int64_t iy0 = (oy0 + o) * S - pt;
     const int ky0 = int(std::max<int64_t>(0, -iy0)), ky1 = int(std::min<int64_t>(K, H - iy0));
-    const float* row[K];  // input row iy0 + ky, for the taps ky0 <= ky < ky1 that lie inside the image
-    for (int ky = ky0; ky < ky1; ++ky) row[ky] = e + (iy0 + ky) % cap * W * Me + c0;
+    // Input row iy0 + ky; rows above or below the image read zeros, so that
+    // every output row runs the strips below (on 14x14 and 7x7 planes with a
+    // 5x5 window, over half of the outputs touch a padded row or column).
+    const float* row[K];
+    for (int ky = 0; ky < K; ++ky) row[ky] = ky >= ky0 && ky < ky1 ? e + (iy0 + ky) % cap * W * Me + c0 : zero_row;
     float* out = d + o * OW * Me + c0;
+    // Outputs whose window crosses the left or right border: the taps inside,
+    // in two accumulator chains (one chain of up to K * K dependent FMAs
+    // waited on each FMA's latency).
     auto edge = [&](int64_t ox) {
       const int64_t ix0 = ox * S - pl;
       const int kx0 = int(std::max<int64_t>(0, -ix0)), kx1 = int(std::min<int64_t>(K, W - ix0));
       for (int b = 0; b < NB; ++b) {
-        __m512 acc = bv[b];
-        for (int ky = ky0; ky < ky1; ++ky)
-          for (int kx = kx0; kx < kx1; ++kx)
-            acc = _mm512_fmadd_ps(wv[b][ky * K + kx], _mm512_loadu_ps(row[ky] + (ix0 + kx) * Me + b * kL), acc);
-        _mm512_storeu_ps(out + ox * Me + b * kL, f(acc));
+        __m512 acc = bv[b], acc2 = _mm512_setzero_ps();
+        for (int ky = ky0; ky < ky1; ++ky) {
+          const float* in = row[ky] + ix0 * Me + b * kL;
+          int kx = kx0;
+          for (; kx + 1 < kx1; kx += 2) {
+            acc = _mm512_fmadd_ps(wv[b][ky * K + kx], _mm512_loadu_ps(in + kx * Me), acc);
+            acc2 = _mm512_fmadd_ps(wv[b][ky * K + kx + 1], _mm512_loadu_ps(in + (kx + 1) * Me), acc2);
+          }
+          if (kx < kx1) acc = _mm512_fmadd_ps(wv[b][ky * K + kx], _mm512_loadu_ps(in + kx * Me), acc);
+        }
+        _mm512_storeu_ps(out + ox * Me + b * kL, f(_mm512_add_ps(acc, acc2)));
       }
+    };
+    // TT neighbouring outputs from ox whose windows lie inside the row.
+    auto strip = [&](auto tt, int64_t ox) {
+      constexpr int TT = decltype(tt)::value;
+      const int64_t at = (ox * S - pl) * Me;
+      __m512 acc[NB][TT];
+      for (int b = 0; b < NB; ++b)
+        for (int t = 0; t < TT; ++t) acc[b][t] = bv[b];
+      for (int ky = 0; ky < K; ++ky)
+        for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 16
+          for (int i = 0; i < (TT - 1) * S + K; ++i) {  // input column i of the strip, for each output it is a tap of
+            const __m512 in = _mm512_loadu_ps(row[ky] + at + i * Me + b * kL);
+#pragma GCC unroll 8
+            for (int t = 0; t < TT; ++t)
+              if (i - t * S >= 0 && i - t * S < K)
+                acc[b][t] = _mm512_fmadd_ps(wv[b][ky * K + i - t * S], in, acc[b][t]);
+          }
+      for (int b = 0; b < NB; ++b)
+        for (int t = 0; t < TT; ++t) _mm512_storeu_ps(out + (ox + t) * Me + b * kL, f(acc[b][t]));
     };
     for (int64_t ox = 0; ox < ox_lo; ++ox) edge(ox);
     int64_t ox = ox_lo;
-    if (ky0 == 0 && ky1 == K) {
-      for (; ox + T <= ox_hi; ox += T) {
-        const int64_t at = (ox * S - pl) * Me;
-        __m512 acc[NB][T];
-        for (int b = 0; b < NB; ++b)
-          for (int t = 0; t < T; ++t) acc[b][t] = bv[b];
-        for (int ky = 0; ky < K; ++ky)
-          for (int b = 0; b < NB; ++b)
-#pragma GCC unroll 16
-            for (int i = 0; i < (T - 1) * S + K; ++i) {  // input column i of the strip, for each output it is a tap of
-              const __m512 in = _mm512_loadu_ps(row[ky] + at + i * Me + b * kL);
-#pragma GCC unroll 8
-              for (int t = 0; t < T; ++t)
-                if (i - t * S >= 0 && i - t * S < K)
-                  acc[b][t] = _mm512_fmadd_ps(wv[b][ky * K + i - t * S], in, acc[b][t]);
-            }
-        for (int b = 0; b < NB; ++b)
-          for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + (ox + t) * Me + b * kL, f(acc[b][t]));
-      }
-    }
+    for (; ox + T <= ox_hi; ox += T) strip(std::integral_constant<int, T>(), ox);
+    if constexpr (T > 2)
+      for (; ox + 2 <= ox_hi; ox += 2) strip(std::integral_constant<int, 2>(), ox);
+    for (; ox < ox_hi; ++ox) strip(std::integral_constant<int, 1>(), ox);
     for (; ox < OW; ++ox) edge(ox);
   }
 }
@@ -244,7 +314,7 @@ void stencil(const float* e, int64_t cap, const float* wt, const float* bd, floa
   const VecActivation<A> f(act);
   int64_t c0 = c_begin;
   if constexpr (K == 3 && S == 1) {
-    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 6>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
+    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
     return;
   }
   // 7x7: its 49 weight vectors do not fit the registers, so each FMA loads
@@ -252,6 +322,17 @@ void stencil(const float* e, int64_t cap, const float* wt, const float* bd, floa
   // of up to 7 times.
   if constexpr (K == 7 && S == 1) {
     for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
+    return;
+  }
+  // 5x5: one accumulator per output was a chain of 25 dependent FMAs (4
+  // cycles each); strips of 4 outputs at stride 1 and 2 at stride 2 keep
+  // that many chains in flight beside the 25 weight vectors.
+  if constexpr (K == 5 && S == 1) {
+    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
+    return;
+  }
+  if constexpr (K == 5 && S == 2) {
+    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 2>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
     return;
   }
   if constexpr (K == 3)
@@ -355,6 +436,7 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   // K - S rows a band shares with the next stay where they are (moving them
   // down took 2.8% of MobileNetV2's block 3).
   const int64_t cap = std::min(H, (R - 1) * S + K);
+  const bool direct = !s.project && s.y_channels_last && M == Me;
   // Each task's channel sums where the means are wanted, added up after.
   std::vector<float> sums(s.means ? size_t(s.N * chunks * Me) : 0, 0.f);
   ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
@@ -401,9 +483,12 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
           r0 = r1;
         }
         e_hi = std::max(e_hi, need_hi);
-        run_stencil(e, cap, pw.wdt.data(), bd, d, oy0, rows, g, Me, 0, Me, s.dw_act);
-        if (s.means) add_channel_sums(d, rows * OW, Me, 0, Me, sums.data() + t * Me);
-        project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
+        // Without a project stage, channels-last rows of whole vectors are
+        // the band's result itself: the stencil writes them in place.
+        float* db = direct ? yn + oy0 * OW * Me : d;
+        run_stencil(e, cap, pw.wdt.data(), bd, db, oy0, rows, g, Me, 0, Me, s.dw_act);
+        if (s.means) add_channel_sums(db, rows * OW, Me, 0, Me, sums.data() + t * Me);
+        if (!direct) project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
       }
     }
   });
@@ -415,6 +500,10 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
       s.means[n * s.Me + m] = sum / float(OHW);
     }
 }
+
+void project_gated(const sdk::Context& ctx, const float* x, float* d, int64_t d_image, const float* means,
+                   const float* b2, float* y, const InvertedResidual& s, const InvertedResidualWeights& pw,
+                   int64_t parts);
 
 // Channel slices, for the small planes of blocks with an expand stage: each
 // task expands and filters a slice of the expanded channels over a whole
@@ -432,6 +521,7 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
   float* shared = fast::line_start(
       static_cast<float*>(ctx.workspace((size_t(s.N * image_floats) + fast::kLineSlack) * sizeof(float))));
   const int64_t units = Me / kL;
+  std::vector<float> se_means(s.se ? size_t(s.N * s.Me) : 0);
   ctx.parallel_for(s.N * slices, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
     for (int64_t t = t0; t < t1; ++t) {
@@ -443,17 +533,18 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       expand(xn, s.x_channels_last ? 1 : HW, s.x_channels_last ? C : 1, HW, C, pw, c0, c1, Me, b1, s.expand_act,
              e + c0);
       run_stencil(e, g.in[1], pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
-      if (s.project) continue;
-      // Without a project stage the slice is the result (Me whole vectors here).
-      float* yn = y + n * Me * OHW;
-      if (s.means) {
+      // The means of the slice's channels (those below s.Me), for the output or the SE's gates.
+      if (float* means = s.se ? se_means.data() : s.means) {
         alignas(64) float sums[kL];
         for (int64_t c = c0; c < c1; c += kL) {
           std::fill(sums, sums + kL, 0.f);
           add_channel_sums(d + c, OHW, Me, 0, kL, sums);
-          for (int64_t i = 0; i < kL; ++i) s.means[n * Me + c + i] = sums[i] / float(OHW);
+          for (int64_t i = 0; i < kL && c + i < s.Me; ++i) means[n * s.Me + c + i] = sums[i] / float(OHW);
         }
       }
+      if (s.project) continue;
+      // Without a project stage the slice is the result (Me whole vectors here).
+      float* yn = y + n * Me * OHW;
       if (!s.y_channels_last) {
         slice_to_nchw(d, Me, OHW, c0, c1, yn, OHW);
         continue;
@@ -462,6 +553,8 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
     }
   });
   if (!s.project) return;
+  if (s.se)
+    return project_gated(ctx, x, shared + HW * Me, image_floats, se_means.data(), b2, y, s, pw, slices);
   // The project stage by output channels where its weights outweigh the
   // filtered image (MobileNetV2's 7x7 blocks: 614 KiB of weights against 188
   // KiB), so that each task reads a share of them; else by pixels.
@@ -496,6 +589,130 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
   });
 }
 
+// w2 with input channel k times gate[k] (Mp gates): the project weights
+// of one image of a block with a squeeze-and-excitation, in the layout the
+// project stage reads (packed panels, or sgemm's [Mp][M]).
+void gated_project_weights(const InvertedResidualWeights& pw, const float* gate, int64_t Mp,
+                           InvertedResidualWeights& out) {
+  auto scale_rows = [&](const std::vector<float>& from, int64_t ld, std::vector<float>& to) {
+    // from: rows of ld floats, row r of input channel r % Mp
+    to.resize(from.size());
+    const int64_t rows = int64_t(from.size()) / ld;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float gk = gate[r % Mp];
+      for (int64_t j = 0; j < ld; ++j) to[size_t(r * ld + j)] = from[size_t(r * ld + j)] * gk;
+    }
+  };
+  // `out` may hold another node's copies: the layout not written is cleared.
+  if (!pw.w2p.packed.empty()) {
+    out.w2t.clear();
+    out.w2p.M = pw.w2p.M;
+    out.w2p.C = pw.w2p.C;
+    scale_rows(pw.w2p.packed, kChannelsLastPanel, out.w2p.packed);  // panels [Mp][16]
+  } else {
+    out.w2p = PointwiseWeights();
+    scale_rows(pw.w2t, int64_t(pw.w2t.size()) / Mp, out.w2t);  // [Mp][M]
+  }
+}
+
+// The project stage of a block with a squeeze-and-excitation, once the
+// depthwise result of every image is whole: image n's rows at d + n *
+// d_image ([OHW][Mp]), its channel means at means + n * s.Me. The gates of
+// each image scale the project weights, or (where that is fewer multiplies:
+// more outputs than pixels, as on 7x7 planes) each task's rows of the
+// result; then `parts` tasks per image project ranges of pixels.
+void project_gated(const sdk::Context& ctx, const float* x, float* d, int64_t d_image, const float* means,
+                   const float* b2, float* y, const InvertedResidual& s, const InvertedResidualWeights& pw,
+                   int64_t parts) {
+  const int64_t Mp = band_channels(s.Me), M = s.M, OHW = s.dw.out_size(), C = s.C;
+  const int64_t x_plane = s.stem_conv ? s.stem.in_size() : s.dw.in_size();
+  std::vector<float> gates(size_t(s.N * Mp), 0.f);  // the padded channels' weights are zero
+  for (int64_t n = 0; n < s.N; ++n) squeeze_excite_gates(*s.se, means + n * s.Me, s.Me, gates.data() + n * Mp);
+  parts = std::clamp<int64_t>(parts, 1, OHW);
+  // By output channels where the weights outweigh the result (the 7x7
+  // planes), as run_channel_slices does: each task gates and reads only its
+  // share of the weights.
+  if (parts > 1 && pw.w2p.M == M && M % kL == 0 && M / kL >= parts && M > OHW) {
+    ctx.parallel_for(s.N * parts, 1, [&](int64_t t0, int64_t t1) {
+      ops::dnnl_single_thread();
+      thread_local std::vector<float> y_buf;
+      thread_local PointwiseWeights gw;
+      float* yt = fast::line_aligned(y_buf, size_t(s.y_channels_last ? 0 : OHW * ((M / kL + parts - 1) / parts * kL)));
+      gw.M = M;
+      gw.C = Mp;
+      gw.packed.resize(pw.w2p.packed.size());
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / parts, j = t % parts;
+        const int64_t m0 = M / kL * j / parts * kL, m1 = M / kL * (j + 1) / parts * kL;
+        const float* gn = gates.data() + n * Mp;
+        for (int64_t r = m0 / kL * Mp; r < m1 / kL * Mp; ++r)  // panel rows [panel][k][16]
+          _mm512_storeu_ps(gw.packed.data() + r * kL,
+                           _mm512_mul_ps(_mm512_loadu_ps(pw.w2p.packed.data() + r * kL), _mm512_set1_ps(gn[r % Mp])));
+        const float* dn = d + n * d_image;
+        const float* xn = x + n * C * x_plane;
+        float* yn = y + n * M * OHW;
+        if (s.y_channels_last) {
+          channels_last_product(dn, 1, Mp, OHW, gw, m0, m1, b2, s.project_act, yn + m0, M,
+                                s.residual ? xn + m0 : nullptr);
+          continue;
+        }
+        channels_last_product(dn, 1, Mp, OHW, gw, m0, m1, nullptr, FusedActivation(), yt, m1 - m0);
+        store_nchw(yt, OHW, m1 - m0, b2 ? b2 + m0 : nullptr, s.project_act, yn + m0 * OHW, OHW,
+                   s.residual ? xn + m0 * OHW : nullptr);
+      }
+    });
+    return;
+  }
+  const bool gate_weights = M <= OHW;
+  // The gated copies persist on the calling thread: a fresh vector of a few
+  // hundred KiB per run would be an mmap and page faults each time.
+  // (The tasks on other threads reach this thread's copies through gw.)
+  thread_local std::vector<InvertedResidualWeights> gated;
+  if (gate_weights && gated.size() < size_t(s.N)) gated.resize(size_t(s.N));
+  const InvertedResidualWeights* gw = gated.data();
+  for (int64_t n = 0; gate_weights && n < s.N; ++n) gated_project_weights(pw, gates.data() + n * Mp, Mp, gated[size_t(n)]);
+  ctx.parallel_for(s.N * parts, 1, [&](int64_t t0, int64_t t1) {
+    ops::dnnl_single_thread();
+    thread_local std::vector<float> y_buf;
+    float* yt = fast::line_aligned(y_buf, size_t(s.y_channels_last ? 0 : (OHW + parts - 1) / parts * M));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / parts, j = t % parts;
+      const int64_t p0 = OHW * j / parts, p1 = OHW * (j + 1) / parts;
+      float* dn = d + n * d_image + p0 * Mp;
+      if (!gate_weights) {
+        const float* gn = gates.data() + n * Mp;
+        for (int64_t p = 0; p < p1 - p0; ++p)
+          for (int64_t c = 0; c < Mp; c += kL)
+            _mm512_storeu_ps(dn + p * Mp + c, _mm512_mul_ps(_mm512_loadu_ps(dn + p * Mp + c), _mm512_loadu_ps(gn + c)));
+      }
+      project_pixels(dn, p0, p1 - p0, x + n * C * x_plane, b2, s, gate_weights ? gw[n] : pw, yt,
+                     y + n * M * OHW);
+    }
+  });
+}
+
+// A block with a squeeze-and-excitation on row chunks: the expand and
+// depthwise stages write each image's whole result channels-last (with its
+// means), then project_gated.
+void run_se_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2,
+                       float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
+                       int64_t chunks) {
+  const int64_t Mp = band_channels(s.Me), d_image = s.dw.out_size() * Mp;
+  float* d = fast::line_start(
+      static_cast<float*>(ctx.workspace((size_t(s.N * d_image) + fast::kLineSlack) * sizeof(float))));
+  std::vector<float> means(size_t(s.N * s.Me));
+  InvertedResidual first = s;  // the expand and depthwise stages into d
+  first.project = false;
+  first.se = nullptr;
+  first.residual = false;
+  first.y_channels_last = true;
+  first.M = Mp;
+  first.means = means.data();
+  first.project_act = FusedActivation();
+  run_row_chunks(ctx, x, b1, bd, nullptr, d, first, pw, run_stencil, chunks);
+  project_gated(ctx, x, d, d_image, means.data(), b2, y, s, pw, std::max(1, ctx.num_threads()));
+}
+
 void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2, float* y,
                const InvertedResidual& s, const InvertedResidualWeights& pw) {
   const StencilFn run_stencil = stencil_for(s.dw, s.dw_act);
@@ -522,6 +739,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
   if (chunks > 1 && s.expand && !s.stem_conv && Mp / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
       largest_chunk_share(s, chunks) * chunks > 1.08)
     return run_channel_slices(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
+  if (s.se) return run_se_row_chunks(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
   run_row_chunks(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
 }
 

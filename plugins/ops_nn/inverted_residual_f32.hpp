@@ -30,6 +30,18 @@
 namespace singa {
 namespace nn {
 
+// A squeeze-and-excitation between the depthwise and project stages
+// (EfficientNet, MnasNet, MobileNetV3): gate = gate_act(W2 act(W1 mean + B1)
+// + B2) per image and expanded channel, mean the depthwise result's spatial
+// mean, and the project stage reads the depthwise result times its gate.
+// W1 [R, Me], W2 [Me, R]; the biases may be null.
+struct SqueezeExcite {
+  int64_t R = 0;
+  const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
+  const float* w2t = nullptr;  // W2's transpose [R, Me] where prepared (faster), or null
+  ops::FusedActivation act, gate_act;
+};
+
 struct InvertedResidual {
   int64_t N = 0, C = 0;  // images and input channels
   int64_t Me = 0;        // expanded (depthwise) channels; C when there is no expand stage
@@ -42,6 +54,12 @@ struct InvertedResidual {
   // per image and channel, [N, Me], goes here too (a squeeze-and-excitation's
   // GlobalAveragePool, summed while the band is in cache).
   float* means = nullptr;
+  // Where not null (with a project stage), the squeeze-and-excitation
+  // between the depthwise and project stages: the whole image's depthwise
+  // result is kept channels-last, its means give the gates, and the project
+  // stage then runs over it (the gates scale its weights, or the result
+  // where that is fewer multiplies), with no NCHW copy of the result between.
+  const SqueezeExcite* se = nullptr;
   bool expand = true;    // false: the depthwise convolution reads X itself
   // The expand stage is a KxK convolution of an image of few channels (a
   // net's stem, MobileNetV2's 3 -> 32 3x3/2) over the window `stem`, not a

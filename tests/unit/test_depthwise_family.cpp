@@ -10,6 +10,7 @@
 #include "model_builder.hpp"
 
 #include <singa/onnx.hpp>
+#include <singa/optimize.hpp>
 #include <singa/runtime.hpp>
 
 #include <gtest/gtest.h>
@@ -30,17 +31,24 @@ struct Block {
   int64_t N = 1, C = 8, Me = 20, M = 13, H = 9, W = 7, K = 3, S = 1;
   std::vector<int64_t> pads{1, 1, 1, 1};  // top, left, bottom, right
   bool expand = true, project = true, se = false;
+  // The expand stage is a 3x3/2 stem Conv (pads 1) over an image of C <= 4
+  // channels and 2H x 2W pixels (an EfficientNet's first Conv and block).
+  bool stem = false;
+  std::string se_act = "Relu", gate_act = "Sigmoid";  // the SE's squeeze and gate (Sigmoid, HardSigmoid)
   bool skip = false;  // y = x + block(x): stride 1, M == C
   std::string expand_act = "Swish", dw_act = "Swish", project_act;  // "", Relu, Swish, HardSwish
   int64_t OH() const { return (H + pads[0] + pads[2] - K) / S + 1; }
   int64_t OW() const { return (W + pads[1] + pads[3] - K) / S + 1; }
   int64_t out_channels() const { return project ? M : Me; }
+  std::vector<int64_t> in_shape() const { return {N, expand ? C : Me, stem ? 2 * H : H, stem ? 2 * W : W}; }
 };
 
 double act(const std::string& a, double v) {
   if (a == "Relu") return std::max(0.0, v);
   if (a == "Swish") return v / (1.0 + std::exp(-v));
   if (a == "HardSwish") return v * std::clamp((v + 3.0) / 6.0, 0.0, 1.0);
+  if (a == "Sigmoid") return 1.0 / (1.0 + std::exp(-v));
+  if (a == "HardSigmoid") return std::clamp(v / 6.0 + 0.5, 0.0, 1.0);  // as HardSwish's factor
   return v;
 }
 
@@ -59,7 +67,7 @@ Weights make_weights(const Block& b, unsigned seed) {
   std::mt19937 rng(seed);
   Weights w;
   const int64_t r = std::max<int64_t>(1, b.Me / 4);
-  w.w1 = uniform(size_t(b.Me * b.C), rng, 0.5f);
+  w.w1 = uniform(size_t(b.Me * b.C * (b.stem ? 9 : 1)), rng, 0.5f);
   w.b1 = uniform(size_t(b.Me), rng, 0.5f);
   w.wd = uniform(size_t(b.Me * b.K * b.K), rng, 0.5f);
   w.bd = uniform(size_t(b.Me), rng, 0.5f);
@@ -77,12 +85,24 @@ std::vector<double> reference(const Block& b, const Weights& w, const float* x) 
   const int64_t HW = b.H * b.W, OH = b.OH(), OW = b.OW(), OHW = OH * OW, Me = b.Me;
   std::vector<double> y;
   for (int64_t n = 0; n < b.N; ++n) {
-    const float* xn = x + n * (b.expand ? b.C : Me) * HW;
+    const int64_t in_plane = b.stem ? 4 * HW : HW;
+    const float* xn = x + n * (b.expand ? b.C : Me) * in_plane;
     std::vector<double> e(size_t(Me * HW)), d(size_t(Me * OHW));
     for (int64_t m = 0; m < Me; ++m)
       for (int64_t p = 0; p < HW; ++p) {
         double v = b.expand ? 0.0 : xn[m * HW + p];
-        if (b.expand) {
+        if (b.stem) {  // 3x3, stride 2, pads 1 over the 2H x 2W image
+          v = w.b1[size_t(m)];
+          const int64_t oy = p / b.W, ox = p % b.W;
+          for (int64_t c = 0; c < b.C; ++c)
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                const int64_t iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+                if (iy >= 0 && iy < 2 * b.H && ix >= 0 && ix < 2 * b.W)
+                  v += double(w.w1[size_t(((m * b.C + c) * 3 + ky) * 3 + kx)]) * xn[c * in_plane + iy * 2 * b.W + ix];
+              }
+          v = act(b.expand_act, v);
+        } else if (b.expand) {
           v = w.b1[size_t(m)];
           for (int64_t c = 0; c < b.C; ++c) v += double(w.w1[size_t(m * b.C + c)]) * xn[c * HW + p];
           v = act(b.expand_act, v);
@@ -101,7 +121,7 @@ std::vector<double> reference(const Block& b, const Weights& w, const float* x) 
             }
           d[size_t(m * OHW + oy * OW + ox)] = act(b.dw_act, v);
         }
-    if (b.se) {  // mean -> Conv -> Relu -> Conv -> Sigmoid -> scale each channel
+    if (b.se) {  // mean -> Conv -> act -> Conv -> gate -> scale each channel
       const int64_t r = std::max<int64_t>(1, Me / 4);
       std::vector<double> mean(size_t(Me), 0.0), h(size_t(r), 0.0);
       for (int64_t m = 0; m < Me; ++m) {
@@ -111,12 +131,12 @@ std::vector<double> reference(const Block& b, const Weights& w, const float* x) 
       for (int64_t j = 0; j < r; ++j) {
         double v = w.sb1[size_t(j)];
         for (int64_t m = 0; m < Me; ++m) v += double(w.s1[size_t(j * Me + m)]) * mean[size_t(m)];
-        h[size_t(j)] = std::max(0.0, v);
+        h[size_t(j)] = act(b.se_act, v);
       }
       for (int64_t m = 0; m < Me; ++m) {
         double v = w.sb2[size_t(m)];
         for (int64_t j = 0; j < r; ++j) v += double(w.s2[size_t(m * r + j)]) * h[size_t(j)];
-        const double gate = 1.0 / (1.0 + std::exp(-v));
+        const double gate = act(b.gate_act, v);
         for (int64_t p = 0; p < OHW; ++p) d[size_t(m * OHW + p)] *= gate;
       }
     }
@@ -165,9 +185,16 @@ std::string append_act(ModelBuilder& m, const std::string& kind, const std::stri
 ModelBuilder block_model(const Block& b, const Weights& w) {
   ModelBuilder m(14);
   const int64_t Me = b.Me, r = std::max<int64_t>(1, Me / 4);
-  m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand ? b.C : Me, b.H, b.W});
+  m.input("x", SINGA_ONNX_FLOAT, b.in_shape());
   std::string v = "x";
-  if (b.expand) {
+  if (b.stem) {
+    m.initializer("w1", floats({Me, b.C, 3, 3}, w.w1)).initializer("b1", floats({Me}, w.b1));
+    m.node("Conv", {v, "w1", "b1"}, {"e"}, "stem");
+    add_ints(m.last(), "pads", {1, 1, 1, 1});
+    add_ints(m.last(), "strides", {2, 2});
+    add_ints(m.last(), "kernel_shape", {3, 3});
+    v = append_act(m, b.expand_act, "e");
+  } else if (b.expand) {
     m.initializer("w1", floats({Me, b.C, 1, 1}, w.w1)).initializer("b1", floats({Me}, w.b1));
     m.node("Conv", {v, "w1", "b1"}, {"e"}, "expand");
     v = append_act(m, b.expand_act, "e");
@@ -187,9 +214,15 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
     m.initializer("s2", floats({Me, r, 1, 1}, w.s2)).initializer("sb2", floats({Me}, w.sb2));
     m.node("GlobalAveragePool", {v}, {"mean"});
     m.node("Conv", {"mean", "s1", "sb1"}, {"h"});
-    m.node("Relu", {"h"}, {"h_relu"});
-    m.node("Conv", {"h_relu", "s2", "sb2"}, {"logit"});
-    m.node("Sigmoid", {"logit"}, {"gate"});
+    const std::string h = append_act(m, b.se_act, "h");
+    m.node("Conv", {h, "s2", "sb2"}, {"logit"});
+    m.node(b.gate_act, {"logit"}, {"gate"});
+    if (b.gate_act == "HardSigmoid") {
+      auto* a = m.last()->add_attribute();
+      a->set_name("alpha");
+      a->set_type(::onnx::AttributeProto::FLOAT);
+      a->set_f(1.f / 6.f);
+    }
     m.node("Mul", {v, "gate"}, {"gated"});
     v = "gated";
   }
@@ -226,7 +259,7 @@ int count_op(const singa::onnx::Rep& rep, const std::string& op) {
 int check_block(const Block& b, unsigned seed, const std::map<std::string, std::string>& options = {}) {
   const Weights w = make_weights(b, seed);
   const ModelBuilder m = block_model(b, w);
-  const Tensor x = random_input({b.N, b.expand ? b.C : b.Me, b.H, b.W}, seed + 1);
+  const Tensor x = random_input(b.in_shape(), seed + 1);
   const std::vector<double> want = reference(b, w, x.data<float>());
   int fused = -1;
   for (int threads : {1, 2, 3}) {
@@ -307,14 +340,17 @@ TEST(DepthwiseFamily, InvertedResidualBlocksOtherPaths) {
   }
 }
 
-// An EfficientNet block: the squeeze-and-excitation reads the depthwise
-// result, so the expand and depthwise stages fuse alone (no W2), with the
-// squeeze's means as a second output, and the project Conv stays.
-TEST(DepthwiseFamily, ExpandDepthwiseBeforeSqueezeExcite) {
-  testing_util::ensure_loaded();
+namespace {
+
+// Squeeze-and-excitation blocks (EfficientNet, MnasNet, MobileNetV3): the
+// SE's pool, two 1x1 Convs and gate join the block's node between its
+// depthwise and project stages, with or without an expand stage or stem,
+// the gates scaling the project weights (more pixels than outputs) or the
+// depthwise result (fewer), on row chunks or channel slices.
+std::vector<Block> squeeze_excite_blocks() {
   std::vector<Block> cases;
   Block b;
-  b.se = true, b.C = 16, b.Me = 48, b.M = 24, b.K = 5, b.pads = {2, 2, 2, 2}, b.H = 14, b.W = 14;
+  b.se = true, b.C = 16, b.Me = 48, b.M = 24, b.K = 5, b.pads = {2, 2, 2, 2}, b.H = 14, b.W = 14, b.se_act = "Swish";
   cases.push_back(b);
   b.K = 3, b.S = 2, b.pads = {1, 1, 1, 1}, b.H = 23, b.W = 20, b.Me = 32, b.expand_act = "Relu";
   cases.push_back(b);
@@ -322,20 +358,104 @@ TEST(DepthwiseFamily, ExpandDepthwiseBeforeSqueezeExcite) {
   cases.push_back(b);
   b.N = 1, b.Me = 96, b.K = 5, b.pads = {2, 2, 2, 2};  // one small image: channel slices at 2 and 3 threads
   cases.push_back(b);
+  b = Block();  // MobileNetV3-style: more outputs than pixels (the result scaled), skip, HardSigmoid gate
+  b.se = true, b.C = b.M = 64, b.Me = 120, b.H = b.W = 5, b.K = 5, b.pads = {2, 2, 2, 2}, b.skip = true;
+  b.expand_act = b.dw_act = "HardSwish", b.gate_act = "HardSigmoid";
+  cases.push_back(b);
+  b.N = 2, b.H = b.W = 4;  // the same on two images of 16 pixels, channel slices at 2 threads
+  cases.push_back(b);
+  b = Block();  // EfficientNet's first block: no expand stage
+  b.se = true, b.expand = false, b.Me = 32, b.M = 16, b.H = b.W = 28, b.se_act = "Swish";
+  cases.push_back(b);
+  b.stem = true, b.expand = true, b.C = 3, b.H = b.W = 20;  // ... behind the stem Conv
+  cases.push_back(b);
+  b = Block();  // expanded channels that are not whole vectors, 5x5 at stride 2
+  b.se = true, b.Me = 40, b.H = 9, b.W = 9;
+  cases.push_back(b);
+  b.Me = 20, b.M = 13, b.K = 5, b.S = 2, b.pads = {2, 2, 1, 1}, b.H = 11, b.W = 10;
+  cases.push_back(b);
+  b = Block();  // a large plane: several bands per row chunk, two images
+  b.se = true, b.N = 2, b.C = 24, b.Me = 144, b.M = 40, b.H = b.W = 48, b.K = 5, b.pads = {2, 2, 2, 2};
+  cases.push_back(b);
+  return cases;
+}
+
+int other_nodes(const singa::onnx::Rep& rep) {
+  int n = 0;
+  for (const auto& p : rep.placement()) n += p.op_type != "ExpandDepthwiseProject" && p.op_type != "Identity";
+  return n;
+}
+
+}  // namespace
+
+TEST(DepthwiseFamily, SqueezeExciteBlocks) {
+  testing_util::ensure_loaded();
+  const auto cases = squeeze_excite_blocks();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    EXPECT_EQ(check_block(cases[i], 200 + unsigned(i)), 1);
+    auto rep = singa::onnx::prepare_bytes(block_model(cases[i], make_weights(cases[i], 1)).bytes());
+    EXPECT_EQ(other_nodes(*rep), 0);
+  }
+}
+
+// The optimized model, with its SE node's S1..SB2 inputs and squeeze_/gate_
+// attributes, loads again without the passes and gives the same result.
+TEST(DepthwiseFamily, SqueezeExciteNodeLoadsAgain) {
+  testing_util::ensure_loaded();
+  const Block b = squeeze_excite_blocks()[4];  // HardSwish stages, HardSigmoid gate, skip
+  const Weights w = make_weights(b, 7);
+  const ModelBuilder m = block_model(b, w);
+  const ::onnx::ModelProto out = singa::onnx::optimized_model(m.model, {});
+  int fused = 0;
+  for (const auto& n : out.graph().node()) fused += n.op_type() == "ExpandDepthwiseProject" && n.input_size() == 11;
+  EXPECT_EQ(fused, 1);
+  std::string bytes;
+  ASSERT_TRUE(out.SerializeToString(&bytes));
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  auto rep = singa::onnx::prepare_bytes(bytes, o);
+  const Tensor x = random_input(b.in_shape(), 8);
+  const std::vector<double> want = reference(b, w, x.data<float>());
+  auto y = rep->run({x});
+  ASSERT_EQ(y.size(), 1u);
+  ASSERT_EQ(y[0].second.numel(), int64_t(want.size()));
+  for (int64_t i = 0; i < y[0].second.numel(); ++i)
+    ASSERT_NEAR(y[0].second.data<float>()[i], want[size_t(i)], 2e-5 * std::max(1.0, std::fabs(want[size_t(i)])));
+}
+
+// The same with the products through oneDNN's sgemm (the gates scale its
+// transposed weights) and with the passes off.
+TEST(DepthwiseFamily, SqueezeExciteBlocksOtherPaths) {
+  testing_util::ensure_loaded();
+  const auto cases = squeeze_excite_blocks();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    EXPECT_EQ(check_block(cases[i], 200 + unsigned(i), {{"cpu.band_tiles", "0"}}), 1);
+    EXPECT_EQ(check_block(cases[i], 200 + unsigned(i), {{"pass.cpu.inverted_residuals", "0"}}), 0);
+  }
+}
+
+// Where the SE's gated result is no project Conv's input, the expand and
+// depthwise stages fuse alone (no W2) with the SE's pool as the node's
+// second output; without any SE the result itself is the output.
+TEST(DepthwiseFamily, ExpandDepthwiseWithoutProject) {
+  testing_util::ensure_loaded();
+  std::vector<Block> cases;
+  Block b;
+  b.se = true, b.project = false, b.C = 16, b.Me = 48, b.K = 5, b.pads = {2, 2, 2, 2}, b.H = 14, b.W = 14;
+  cases.push_back(b);
+  b.N = 1, b.Me = 96, b.H = b.W = 7;  // one small image: channel slices at 2 and 3 threads
+  cases.push_back(b);
   b = Block();  // the result itself is the output, no SE
   b.project = false, b.C = 24, b.Me = 144, b.H = 30, b.W = 28, b.S = 2;
   cases.push_back(b);
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
-    EXPECT_EQ(check_block(cases[i], 200 + unsigned(i)), 1);
-    // The squeeze's GlobalAveragePool is the node's second output.
+    EXPECT_EQ(check_block(cases[i], 250 + unsigned(i)), 1);
     auto rep = singa::onnx::prepare_bytes(block_model(cases[i], make_weights(cases[i], 1)).bytes());
     EXPECT_EQ(count_op(*rep, "GlobalAveragePool"), 0);
   }
-  // Expanded channels that are not whole vectors run staged inside the node.
-  b = Block();
-  b.se = true, b.Me = 40, b.H = 9, b.W = 9;
-  EXPECT_EQ(check_block(b, 300), 1);
 }
 
 namespace {
@@ -345,7 +465,7 @@ namespace {
 ModelBuilder chain_model(const std::vector<Block>& blocks, const std::vector<Weights>& ws) {
   ModelBuilder m(14);
   const Block& first = blocks.front();
-  m.input("x", SINGA_ONNX_FLOAT, {first.N, first.expand ? first.C : first.Me, first.H, first.W});
+  m.input("x", SINGA_ONNX_FLOAT, first.in_shape());
   std::string v = "x";
   for (size_t i = 0; i < blocks.size(); ++i) {
     ModelBuilder one = block_model(blocks[i], ws[i]);
@@ -376,7 +496,7 @@ void check_chain(const std::vector<Block>& blocks, unsigned seed, int want_fused
   for (size_t i = 0; i < blocks.size(); ++i) ws.push_back(make_weights(blocks[i], seed + unsigned(i)));
   const ModelBuilder m = chain_model(blocks, ws);
   const Block& first = blocks.front();
-  const Tensor x = random_input({first.N, first.expand ? first.C : first.Me, first.H, first.W}, seed + 50);
+  const Tensor x = random_input(first.in_shape(), seed + 50);
   std::vector<float> in(x.data<float>(), x.data<float>() + x.numel());
   std::vector<double> want;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -425,4 +545,48 @@ TEST(DepthwiseFamily, ExpandDepthwiseThenDepthwiseProject) {
   Block b;
   b.expand = false, b.Me = 64, b.M = 24, b.H = b.W = 9, b.dw_act = "HardSwish";
   check_chain({a, b}, 500, 2);
+}
+
+// EfficientNet's chain: SE blocks whose values between them go channels-last
+// (the stem block's X stays NCHW), the second with its skip connection.
+TEST(DepthwiseFamily, ChannelsLastChainOfSqueezeExciteBlocks) {
+  testing_util::ensure_loaded();
+  Block a;
+  a.se = true, a.stem = true, a.C = 3, a.Me = 32, a.M = 16, a.H = a.W = 12, a.se_act = "Swish";
+  Block b;
+  b.se = true, b.C = b.M = 16, b.Me = 72, b.H = b.W = 12, b.K = 5, b.pads = {2, 2, 2, 2}, b.skip = true;
+  b.se_act = "Swish";
+  Block c = b;
+  c.S = 2, c.M = 24, c.skip = false, c.pads = {1, 1, 2, 2};
+  check_chain({a, b, c}, 600, 3);
+}
+
+// A hand-written SE node whose S1 does not match the expanded channels is
+// refused with an error naming S1, not run.
+TEST(DepthwiseFamily, SqueezeExciteNodeChecksItsWeights) {
+  testing_util::ensure_loaded();
+  ModelBuilder m(14);
+  auto* op = m.model.add_opset_import();
+  op->set_domain("ai.singa.cpu");
+  op->set_version(1);
+  const int64_t C = 16, Me = 32, M = 16, R = 8;
+  m.input("x", SINGA_ONNX_FLOAT, {1, C, 6, 6});
+  m.initializer("w1", floats({Me, C, 1, 1}, std::vector<float>(size_t(Me * C), 0.1f)));
+  m.initializer("wd", floats({Me, 1, 3, 3}, std::vector<float>(size_t(Me * 9), 0.1f)));
+  m.initializer("w2", floats({M, Me, 1, 1}, std::vector<float>(size_t(M * Me), 0.1f)));
+  m.initializer("s1", floats({R, Me + 1, 1, 1}, std::vector<float>(size_t(R * (Me + 1)), 0.1f)));  // one too many
+  m.initializer("s2", floats({Me, R, 1, 1}, std::vector<float>(size_t(Me * R), 0.1f)));
+  m.node("ExpandDepthwiseProject", {"x", "w1", "", "wd", "", "w2", "", "s1", "", "s2", ""}, {"y"}, "edp");
+  m.last()->set_domain("ai.singa.cpu");
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
+  m.output("y", SINGA_ONNX_FLOAT, {1, M, 6, 6});
+  singa::onnx::PrepareOptions o;
+  o.optimize = false;
+  try {
+    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    rep->run({random_input({1, C, 6, 6}, 1)});
+    ADD_FAILURE() << "a wrong S1 ran";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("S1"), std::string::npos) << e.what();
+  }
 }

@@ -14,6 +14,11 @@
 // whose output is the depthwise result, which keeps the expanded tensor in
 // cache all the same; a GlobalAveragePool of that result (the SE's squeeze)
 // becomes the node's second output, summed while the rows are in cache.
+// Where the whole squeeze-and-excitation sits between the depthwise and
+// project Convs (its pool, two 1x1 Convs and ChannelGate, as
+// fuse_squeeze_excite.cpp leaves it), all of it joins the node
+// (inputs S1, SB1, S2, SB2; expand_depthwise_project.cpp), with or
+// without an expand stage or stem.
 // Float only, and only windows the kernel takes: all
 // weights constant, the depthwise window 3x3, 5x5 or 7x7 with stride 1 or 2,
 // explicit pads below the kernel size.
@@ -83,6 +88,48 @@ void move_activation(const GraphNode& conv, const std::string& prefix, std::vect
     if (conv.has_attr(a)) out.push_back(sdk::Attr(prefix + a, conv.attr_float(a, 0.f)));
 }
 
+// A squeeze-and-excitation between the depthwise Conv (its result `mid`, Me
+// channels) and a project Conv, as the SE pass leaves it:
+//   mid -> GlobalAveragePool -> 1x1 Conv [-> act] -> 1x1 Conv [-> act]
+//   ChannelGate(mid, that) [act] -> the project Conv
+// every value read once but mid (by the pool and the gate), one gate
+// activation (on the second Conv or on the ChannelGate).
+struct SqueezeExciteMatch {
+  std::vector<GraphNode> nodes;  // pool, squeeze, excite, gate, project
+  bool found = false;
+};
+
+SqueezeExciteMatch squeeze_excite_after(const Graph& g, const std::string& mid, int64_t Me) {
+  SqueezeExciteMatch m;
+  const auto readers = g.consumers(mid);
+  if (readers.size() != 2 || g.is_output(mid)) return m;
+  const bool pool_first = standard_op(readers[0], "GlobalAveragePool");
+  const GraphNode pool = readers[pool_first ? 0 : 1], gate = readers[pool_first ? 1 : 0];
+  if (!standard_op(pool, "GlobalAveragePool") || pool.num_inputs() != 1 || pool.num_outputs() != 1 ||
+      pool.output_name(0).empty() || !cpu_op(gate, "ChannelGate") || gate.num_inputs() != 2 ||
+      gate.num_outputs() != 1 || gate.input_name(0) != mid || gate.output_name(0).empty())
+    return m;
+  const GraphNode squeeze = sole_reader(g, pool.output_name(0));
+  if (!squeeze.valid() || !stage_conv(g, squeeze) || !pointwise_conv(g, squeeze) ||
+      squeeze.input_name(0) != pool.output_name(0))
+    return m;
+  const int64_t R = conv_weight_shape(g, squeeze)[0];
+  if (conv_weight_shape(g, squeeze)[1] != Me) return m;
+  const GraphNode excite = sole_reader(g, squeeze.output_name(0));
+  if (!excite.valid() || !stage_conv(g, excite) || !pointwise_conv(g, excite) ||
+      excite.input_name(0) != squeeze.output_name(0) || conv_weight_shape(g, excite)[0] != Me ||
+      conv_weight_shape(g, excite)[1] != R || !(sole_reader(g, excite.output_name(0)) == gate) ||
+      gate.input_name(1) != excite.output_name(0) || (has_activation(excite) && has_activation(gate)))
+    return m;
+  const GraphNode project = sole_reader(g, gate.output_name(0));
+  if (!project.valid() || !stage_conv(g, project) || !pointwise_conv(g, project) ||
+      project.input_name(0) != gate.output_name(0) || conv_weight_shape(g, project)[1] != Me)
+    return m;
+  m.nodes = {pool, squeeze, excite, gate, project};
+  m.found = true;
+  return m;
+}
+
 }  // namespace
 
 int fuse_inverted_residuals(Graph& g) {
@@ -94,8 +141,14 @@ int fuse_inverted_residuals(Graph& g) {
     // The project Conv: the depthwise result's only reader.
     const std::string mid = dw.output_name(0);
     GraphNode project = sole_reader(g, mid);
-    const bool with_project = project.valid() && stage_conv(g, project) && pointwise_conv(g, project) &&
+    bool with_project = project.valid() && stage_conv(g, project) && pointwise_conv(g, project) &&
                               project.input_name(0) == mid && conv_weight_shape(g, project)[1] == Me;
+    // Or a squeeze-and-excitation, then the project Conv.
+    const SqueezeExciteMatch se = with_project ? SqueezeExciteMatch() : squeeze_excite_after(g, mid, Me);
+    if (se.found) {
+      project = se.nodes[4];
+      with_project = true;
+    }
     // The expand Conv, when the depthwise input comes from one that nothing
     // else reads; else a stem there takes the expand stage's place.
     const std::string e = dw.input_name(0);
@@ -126,8 +179,14 @@ int fuse_inverted_residuals(Graph& g) {
       f.inputs.push_back(input(project, 1));
       f.inputs.push_back(input(project, 2));
     }
+    if (se.found)
+      for (const GraphNode& c : {se.nodes[1], se.nodes[2]}) {
+        f.inputs.push_back(input(c, 1));
+        f.inputs.push_back(input(c, 2));
+      }
     std::vector<GraphNode> replaced{dw};
     if (with_project) replaced.push_back(project);
+    if (se.found) replaced.insert(replaced.end(), se.nodes.begin(), se.nodes.begin() + 4);
     if (expand.valid()) replaced.push_back(expand);
     // The skip connection: an Add of the block's input and its result (in
     // either order, same shape) that alone reads the result.
@@ -157,6 +216,11 @@ int fuse_inverted_residuals(Graph& g) {
     if (expand.valid()) move_activation(expand, "expand_", f.attrs);
     move_activation(dw, "depthwise_", f.attrs);
     if (with_project) move_activation(project, "project_", f.attrs);
+    if (se.found) {
+      move_activation(se.nodes[1], "squeeze_", f.attrs);
+      move_activation(se.nodes[2], "gate_", f.attrs);
+      move_activation(se.nodes[3], "gate_", f.attrs);
+    }
     g.replace(replaced, {f});
     ++fused;
   }

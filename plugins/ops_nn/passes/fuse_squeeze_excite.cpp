@@ -8,6 +8,9 @@
 // is scaled once. The squeeze Convs themselves take the ordinary Conv +
 // activation fusion (fuse_conv_activation.cpp). A gate with no activation
 // node of its own (already fused into its Conv) gives a ChannelGate without one.
+// Where the SE sits between a depthwise Conv and a 1x1 project Conv, the
+// inverted-residual pass then takes the pool, both Convs and the ChannelGate
+// into its ExpandDepthwiseProject node (fuse_inverted_residual.cpp).
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
 
