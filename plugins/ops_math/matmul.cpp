@@ -1,6 +1,7 @@
 // matmul.cpp - MatMul (numpy semantics) and Gemm.
 #include "gemm.hpp"
 #include "matmul_dnnl.hpp"
+#include "matmul_rows.hpp"
 #include "registry.hpp"
 
 #include <cpu_domain.hpp>
@@ -39,7 +40,7 @@ class MatMulKernel {
     const std::string act = fused_ ? node.attr_string("activation", "") : "";
     if (!act.empty() && act != "Gelu") node.fail("attribute activation '" + act + "' is not Gelu");
     gelu_ = act == "Gelu";
-    if (!trans_b_) plan_dnnl(node);
+    plan_constant_b(node);
   }
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs two inputs A and B");
@@ -68,6 +69,11 @@ class MatMulKernel {
         sdk::fail("the residual Z must be float " + shape_str(p.out_shape) + ", got " + shape_str(z.shape()));
     }
     sdk::Tensor y = ctx.output(0, p.out_shape, a.dtype());
+    if (rows_ && a.dtype() == SINGA_ONNX_FLOAT && a.shape() == a_shape_ && b.shape() == b_shape_ &&
+        b.data<float>() == b_data_) {
+      rows_->run(ctx, a.data<float>(), y.data<float>(), z.present() ? z.data<float>() : nullptr);
+      return;
+    }
     if (dnnl_ && a.dtype() == SINGA_ONNX_FLOAT && a.shape() == dnnl_->a_shape() && b.shape() == b_shape_ &&
         b.data<float>() == b_data_) {
       dnnl_->run(ctx, a.data<float>(), b.data<float>(), y.data<float>(), z.present() ? z.data<float>() : nullptr);
@@ -107,8 +113,10 @@ class MatMulKernel {
  private:
   // A float product with a constant 2-D B (and bias row) and A's shape known
   // at create time goes through oneDNN's matmul (matmul_dnnl.hpp;
-  // option cpu.matmul_primitive=0 keeps sgemm, to compare).
-  void plan_dnnl(const sdk::Node& node) {
+  // option cpu.matmul_primitive=0 keeps sgemm, to compare), or with at most
+  // 8 rows through the column-split kernel (matmul_rows.hpp; option
+  // cpu.matmul_rows=0 keeps oneDNN's).
+  void plan_constant_b(const sdk::Node& node) {
     if (!node.option_bool("cpu.matmul_primitive", true) || !node.has_input(1)) return;
     sdk::Tensor b = node.constant(1);
     singa_value_info ai = node.input_info(0);
@@ -118,18 +126,27 @@ class MatMulKernel {
     const Shape as(ai.dims, ai.dims + ai.ndim);
     for (int64_t d : as)
       if (d <= 0) return;
-    if (as.back() != b.dim(0)) return;  // compute() reports the mismatch
+    const int64_t K = b.dim(trans_b_ ? 1 : 0), N = b.dim(trans_b_ ? 0 : 1);
+    if (as.back() != K) return;  // compute() reports the mismatch
     const bool has_bias = fused_ && node.has_input(2);
     sdk::Tensor bias = has_bias ? node.constant(2) : sdk::Tensor();
-    if (has_bias && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != b.dim(1))) return;
+    if (has_bias && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != N)) return;
     if (bias.present() && alpha_ != 1.0f) return;
     MatMulEpilogue epilogue;
     epilogue.gelu = gelu_;
     epilogue.residual = fused_ && node.has_input(3);
-    dnnl_ = DnnlMatMul::plan(as, b.dim(1), b.data<float>(), bias.present() ? bias.data<float>() : nullptr, alpha_,
-                             epilogue);
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < as.size(); ++d) rows *= as[d];
     b_shape_ = b.shape();
     b_data_ = b.data<float>();
+    a_shape_ = as;
+    if (node.option_bool("cpu.matmul_rows", true) && rows <= RowsMatMul::kMaxRows) {
+      rows_ = RowsMatMul::plan(rows, K, N, b.data<float>(), trans_b_, bias.present() ? bias.data<float>() : nullptr,
+                               alpha_, epilogue);
+      if (rows_) return;
+    }
+    dnnl_ = DnnlMatMul::plan(as, N, b.data<float>(), bias.present() ? bias.data<float>() : nullptr, alpha_,
+                             epilogue, trans_b_);
   }
 
   // The fused Gelu and residual where the primitive did not apply them: one
@@ -146,6 +163,8 @@ class MatMulKernel {
   bool trans_b_;
   bool gelu_ = false;
   std::unique_ptr<DnnlMatMul> dnnl_;
+  std::unique_ptr<RowsMatMul> rows_;
+  Shape a_shape_;  // A's shape at create time, which rows_ was planned for
   Shape b_shape_;
   const float* b_data_ = nullptr;  // the constant B the plan packed (the run's B must be it)
 };
@@ -166,7 +185,9 @@ class GemmKernel {
         trans_b_(node.attr_int("transB", 0) != 0),
         exact_c_(!fused(node) && node.opset() < 7 && node.attr_int("broadcast", 0) == 0),
         c_required_(!fused(node) && node.opset() < 11),
-        act_(fused(node) ? GemmActivation(node) : GemmActivation()) {}
+        act_(fused(node) ? GemmActivation(node) : GemmActivation()) {
+    plan_constant_b(node);
+  }
 
   void compute(sdk::Context& ctx) const {
     sdk::check(ctx.has_input(0) && ctx.has_input(1), "needs inputs A and B");
@@ -188,6 +209,15 @@ class GemmKernel {
     }
     bool use_c = c.present() && beta_ != 0.0f;
     sdk::Tensor y = ctx.output(0, out_shape, a.dtype());
+    if ((rows_ || dnnl_) && a.dtype() == SINGA_ONNX_FLOAT && a.shape() == a_shape_ && b.shape() == b_shape_ &&
+        b.data<float>() == b_data_ && (!use_c || c.data<float>() == c_data_)) {
+      if (rows_)
+        rows_->run(ctx, a.data<float>(), y.data<float>());
+      else
+        dnnl_->run(ctx, a.data<float>(), b.data<float>(), y.data<float>());
+      act_.apply(ctx, y.data<float>(), M * N);
+      return;
+    }
     use_blas_threads(ctx);
     sdk::check(act_.kind == GemmActivation::kNone || a.dtype() == SINGA_ONNX_FLOAT || a.dtype() == SINGA_ONNX_DOUBLE,
                "a fused activation needs float or double");
@@ -227,6 +257,43 @@ class GemmKernel {
   }
 
  private:
+  // A float Gemm by a constant B (A's shape known at create time), with no
+  // C or a constant bias row, packs B once: at most 8 rows go through the
+  // column-split kernel (matmul_rows.hpp; option cpu.matmul_rows=0 keeps
+  // oneDNN), more through oneDNN's matmul primitive, rows split over the
+  // pool (matmul_dnnl.hpp; option cpu.matmul_primitive=0 keeps sgemm, which
+  // packs B on every call).
+  void plan_constant_b(const sdk::Node& node) {
+    if (trans_a_ || !node.has_input(1)) return;
+    sdk::Tensor b = node.constant(1);
+    singa_value_info ai = node.input_info(0);
+    if (!b.present() || b.dtype() != SINGA_ONNX_FLOAT || b.ndim() != 2 || ai.onnx_dtype != SINGA_ONNX_FLOAT ||
+        ai.ndim != 2 || ai.dims[0] <= 0)
+      return;
+    const bool rows = ai.dims[0] <= RowsMatMul::kMaxRows && node.option_bool("cpu.matmul_rows", true);
+    if (!rows && !node.option_bool("cpu.matmul_primitive", true)) return;
+    const int64_t K = b.dim(trans_b_ ? 1 : 0), N = b.dim(trans_b_ ? 0 : 1);
+    if (ai.dims[1] != K) return;  // compute() reports the mismatch
+    std::vector<float> bias;
+    if (node.has_input(2) && beta_ != 0.0f) {
+      sdk::Tensor c = node.constant(2);
+      if (!c.present() || c.dtype() != SINGA_ONNX_FLOAT || c.numel() != N || c.ndim() < 1 || c.ndim() > 2 ||
+          c.dim(c.ndim() - 1) != N || exact_c_)
+        return;
+      for (int64_t j = 0; j < N; ++j) bias.push_back(beta_ * c.data<float>()[j]);
+      c_data_ = c.data<float>();
+    }
+    const float* bias_row = bias.empty() ? nullptr : bias.data();
+    a_shape_ = Shape(ai.dims, ai.dims + 2);
+    if (rows) rows_ = RowsMatMul::plan(ai.dims[0], K, N, b.data<float>(), trans_b_, bias_row, alpha_);
+    // Without AVX-512 few rows take oneDNN's primitive too. Its scale would
+    // apply to the bias as well.
+    if (!rows_ && node.option_bool("cpu.matmul_primitive", true) && (!bias_row || alpha_ == 1.0f))
+      dnnl_ = DnnlMatMul::plan(a_shape_, N, b.data<float>(), bias_row, alpha_, MatMulEpilogue(), trans_b_);
+    b_shape_ = b.shape();
+    b_data_ = b.data<float>();
+  }
+
   static bool unidirectional(const Shape& c, const Shape& out) {
     for (size_t i = 0; i < c.size(); ++i) {
       int64_t d = c[c.size() - 1 - i];
@@ -262,6 +329,11 @@ class GemmKernel {
   bool exact_c_;
   bool c_required_;
   GemmActivation act_;
+  std::unique_ptr<RowsMatMul> rows_;
+  std::unique_ptr<DnnlMatMul> dnnl_;
+  Shape a_shape_, b_shape_;        // the shapes rows_ or dnnl_ was planned for
+  const float* b_data_ = nullptr;  // the constant B (and C) they packed
+  const float* c_data_ = nullptr;
 };
 
 }  // namespace

@@ -45,6 +45,7 @@ struct DnnlMatMul::State {
   int64_t R = 0, K = 0, N = 0;
   std::vector<float> bias;
   float alpha = 1.f;
+  bool trans_b = false;  // the model's B is [N, K]
   MatMulEpilogue epilogue;
   memory bias_mem;
   // B packed in oneDNN's layout, shared by every plan whose parts take that
@@ -85,7 +86,8 @@ Part make_part(const DnnlMatMul::State& s, int64_t r0, int64_t rows, const float
     p.weights = s.packed;
     return p;
   }
-  memory user({{s.K, s.N}, dt::f32, memory::format_tag::ab}, s.eng, const_cast<float*>(b));
+  memory user({{s.K, s.N}, dt::f32, s.trans_b ? memory::format_tag::ba : memory::format_tag::ab}, s.eng,
+              const_cast<float*>(b));
   p.weights = memory(pd.weights_desc(), s.eng);
   dnnl::stream st(s.eng);
   dnnl::reorder(user, p.weights).execute(st, user, p.weights);
@@ -120,7 +122,7 @@ DnnlMatMul::~DnnlMatMul() = default;
 const sdk::Shape& DnnlMatMul::a_shape() const { return s_->a; }
 
 std::unique_ptr<DnnlMatMul> DnnlMatMul::plan(const sdk::Shape& a, int64_t N, const float* b, const float* bias,
-                                             float alpha, MatMulEpilogue epilogue) {
+                                             float alpha, MatMulEpilogue epilogue, bool trans_b) {
   if (a.size() < 2 || N <= 0) return nullptr;
   int64_t R = 1;
   for (size_t d = 0; d + 1 < a.size(); ++d) R *= a[d];
@@ -129,7 +131,7 @@ std::unique_ptr<DnnlMatMul> DnnlMatMul::plan(const sdk::Shape& a, int64_t N, con
   std::unique_ptr<DnnlMatMul> m(new DnnlMatMul());
   m->s_ = std::make_unique<State>();
   State& s = *m->s_;
-  s.a = a, s.R = R, s.K = K, s.N = N, s.alpha = alpha, s.epilogue = epilogue;
+  s.a = a, s.R = R, s.K = K, s.N = N, s.alpha = alpha, s.epilogue = epilogue, s.trans_b = trans_b;
   if (bias) {
     s.bias.assign(bias, bias + N);
     s.bias_mem = memory({{1, N}, dt::f32, memory::format_tag::ab}, s.eng, s.bias.data());

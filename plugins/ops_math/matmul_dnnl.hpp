@@ -36,11 +36,12 @@ void epilogue_pass(bool gelu, float* y, const float* z, int64_t n);
 class DnnlMatMul {
  public:
   // A is [..., M, K] (rows = the product of its leading dims times M), B
-  // [K, N] (read here and on the first run at each thread count, not kept)
-  // and bias [N] or null (copied). Null when oneDNN has no brgemm code for
-  // the shape.
+  // [K, N] ([N, K] when trans_b; read here and on the first run at each
+  // thread count, not kept) and bias [N] or null (copied). Null when oneDNN
+  // has no brgemm code for the shape.
   static std::unique_ptr<DnnlMatMul> plan(const sdk::Shape& a, int64_t N, const float* b, const float* bias,
-                                          float alpha, MatMulEpilogue epilogue = MatMulEpilogue());
+                                          float alpha, MatMulEpilogue epilogue = MatMulEpilogue(),
+                                          bool trans_b = false);
   ~DnnlMatMul();
   const sdk::Shape& a_shape() const;
   // a of a_shape(), b the B of plan(), y [rows, N]; z [rows, N] when the

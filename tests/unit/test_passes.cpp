@@ -1795,6 +1795,90 @@ TEST(Passes, PlannedMatMulMatchesAPlainLoop) {
   }
 }
 
+// A product of 1 to 8 rows by a constant B runs through the column-split
+// kernel (plugins/ops_math/matmul_rows.cpp): MatMul, FusedMatMul with a
+// transposed B, bias row, Gelu and residual or with a scale, Gemm with
+// transB and a scaled bias row or with a scale alone; 9 and 16 rows take
+// oneDNN's matmul primitive (B packed once, Gemm's transB included). Against a
+// double-precision loop at 1 to 3 threads, and with cpu.matmul_rows=0.
+// B is 600 x 200: four panels of 64 columns, the last part-filled, so the
+// panels split over the threads.
+TEST(Passes, FewRowProductsMatchAPlainLoop) {
+  ensure_loaded();
+  const int64_t K = 600, N = 200;
+  const Tensor b = random_floats({K, N}, 130), bt = random_floats({N, K}, 131), bias = random_floats({N}, 132);
+  const std::vector<std::vector<int64_t>> a_shapes{{1, K}, {1, 1, K}, {2, 3, K}, {5, K}, {8, K}, {9, K}, {16, K}};
+  for (const auto& as : a_shapes) {
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < as.size(); ++d) rows *= as[d];
+    std::vector<int64_t> ys(as);
+    ys.back() = N;
+    const Tensor a = random_floats(as, 133), z = random_floats(ys, 134);
+    // MatMul, FusedMatMul + Gelu + residual, scaled FusedMatMul, Gemm + bias, scaled Gemm
+    for (int variant = 0; variant < 5; ++variant) {
+      if (variant >= 3 && as.size() != 2) continue;
+      SCOPED_TRACE("rows " + std::to_string(rows) + " rank " + std::to_string(as.size()) + " variant " +
+                   std::to_string(variant));
+      ModelBuilder m(13);
+      auto* op = m.model.add_opset_import();
+      op->set_domain("ai.singa.cpu");
+      op->set_version(1);
+      m.input("a", SINGA_ONNX_FLOAT, as);
+      std::vector<Tensor> inputs{a};
+      const bool transposed = variant == 1 || variant == 3;
+      m.initializer("b", transposed ? bt : b).initializer("bias", bias);
+      if (variant == 0) m.node("MatMul", {"a", "b"}, {"y"});
+      if (variant == 1) {
+        m.input("z", SINGA_ONNX_FLOAT, ys);
+        inputs.push_back(z);
+        m.node("FusedMatMul", {"a", "b", "bias", "z"}, {"y"});
+        auto* act = m.last()->add_attribute();
+        act->set_name("activation");
+        act->set_type(::onnx::AttributeProto::STRING);
+        act->set_s("Gelu");
+      }
+      if (variant == 2) m.node("FusedMatMul", {"a", "b"}, {"y"}), add_float(m.last(), "alpha", 0.25f);
+      if (variant == 1 || variant == 2) m.last()->set_domain("ai.singa.cpu");
+      if (variant == 1) add_int(m.last(), "transB", 1);
+      if (variant == 3) {
+        m.node("Gemm", {"a", "b", "bias"}, {"y"});
+        add_int(m.last(), "transB", 1);
+        add_float(m.last(), "beta", 2.f);
+      }
+      if (variant == 4) m.node("Gemm", {"a", "b"}, {"y"}), add_float(m.last(), "alpha", 0.5f);
+      m.output("y", SINGA_ONNX_FLOAT, ys);
+      for (bool kernel : {true, false})
+        for (int threads : {1, 2, 3}) {
+          singa::onnx::PrepareOptions o;
+          o.threads = threads;
+          o.check_model = false;
+          o.optimize = false;
+          if (!kernel) o.options["cpu.matmul_rows"] = "0";
+          auto out = singa::onnx::prepare_bytes(m.bytes(), o)->run(inputs);
+          ASSERT_EQ(out.size(), 1u);
+          ASSERT_EQ(out[0].second.numel(), rows * N);
+          const float* y = out[0].second.data<float>();
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t n = 0; n < N; ++n) {
+              double want = 0;
+              for (int64_t k = 0; k < K; ++k)
+                want += double(a.data<float>()[r * K + k]) *
+                        (transposed ? bt.data<float>()[n * K + k] : b.data<float>()[k * N + n]);
+              if (variant == 1) {
+                want += bias.data<float>()[n];
+                want = 0.5 * want * (1 + std::erf(want / std::sqrt(2.0))) + z.data<float>()[r * N + n];
+              }
+              if (variant == 2) want *= 0.25;
+              if (variant == 3) want += 2.0 * bias.data<float>()[n];
+              if (variant == 4) want *= 0.5;
+              ASSERT_NEAR(y[r * N + n], want, 1e-3)
+                  << "threads " << threads << " kernel " << kernel << " row " << r << " col " << n;
+            }
+        }
+    }
+  }
+}
+
 // Q K^T with K^T a Transpose of the last two axes -> one MatMul reading K
 // transposed (transB), against the unfused graph; a Transpose of other axes,
 // or one whose result is also read elsewhere, stays.

@@ -42,6 +42,7 @@ struct Case {
   int64_t N, H;
   bool r_at_run_time;
   float clip = 0;  // the clip attribute, when above 0
+  int64_t I = 20;  // input size
 };
 
 }  // namespace
@@ -49,7 +50,7 @@ struct Case {
 TEST(LstmSteps, FloatFastPathsMatchFloat64AtEveryThreadCount) {
   auto& rt = singa::Runtime::instance();
   if (!rt.loaded()) rt.load();
-  const int64_t T = 7, I = 20;
+  const int64_t T = 7;
   const Case cases[] = {{"forward", 3, 160, false},        // 10 panels over 3 parts
                         {"bidirectional", 3, 160, false},  //
                         {"forward", 5, 150, true},         // a partial last panel; rows 3 + 2
@@ -57,11 +58,14 @@ TEST(LstmSteps, FloatFastPathsMatchFloat64AtEveryThreadCount) {
                         {"bidirectional", 2, 37, true},    // one part, 3 panels
                         {"forward", 1, 64, false},         // one row, as in the benchmark's classifier
                         {"reverse", 1, 150, false, 0.4f},  // clipped pre-activations
-                        {"forward", 4, 48, false, 0.7f}};
+                        {"forward", 4, 48, false, 0.7f},
+                        // one row whose R and W (3.5 MB) pass kInterleaveBytes up to 3 threads: X
+                        // projected before the steps, not a block at a time inside them (at 4 threads, inside)
+                        {"bidirectional", 1, 256, false, 0, 600}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.direction) + " N=" + std::to_string(c.N) + " H=" + std::to_string(c.H) +
                  (c.r_at_run_time ? " R at run time" : "") + (c.clip > 0 ? " clip " + std::to_string(c.clip) : ""));
-    const int64_t D = std::string(c.direction) == "bidirectional" ? 2 : 1, N = c.N, H = c.H;
+    const int64_t D = std::string(c.direction) == "bidirectional" ? 2 : 1, N = c.N, H = c.H, I = c.I;
     Tensor lens({N}, SINGA_ONNX_INT32);
     for (int64_t b = 0; b < N; ++b) lens.data<int32_t>()[b] = int32_t(b == 0 ? T : (b * 5) % (T + 1));  // 0 among them
     const std::map<std::string, Tensor> floats = {
