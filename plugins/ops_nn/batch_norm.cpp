@@ -1,19 +1,55 @@
 // BatchNormalization: inference with running statistics, and (opset 14+,
 // training_mode=1) normalisation with batch statistics plus updated
-// running mean and variance.
+// running mean and variance; and ai.singa.cpu::FusedBatchNorm, an inference
+// one with the activation after it fused (passes/fuse_conv_activation.cpp).
 #include "batch_norm_attrs.hpp"
+#include <cpu_domain.hpp>
+#include "fused_activation.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
+#include "vec_math.hpp"  // SINGA_VEC_CLONES
 
+#include <algorithm>
 #include <cmath>
 
 namespace singa {
 namespace nn {
 namespace {
 
+using ops::FusedActivation;
+
+// y = act(x * a + c) over one float plane, one loop per kind so that each
+// vectorizes (the build's baseline is SSE2; the clones take AVX-512).
+SINGA_VEC_CLONES void affine_plane_f32(const float* __restrict x, float* __restrict y, int64_t n, float a, float c,
+                                       const FusedActivation& act) {
+  switch (act.kind) {
+    case FusedActivation::kRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i] * a + c, 0.f);
+      return;
+    case FusedActivation::kClip:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i] * a + c, act.lo), act.hi);
+      return;
+    case FusedActivation::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] * a + c;
+        y[i] = v >= 0.f ? v : act.alpha * v;
+      }
+      return;
+    default:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + c;
+      if (act.kind != FusedActivation::kNone) act.apply_smooth(y, n);
+  }
+}
+
 class BatchNorm : public NodeKernel {
  public:
-  explicit BatchNorm(const sdk::Node& node) : NodeKernel(node), attrs_(ops::read_batch_norm_attrs(node)) {}
+  explicit BatchNorm(const sdk::Node& node)
+      : NodeKernel(node),
+        attrs_(ops::read_batch_norm_attrs(node)),
+        act_(node.op_type() == "FusedBatchNorm" ? FusedActivation(node) : FusedActivation()) {
+    if (act_.kind != FusedActivation::kNone && attrs_.training)
+      fail("a fused activation needs inference mode (training_mode=0)");
+  }
 
   void compute(sdk::Context& ctx) const {
     sdk::Tensor x = required(ctx, 0, "X");
@@ -49,6 +85,18 @@ class BatchNorm : public NodeKernel {
       a[i] = sc[i] / std::sqrt(vr[i] + double(attrs_.epsilon));
       c[i] = b[i] - mu[i] * a[i];
     }
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner));
+    if (x.dtype() == SINGA_ONNX_FLOAT) {
+      const float* px = x.data<float>();
+      float* py = y.data<float>();
+      ctx.parallel_for(N * channels, grain, [&](int64_t pb, int64_t pe) {
+        for (int64_t p = pb; p < pe; ++p)
+          affine_plane_f32(px + p * inner, py + p * inner, inner, float(a[size_t(p % channels)]),
+                           float(c[size_t(p % channels)]), act_);
+      });
+      return;
+    }
+    check(act_.kind == FusedActivation::kNone, "a fused activation needs float");
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       using A = acc_t<T>;
@@ -107,6 +155,7 @@ class BatchNorm : public NodeKernel {
   }
 
   const ops::BatchNormAttrs attrs_;
+  const FusedActivation act_;
 };
 
 }  // namespace
@@ -122,6 +171,7 @@ void register_batch_norm(sdk::Registrar& reg) {
   reg.kernel<BatchNorm>("", "BatchNormalization", 14, 14, "cpu", {{"T", 0, kRealTypes}, {"U", 3, kRealTypes}});
   reg.kernel<BatchNorm>("", "BatchNormalization", 15, SINGA_VERSION_OPEN, "cpu",
                         {{"T", 0, kRealTypes}, {"T1", 1, kRealTypes}, {"T2", 3, kRealTypes}});
+  reg.kernel<BatchNorm>(ops::kCpuDomain, "FusedBatchNorm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
 }
 
 }  // namespace nn

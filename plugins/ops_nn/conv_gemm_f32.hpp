@@ -59,19 +59,37 @@ inline void conv_gemm_image_f32(const float* x, const float* w, const float* bia
   }
 }
 
+// Row blocks per (image, group) task: a single image of one group (a 1-D
+// conv such as an audio front end's 400-tap filter bank) would otherwise
+// keep every thread but one idle. Each block unfolds the columns itself,
+// which costs K * P copies against its Mg / parts * K * P multiply-adds, so
+// the rows split only in whole 16-row tiles and only for products big
+// enough to pay for waking the pool.
+inline int64_t conv_gemm_row_parts(const sdk::Context& ctx, int64_t tasks, int64_t Mg, int64_t K, int64_t P) {
+  const int64_t threads = ctx.num_threads();
+  if (tasks >= threads || Mg * K * P < (int64_t(1) << 20)) return 1;
+  return std::clamp<int64_t>((threads + tasks - 1) / tasks, 1, std::max<int64_t>(1, Mg / 16));
+}
+
 inline void conv_gemm_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
                           const Geometry& g, int64_t N, int64_t C, int64_t M, int64_t Cg, int64_t group) {
   const int64_t P = g.out_size(), in_size = g.in_size(), col_floats = conv_gemm_col_floats(g, Cg);
+  const int64_t Mg = M / group, K = Cg * g.k_size();
+  const int64_t parts = conv_gemm_row_parts(ctx, N * group, Mg, K, P);
   // Tasks of single groups when an image has several, so that grouped convs
   // of a small batch still spread over the pool.
-  ctx.parallel_for(N * group, 1, [&](int64_t b, int64_t e) {
+  ctx.parallel_for(N * group * parts, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> col;
     if (col.size() < size_t(col_floats)) col.resize(size_t(col_floats));
-    const int64_t Mg = M / group, K = Cg * g.k_size();
     for (int64_t t = b; t < e; ++t) {
-      const int64_t n = t / group, gi = t % group;
-      conv_gemm_image_f32(x + (n * C + gi * Cg) * in_size, w + gi * Mg * K, bias ? bias + gi * Mg : nullptr,
-                          y + (n * M + gi * Mg) * P, g, Cg, Mg, Cg, 1, col.data());
+      const int64_t n = t / (group * parts), gi = t / parts % group, part = t % parts;
+      // Rows [m0, m1) of the group, on 16-row boundaries.
+      const int64_t tiles = (Mg + 15) / 16;
+      const int64_t m0 = std::min(Mg, tiles * part / parts * 16), m1 = std::min(Mg, tiles * (part + 1) / parts * 16);
+      if (m1 <= m0) continue;
+      const int64_t m = gi * Mg + m0;
+      conv_gemm_image_f32(x + (n * C + gi * Cg) * in_size, w + m * K, bias ? bias + m : nullptr, y + (n * M + m) * P,
+                          g, Cg, m1 - m0, Cg, 1, col.data());
     }
   });
 }

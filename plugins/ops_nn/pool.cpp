@@ -63,7 +63,7 @@ using MaxRowFn = void (*)(const float* const*, int64_t, float*);
 inline MaxRowFn max_row_kernel(int64_t k, int64_t s) {
   if (k == 2 && s == 1) return max_row_inside<2, 1>;
   if (k == 2 && s == 2) return max_row_inside<2, 2>;
-  if (k == 3 && s == 1) return max_row_inside<3, 1>;
+  if (k == 3 && s == 1) return fast::avx512() ? max_pool_row_3s1_f32 : max_row_inside<3, 1>;
   // GCC does not vectorize the stride-2 loads of the generic row; the
   // AVX-512 one splits even and odd columns with permutes.
   if (k == 3 && s == 2) return fast::avx512() ? max_pool_row_3s2_f32 : max_row_inside<3, 2>;
@@ -200,8 +200,12 @@ class MaxPool : public PoolBase {
     while (ow_in0 < OW && !(cols[size_t(ow_in0)].kb == 0 && cols[size_t(ow_in0)].ke == g.k[2])) ++ow_in0;
     ow_in1 = ow_in0;
     while (ow_in1 < OW && cols[size_t(ow_in1)].kb == 0 && cols[size_t(ow_in1)].ke == g.k[2]) ++ow_in1;
-    ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2])),
-                     [&](int64_t pb, int64_t pe) {
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2]));
+    if (vector_row && replicate_fits(g) && (ow_in0 > 0 || ow_in1 < OW || g.pb[1] > 0 || (OH - 1) * g.s[1] + g.k[1] > H)) {
+      max_pool_replicated(ctx, g, planes, grain, vector_row, x, y);
+      return;
+    }
+    ctx.parallel_for(planes, grain, [&](int64_t pb, int64_t pe) {
       for (int64_t p = pb; p < pe; ++p) {
         const float* xp = x + p * H * W;
         float* yp = y + p * OH * OW;
@@ -245,6 +249,50 @@ class MaxPool : public PoolBase {
             yp[oh * OW + ow] = best;
             if (ip) ip[oh * OW + ow] = p * H * W + at;
           }
+        }
+      }
+    });
+  }
+
+  // Whether every window of g holds an input row and an input column: its
+  // padding and any ceil_mode overhang are shorter than the window.
+  static bool replicate_fits(const Geometry& g) {
+    for (int i = 1; i < 3; ++i)
+      if (g.pb[i] >= g.k[i] || g.pb[i] < 0 || (g.out[i] - 1) * g.s[i] - g.pb[i] >= g.in[i] || g.out[i] < 1)
+        return false;
+    return true;
+  }
+
+  // Windows that reach into the padding (Inception's 3x3 stride-1 "same"
+  // pools, ceil_mode overhangs), without Indices: each plane is copied with
+  // its edge rows and columns repeated outwards, then every output row goes
+  // through the vector row kernel. A repeated edge value only repeats a tap
+  // its window already holds (it comes next to the original, with nothing
+  // between them in row-major order that it could displace), so the
+  // strictly-greater rule gives what the scalar loop over the inside taps
+  // gives, NaNs included; and the edges no longer take the scalar loop,
+  // which on 7x7 to 28x28 planes cost more than the vector rows.
+  static void max_pool_replicated(const sdk::Context& ctx, const Geometry& g, int64_t planes, int64_t grain,
+                                  MaxRowFn row_fn, const float* x, float* y) {
+    const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+    const int64_t Hp = (OH - 1) * g.s[1] + g.k[1], Wp = (OW - 1) * g.s[2] + g.k[2];
+    // The padded row's slice [c0, c1) holds input columns [0, W), clipped.
+    const int64_t c0 = std::min(g.pb[2], Wp), c1 = std::min(Wp, g.pb[2] + W);
+    ctx.parallel_for(planes, grain, [&](int64_t pb, int64_t pe) {
+      std::vector<float> buf(size_t(Hp * Wp));
+      const float* r[3];
+      for (int64_t p = pb; p < pe; ++p) {
+        const float* xp = x + p * H * W;
+        for (int64_t i = 0; i < Hp; ++i) {
+          const float* src = xp + std::clamp<int64_t>(i - g.pb[1], 0, H - 1) * W;
+          float* dst = buf.data() + i * Wp;
+          std::fill(dst, dst + c0, src[0]);
+          std::copy(src + (c0 - g.pb[2]), src + (c1 - g.pb[2]), dst + c0);
+          std::fill(dst + c1, dst + Wp, src[W - 1]);
+        }
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) r[kh] = buf.data() + (oh * g.s[1] + kh) * Wp;
+          row_fn(r, OW, y + p * OH * OW + oh * OW);
         }
       }
     });

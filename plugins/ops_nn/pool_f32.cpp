@@ -151,6 +151,25 @@ void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y) {
   _mm512_mask_storeu_ps(y, lanes(n), rows_3s2(r));
 }
 
+void max_pool_row_3s1_f32(const float* const* rows, int64_t n, float* y) {
+  // Tap by tap in row-major order (nine loads per 16 windows): exact for
+  // NaNs without the column-first split rows_3s2 needs its check for.
+  auto window = [&](int64_t ow, __mmask16 m) {
+    __m512 best = _mm512_maskz_loadu_ps(m, rows[0] + ow);
+    for (int k = 0; k < 3; ++k)
+      for (int i = k == 0 ? 1 : 0; i < 3; ++i) best = maxv(_mm512_maskz_loadu_ps(m, rows[k] + ow + i), best);
+    return best;
+  };
+  if (n >= 16) {
+    // Plain loads and stores (the all-ones mask folds away); a partial last
+    // block is the last 16 windows again, overlapping the one before.
+    for (int64_t ow = 0; ow + 16 <= n; ow += 16) _mm512_storeu_ps(y + ow, window(ow, 0xFFFF));
+    if (n % 16) _mm512_storeu_ps(y + n - 16, window(n - 16, 0xFFFF));
+    return;
+  }
+  _mm512_mask_storeu_ps(y, lanes(n), window(0, lanes(n)));
+}
+
 bool max_pool_2x2_grad_f32(const float* dy, const int64_t* idx, int64_t base, int64_t H, int64_t W, int64_t OH,
                            int64_t OW, float* dx) {
   // Lane i of the pair (lo, hi) interleaved: tap a of window i goes to
@@ -288,6 +307,7 @@ namespace singa {
 namespace nn {
 void max_pool_2x2_f32(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t*) { std::abort(); }
 void max_pool_row_3s2_f32(const float* const*, int64_t, float*) { std::abort(); }
+void max_pool_row_3s1_f32(const float* const*, int64_t, float*) { std::abort(); }
 bool max_pool_2x2_grad_f32(const float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, int64_t, float*) {
   std::abort();
 }

@@ -28,6 +28,9 @@ void max_pool_2x2_f32(const float* x, int64_t W, int64_t OH, int64_t OW, int64_t
 // first-tap / strictly-greater rule as the scalar loop.
 void max_pool_row_3s2_f32(const float* const* rows, int64_t n, float* y);
 
+// The same for 3x3 windows with stride 1 (rows[kh] holds n + 2 columns).
+void max_pool_row_3s1_f32(const float* const* rows, int64_t n, float* y);
+
 // Its gradient: dx (the whole plane, H x W) gets each window's dy at the tap
 // idx names (idx as max_pool_2x2_f32 writes it, base included) and 0 at
 // every other position. Returns false, with dx partly written, when some

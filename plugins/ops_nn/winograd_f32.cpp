@@ -22,7 +22,7 @@ bool winograd_fits(const Geometry& g, int64_t group) {
 }
 
 bool winograd_pays(int64_t C, int64_t M, int tile, int64_t N, int64_t H, int64_t W) {
-  if (C > 64 || M < kWinogradPanel || N <= 0 || H <= 0 || W <= 0) return false;
+  if (C > 256 || M < kWinogradPanel || N <= 0 || H <= 0 || W <= 0) return false;
   return (tile + 2) * (tile + 2) * C * M <= 2 * N * H * W * (C + M);
 }
 

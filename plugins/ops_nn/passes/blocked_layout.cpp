@@ -38,6 +38,7 @@ bool blockable(const Graph& g, const GraphNode& n) {
     return false;
   }
   if (n.has_attr("global_average_pool")) return false;  // its own kernel, on NCHW (fuse_conv_mean.cpp)
+  if (winograd_thin_conv(g, n)) return false;  // the NCHW Winograd kernel (conv_match.hpp)
   return n.attr_int("group", 1) == 1 && n.num_outputs() == 1 && !n.output_name(0).empty();
 }
 

@@ -1,4 +1,7 @@
 #include "conv_match.hpp"
+#include "../winograd_f32.hpp"
+
+#include <algorithm>
 
 namespace singa {
 namespace nn {
@@ -70,6 +73,20 @@ bool pointwise_conv(const Graph& g, const GraphNode& n) {
   const auto w = conv_weight_shape(g, n);
   return w[2] == 1 && w[3] == 1 && n.attr_int("group", 1) == 1 && ints_all(n, "strides", 1, 2) &&
          ints_all(n, "pads", 0, 4) && ints_all(n, "kernel_shape", 1, 2);
+}
+
+bool winograd_thin_conv(const Graph& g, const GraphNode& n) {
+  if (!winograd_on() || !plain_conv(g, n) || cpu_op(n, "ConvAdd") || n.has_attr("pool_kernel_shape") ||
+      n.has_attr("global_average_pool") || n.attr_int("group", 1) != 1 || !ints_all(n, "strides", 1, 2))
+    return false;
+  const auto w = conv_weight_shape(g, n), x = shape_of(g, n.input_name(0));
+  // Planes of 64x64 pixels and more: the measured ones (smaller planes keep
+  // the blocked layout, which ResNet-style blocks were tuned on).
+  if (w[2] != 3 || w[3] != 3 || w[0] > 32 || x.size() != 4 || x[2] * x[3] < 64 * 64) return false;
+  // An unknown batch counts as one image: more images only make the
+  // transformed weights cheaper per image.
+  const int64_t N = std::max<int64_t>(1, x[0]);
+  return winograd_pays(w[1], w[0], winograd_tile(x[2], x[3]), N, x[2], x[3]);
 }
 
 bool has_channels(const Graph& g, const std::string& v, int64_t c) {

@@ -51,6 +51,12 @@ bool ints_all(const GraphNode& n, const char* name, int64_t want, size_t count);
 bool plain_conv(const Graph& g, const GraphNode& n);
 // A plain_conv with a 1x1 kernel, no padding, stride 1 and one group.
 bool pointwise_conv(const Graph& g, const GraphNode& n);
+// A plain 3x3 stride-1 Conv of one group with at most 32 outputs on a plane
+// of at least 64x64 pixels, no fused pool and no summand, that the NCHW Winograd kernel (winograd_f32.hpp)
+// takes: U-Net's 16- and 32-channel layers on large planes, where oneDNN's
+// blocked code ran at a third of the Winograd kernel's speed. It stays off
+// the blocked layout (blocked_layout.cpp), which would send it to oneDNN.
+bool winograd_thin_conv(const Graph& g, const GraphNode& n);
 // The value is [N, c, H, W] with c known.
 bool has_channels(const Graph& g, const std::string& v, int64_t c);
 // Two values of one 4-D shape, known but for a batch unknown on both (an

@@ -15,6 +15,12 @@
 // (plugins/common/activation_match.hpp matches the activation,
 // fused_activation.hpp reads the attributes). A ConvAdd takes the
 // activation after its sum the same way (fuse_conv_add.cpp).
+//
+// An inference BatchNormalization followed by an activation (DenseNet's and
+// pre-activation ResNets' BatchNorm -> Relu ahead of each Conv, where no Conv
+// precedes the BatchNorm to fold it into) becomes one ai.singa.cpu
+// FusedBatchNorm with the same attributes: one pass over the tensor instead
+// of two (plugins/ops_nn/batch_norm.cpp).
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
 
@@ -24,18 +30,28 @@ namespace singa {
 namespace nn {
 namespace passes {
 
+namespace {
+
+// A BatchNormalization with running statistics (one output, spatial).
+bool inference_batch_norm(const GraphNode& n) {
+  return standard_op(n, "BatchNormalization") && n.num_outputs() == 1 && n.attr_int("training_mode", 0) == 0 &&
+         n.attr_int("spatial", 1) == 1;
+}
+
+}  // namespace
+
 int fuse_conv_activations(Graph& g) {
   int fused = 0;
   for (GraphNode n : g.nodes()) {
     if (!n.alive()) continue;
-    const bool conv_add = cpu_op(n, "ConvAdd");
-    if (!(conv_add || conv_like(n)) || n.num_outputs() != 1 || has_activation(n)) continue;
+    const bool conv_add = cpu_op(n, "ConvAdd"), batch_norm = inference_batch_norm(n);
+    if (!(conv_add || batch_norm || conv_like(n)) || n.num_outputs() != 1 || has_activation(n)) continue;
     const std::string y = n.output_name(0);
     if (y.empty() || !float_value(g, y)) continue;
     std::vector<GraphNode> act;
     std::vector<sdk::Attr> attrs;
     if (!ops::match_activation(g, y, act, attrs)) continue;
-    NewNode f(kCpuDomain, conv_add ? "ConvAdd" : "FusedConv");
+    NewNode f(kCpuDomain, conv_add ? "ConvAdd" : batch_norm ? "FusedBatchNorm" : "FusedConv");
     f.name = n.name();
     f.opset = 1;
     f.inputs = n.input_names();
