@@ -21,4 +21,5 @@ SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Ge
   register_matmul_passes(reg);
   // DequantizeLinear'd int8 MatMul/Gemm -> QDQMatMul, before the float MatMul passes.
   singa::sdk::register_graph_pass(reg, kQdqMatMulPass, "cpu", kQdqMatMulPriority, fuse_qdq_matmuls);
+  singa::sdk::register_graph_pass(reg, kDynqMatMulPass, "cpu", kDynqMatMulPriority, fuse_dynq_matmuls);
 }

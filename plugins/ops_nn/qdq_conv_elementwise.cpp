@@ -1,5 +1,5 @@
 // The 8-bit elementwise steps between the QdqConvs of a QDQ model
-// (fuse_qdq_conv.cpp), as ai.singa.cpu ops (opset 1) that read and write the
+// (passes/fuse_qdq_elementwise.cpp), as ai.singa.cpu ops (opset 1) that read and write the
 // 8-bit values, with no float tensor in between:
 //   QdqRequantize(x, x_scale, x_zero_point, y_scale, y_zero_point)
 //     = QuantizeLinear(Act(DequantizeLinear(x)))

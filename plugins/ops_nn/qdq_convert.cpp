@@ -32,8 +32,48 @@ void dequantize_scalar(const Q* x, float* y, int64_t n, float scale, int32_t zp)
   for (int64_t i = 0; i < n; ++i) y[i] = (float(x[i]) - float(zp)) * scale;
 }
 
+void range_scalar(const float* x, int64_t n, float& lo, float& hi, int64_t& nans) {
+  float l = 0.0f, h = 0.0f;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    bad += v != v;
+    l = v < l ? v : l;
+    h = v > h ? v : h;
+  }
+  lo = l, hi = h, nans = bad;
+}
+
 #ifdef SINGA_AVX512_BEGIN
 SINGA_AVX512_BEGIN
+
+// Two accumulators each, so the min/max latency does not bound the loop;
+// the masked tail loads zeros, which the range includes anyway.
+void range_avx512(const float* x, int64_t n, float& lo, float& hi, int64_t& nans) {
+  const __mmask16 all = 0xFFFF;  // maskz forms: GCC 12's plain ones trip -Wmaybe-uninitialized
+  __m512 l0 = _mm512_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;
+  int64_t bad = 0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+    bad += __builtin_popcount(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)) +
+           __builtin_popcount(_mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q));
+    l0 = _mm512_maskz_min_ps(all, l0, a), h0 = _mm512_maskz_max_ps(all, h0, a);
+    l1 = _mm512_maskz_min_ps(all, l1, b), h1 = _mm512_maskz_max_ps(all, h1, b);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 a = _mm512_maskz_loadu_ps(m, x + i);
+    bad += __builtin_popcount(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q));
+    l0 = _mm512_maskz_min_ps(all, l0, a), h0 = _mm512_maskz_max_ps(all, h0, a);
+  }
+  alignas(64) float ls[16], hs[16];
+  _mm512_store_ps(ls, _mm512_maskz_min_ps(all, l0, l1));
+  _mm512_store_ps(hs, _mm512_maskz_max_ps(all, h0, h1));
+  lo = *std::min_element(ls, ls + 16);
+  hi = *std::max_element(hs, hs + 16);
+  nans = bad;
+}
 
 template <bool kSigned>
 void quantize_avx512(const float* x, void* out, int64_t n, float scale, int32_t zp) {
@@ -84,6 +124,13 @@ SINGA_AVX512_END
 bool use_avx512() { return vec::unary_avx512(); }
 
 }  // namespace
+
+void range_with_zero(const float* x, int64_t n, float& lo, float& hi, int64_t& nans) {
+#ifdef SINGA_AVX512_BEGIN
+  if (use_avx512()) return range_avx512(x, n, lo, hi, nans);
+#endif
+  range_scalar(x, n, lo, hi, nans);
+}
 
 void quantize_u8(const float* x, uint8_t* y, int64_t n, float scale, int32_t zp) {
 #ifdef SINGA_AVX512_BEGIN

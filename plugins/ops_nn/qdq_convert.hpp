@@ -21,6 +21,10 @@ void quantize_s8(const float* x, int8_t* y, int64_t n, float scale, int32_t zero
 void dequantize_u8(const uint8_t* x, float* y, int64_t n, float scale, int32_t zero_point);
 void dequantize_s8(const int8_t* x, float* y, int64_t n, float scale, int32_t zero_point);
 
+// The range of x[0, n) and 0 (lo <= 0 <= hi), as DynamicQuantizeLinear
+// needs it, and the count of NaNs (which lo and hi then do not describe).
+void range_with_zero(const float* x, int64_t n, float& lo, float& hi, int64_t& nans);
+
 // Overloads by element type, for templated callers.
 inline void quantize(const float* x, uint8_t* y, int64_t n, float s, int32_t z) { quantize_u8(x, y, n, s, z); }
 inline void quantize(const float* x, int8_t* y, int64_t n, float s, int32_t z) { quantize_s8(x, y, n, s, z); }

@@ -1,5 +1,7 @@
 // ConvInteger and QLinearConv: 8-bit convolutions; and QdqConv, the float
-// Conv of dequantized 8-bit operands that fuse_qdq_conv.cpp finds in QDQ models.
+// Conv of dequantized 8-bit operands that passes/fuse_qdq_conv.cpp finds in
+// QDQ models (and passes/fuse_dynq_conv.cpp in dynamic-quant ones, with a
+// run-time x_scale).
 //
 // Both accumulate conv(x - x_zero_point, w - w_zero_point) in int32, padding
 // behaving as the zero point. 2-D convolutions with constant weights and

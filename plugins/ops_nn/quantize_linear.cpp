@@ -178,23 +178,14 @@ class DynamicQuantizeLinear : public NodeKernel {
     SINGA_CHECK(x.dtype() == SINGA_ONNX_FLOAT, std::string("x must be float, got ") + sdk::dtype_name(x.dtype()));
     int64_t n = x.numel();
     const float* px = x.data<float>();
-    // Per-chunk minima and maxima on the pool, with NaN counted apart so the
-    // inner loop stays branch-free (and vectorizes).
-    const int64_t grain = 1 << 16, chunks = (n + grain - 1) / grain;
+    // Per-chunk ranges on the pool (vectorized, NaN counted apart).
+    const int64_t grain = 1 << 15, chunks = (n + grain - 1) / grain;
     std::vector<float> los(size_t(std::max<int64_t>(chunks, 1)), 0.0f), his(los.size(), 0.0f);
     std::vector<int64_t> nans(los.size(), 0);
     ctx.parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        float l = 0.0f, h = 0.0f;
-        int64_t bad = 0;
-        for (int64_t i = c * grain, end = std::min(n, (c + 1) * grain); i < end; ++i) {
-          const float v = px[i];
-          bad += v != v;
-          l = v < l ? v : l;
-          h = v > h ? v : h;
-        }
-        los[size_t(c)] = l, his[size_t(c)] = h, nans[size_t(c)] = bad;
-      }
+      for (int64_t c = b; c < e; ++c)
+        qdq::range_with_zero(px + c * grain, std::min(n, (c + 1) * grain) - c * grain, los[size_t(c)], his[size_t(c)],
+                             nans[size_t(c)]);
     });
     float lo = 0.0f, hi = 0.0f;
     for (size_t c = 0; c < los.size(); ++c) {
@@ -216,7 +207,10 @@ class DynamicQuantizeLinear : public NodeKernel {
     *yz.data<uint8_t>() = zp;
     uint8_t* py = y.data<uint8_t>();
     ctx.parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) py[i] = scale > 0.0f ? quantize_one<uint8_t, float>(px[i], scale, zp) : uint8_t(0);
+      if (scale > 0.0f)
+        qdq::quantize_u8(px + b, py + b, e - b, scale, zp);
+      else
+        std::fill(py + b, py + e, uint8_t(0));
     });
   }
 };

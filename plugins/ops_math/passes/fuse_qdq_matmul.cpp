@@ -9,11 +9,11 @@
 // and either DequantizeLinear of an 8-bit constant (per tensor, or per column:
 // axis 1) or, because the core folds that DequantizeLinear before the
 // plugins' passes run, a float constant whose columns are exactly integer
-// multiples of one scale each: b[k, n] == float(q[k, n]) * s[n] with |q| <=
-// 255, checked element by element, so the int8 copy loses nothing (a float
-// model's weights almost never pass: they are not on such a lattice). A Gemm
-// (alpha 1, beta 1, transA 0, C a row of N) is matched the same way; its C
-// and a MatMul's following Add of a constant row become the bias; a
+// multiples of one scale each (int8_lattice.hpp: checked element by
+// element, so the int8 copy loses nothing; a float model's weights almost
+// never pass). A Gemm (alpha 1, beta 1, transA 0, C a row of N) is matched
+// the same way; its C and a MatMul's following Add of a constant row become
+// the bias; a
 // QuantizeLinear (scalar, u8 or s8) that alone reads the result moves into
 // the node too, which then writes 8 bits. The activation's
 // DequantizeLinear goes when no other node reads it.
@@ -25,6 +25,7 @@
 #include "../qmatmul.hpp"
 
 #include <cpu_domain.hpp>
+#include <int8_weights.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -37,12 +38,13 @@ namespace {
 
 bool eight_bit(int32_t t) { return t == SINGA_ONNX_UINT8 || t == SINGA_ONNX_INT8; }
 
-// B as integers times a scale per column: b[k, n] = q[k * N + n] * scale[n].
+// B [K, N] as integers times a scale per column (int8_lattice.hpp).
 struct IntWeights {
   int64_t K = 0, N = 0;
-  std::vector<int32_t> q;
-  std::vector<float> scale;
+  int8::ChannelInts ints;
 };
+
+int8::ChannelView by_column(int64_t K, int64_t N) { return {N, K, 1, N}; }
 
 // The scale and zero point inputs of DequantizeLinear `dq` when both are
 // constants of `count` values (1, or also `per` when per > 1) and the node
@@ -75,95 +77,17 @@ bool weights_from_dq(const sdk::Graph& g, const sdk::GraphNode& dq, bool trans, 
   }
   if (zp.present() && zp.dtype() != b.dtype()) return false;
   w.K = K, w.N = N;
-  w.q.resize(size_t(K * N));
-  w.scale.resize(size_t(N));
-  for (int64_t n = 0; n < N; ++n) w.scale[size_t(n)] = scale.data<float>()[scale.numel() == 1 ? 0 : n];
+  w.ints.view = by_column(K, N);
+  w.ints.q.resize(size_t(K * N));
+  w.ints.scale.resize(size_t(N));
+  for (int64_t n = 0; n < N; ++n) w.ints.scale[size_t(n)] = scale.data<float>()[scale.numel() == 1 ? 0 : n];
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n) {
       const int64_t at = trans ? n * K + k : k * N + n;
       const int64_t z = zp.present() ? zp.int_at(zp.numel() == 1 ? 0 : n) : 0;
-      w.q[size_t(k * N + n)] = int32_t(b.int_at(at) - z);
+      w.ints.q[size_t(k * N + n)] = int32_t(b.int_at(at) - z);
     }
   return true;
-}
-
-// Whether column b[k * stride] is q[k] * s element by element, with the
-// q spanning at most 256 values (what an s8 column with a zero point holds).
-bool on_lattice(const float* b, int64_t K, int64_t stride, float s, int32_t* q) {
-  if (!(s > 0.f) || !std::isnormal(s)) return false;
-  float lo = 0.f, hi = 0.f;
-  for (int64_t k = 0; k < K; ++k) {
-    const float v = b[k * stride];
-    const float r = std::nearbyint(v / s);
-    if (!(std::fabs(r) <= 255.f) || r * s != v) return false;
-    lo = k ? std::min(lo, r) : r;
-    hi = k ? std::max(hi, r) : r;
-    q[k * stride] = int32_t(r);
-  }
-  return hi - lo <= 255.f;
-}
-
-// The smallest nonzero magnitude of `n` values b[i * stride] (0 when none,
-// -1 when one is not finite).
-float least_step(const float* b, int64_t n, int64_t stride) {
-  float least = 0.f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = std::fabs(b[i * stride]);
-    if (!std::isfinite(v)) return -1.f;
-    if (v > 0.f && (least == 0.f || v < least)) least = v;
-  }
-  return least;
-}
-
-// The scale near `approx` that column b reproduces exactly, if any: the
-// element of least magnitude fixes its integer q, and v / q (or a neighbour
-// one unit in the last place away) is the exact scale when there is one.
-bool exact_scale(const float* b, int64_t K, int64_t stride, float approx, int32_t* q, float& scale) {
-  if (!(approx > 0.f) || !std::isnormal(approx)) return false;
-  if (on_lattice(b, K, stride, approx, q)) {
-    scale = approx;
-    return true;
-  }
-  float v = 0.f;
-  for (int64_t k = 0; k < K; ++k) {
-    const float x = b[k * stride];
-    if (x != 0.f && (v == 0.f || std::fabs(x) < std::fabs(v))) v = x;
-  }
-  const float r = std::nearbyint(v / approx);
-  if (r == 0.f) return false;
-  const float base = v / r;
-  for (float s : {base, std::nextafter(base, 0.f), std::nextafter(base, 1e30f)})
-    if (on_lattice(b, K, stride, s, q)) {
-      scale = s;
-      return true;
-    }
-  return false;
-}
-
-// Column n of a float B as integer multiples of one scale. Candidates, the
-// largest first: the column's smallest gap between two distinct values and
-// its smallest magnitude, each divided by 1..4 (a zero point far from 0
-// leaves no value near 0; a column may skip a step or two), then the whole
-// tensor's smallest step (a per-tensor scale). Every element must
-// reproduce exactly.
-bool column_lattice(const float* b, int64_t K, int64_t stride, float tensor_step, int32_t* q, float& scale) {
-  const float least = least_step(b, K, stride);
-  if (least < 0.f) return false;
-  if (least == 0.f) {
-    scale = 1.f;
-    for (int64_t k = 0; k < K; ++k) q[k * stride] = 0;
-    return true;
-  }
-  std::vector<float> v(static_cast<size_t>(K));
-  for (int64_t k = 0; k < K; ++k) v[size_t(k)] = b[k * stride];
-  std::sort(v.begin(), v.end());
-  float gap = 0.f;
-  for (size_t k = 1; k < v.size(); ++k)
-    if (v[k] > v[k - 1] && (gap == 0.f || v[k] - v[k - 1] < gap)) gap = v[k] - v[k - 1];
-  for (float base : {gap, least})
-    for (int d = 1; d <= 4; ++d)
-      if (exact_scale(b, K, stride, base / float(d), q, scale)) return true;
-  return exact_scale(b, K, stride, tensor_step, q, scale);
 }
 
 // B [K, N] (stored [N, K] when trans) from a folded float constant.
@@ -180,47 +104,7 @@ bool weights_from_float(const sdk::Tensor& b, bool trans, IntWeights& w) {
     data = t.data();
   }
   w.K = K, w.N = N;
-  w.q.resize(size_t(K * N));
-  w.scale.resize(size_t(N));
-  const float step = least_step(data, K * N, 1);
-  if (step <= 0.f) return false;
-  for (int64_t n = 0; n < N; ++n)
-    if (!column_lattice(data + n, K, N, step, w.q.data() + n, w.scale[size_t(n)])) return false;
-  return true;
-}
-
-DLTensor dl(void* data, std::vector<int64_t>& shape, DLDataType type) {
-  DLTensor t{};
-  t.data = data;
-  t.device = {kDLCPU, 0};
-  t.ndim = int32_t(shape.size());
-  t.dtype = type;
-  t.shape = shape.data();
-  return t;
-}
-
-// Stores w as s8 with a zero point per column that brings its range into
-// [-128, 127]; adds B, its scales and zero points as constants. False when a
-// column spans more than 256 values.
-bool add_weights(sdk::Graph& g, const std::string& hint, const IntWeights& w, std::vector<std::string>& names) {
-  std::vector<int8_t> stored(w.q.size()), zp(size_t(w.N));
-  for (int64_t n = 0; n < w.N; ++n) {
-    int32_t lo = w.q[size_t(n)], hi = lo;
-    for (int64_t k = 0; k < w.K; ++k) {
-      lo = std::min(lo, w.q[size_t(k * w.N + n)]);
-      hi = std::max(hi, w.q[size_t(k * w.N + n)]);
-    }
-    const int32_t z = hi > 127 ? 127 - hi : (lo < -128 ? -128 - lo : 0);
-    if (lo + z < -128 || hi + z > 127) return false;
-    zp[size_t(n)] = int8_t(z);
-    for (int64_t k = 0; k < w.K; ++k) stored[size_t(k * w.N + n)] = int8_t(w.q[size_t(k * w.N + n)] + z);
-  }
-  std::vector<int64_t> kn{w.K, w.N}, n{w.N};
-  std::vector<float> scale = w.scale;
-  names.push_back(g.add_constant(hint + "_q8", dl(stored.data(), kn, {kDLInt, 8, 1})));
-  names.push_back(g.add_constant(hint + "_scale", dl(scale.data(), n, {kDLFloat, 32, 1})));
-  names.push_back(g.add_constant(hint + "_zp", dl(zp.data(), n, {kDLInt, 8, 1})));
-  return true;
+  return int8::lattice_from_float(data, by_column(K, N), w.ints);
 }
 
 // A constant float C of N values shaped [N] or [1, ..., 1, N] (rank <= rank).
@@ -295,7 +179,7 @@ int fuse(sdk::Graph& g, sdk::GraphNode mm) {
     group.push_back(q);
   }
   std::vector<std::string> b_names;
-  if (!add_weights(g, mm.name().empty() ? out : mm.name(), w, b_names)) return 0;
+  if (!int8::add_s8_weights(g, mm.name().empty() ? out : mm.name(), w.ints, {w.K, w.N}, true, b_names)) return 0;
   if (from_dq && !g.is_output(dqb.output_name(0)) && g.consumers(dqb.output_name(0)).size() == 1) group.push_back(dqb);
 
   sdk::NewNode f(kCpuDomain, kQdqMatMulOp);

@@ -34,6 +34,10 @@ constexpr const char* kFloat16AsFloat32Pass = "cpu.float16_as_float32";
 // (fuse_qdq_matmul.cpp). Runs before the float MatMul passes.
 constexpr const char* kQdqMatMulPass = "cpu.qdq_matmul";
 constexpr int32_t kQdqMatMulPriority = 1310;
+// MatMulInteger -> Cast -> Mul(scale) [-> Add(bias)] (quantize_dynamic) ->
+// QDQMatMul writing float (fuse_dynq_matmul.cpp).
+constexpr const char* kDynqMatMulPass = "cpu.dynq_matmul";
+constexpr int32_t kDynqMatMulPriority = 1305;
 
 // Each returns the number of rewrites.
 int fuse_matmul_bias_rows(sdk::Graph& g);
@@ -42,6 +46,7 @@ int fuse_transposed_b(sdk::Graph& g);
 int fuse_matmul_epilogues(sdk::Graph& g);
 int widen_float16(sdk::Graph& g);
 int fuse_qdq_matmuls(sdk::Graph& g);
+int fuse_dynq_matmuls(sdk::Graph& g);
 
 // What the passes share (matmul_match.cpp).
 // A node of the default ONNX domain of type `op`.

@@ -20,6 +20,7 @@ void register_graph_passes(sdk::Registrar& reg) {
       {"cpu.qdq_conv", fuse_qdq_convs},  // before any pass takes the float Conv
       {"cpu.qdq_elementwise", fuse_qdq_elementwise},
       {"cpu.qdq_layout", use_qdq_channels_last},
+      {"cpu.dynq_conv", fuse_dynq_convs},
       {"cpu.squeeze_excites", fuse_squeeze_excites},
       {kConvActivations, fuse_conv_activations},
       {"cpu.inverted_residuals", fuse_inverted_residuals},
