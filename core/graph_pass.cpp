@@ -3,6 +3,7 @@
 #include "graph_pass.hpp"
 
 #include "passes/graph_edit.hpp"
+#include "passes/passes.hpp"
 
 #include <singa/error.hpp>
 #include <singa/onnx.hpp>
@@ -450,7 +451,17 @@ void run_graph_passes(graph::Graph& g, const std::string& device, const std::map
   std::stable_sort(chosen.begin(), chosen.end(),
                    [](const GraphPassEntry& a, const GraphPassEntry& b) { return a.priority > b.priority; });
   bool edited = false;
+  // DequantizeLinear of constants was kept for the quantized passes
+  // (SINGA_PASS_PRIORITY_QUANTIZED and above); what they leave becomes float
+  // constants before the passes that want float weights.
+  bool dequantized = false;
+  auto fold_dequantize = [&] {
+    dequantized = true;
+    passes::PassOptions po{device};
+    if (passes::fold_constants(g, po, nullptr) > 0) graph::refine_shapes(g);
+  };
   for (const GraphPassEntry& p : chosen) {
+    if (!dequantized && p.priority < SINGA_PASS_PRIORITY_QUANTIZED) fold_dequantize();
     singa_graph sg;
     sg.g = &g;
     sg.device = device;
@@ -472,6 +483,7 @@ void run_graph_passes(graph::Graph& g, const std::string& device, const std::map
     // pass reads them (a no-op when every value is known).
     if (rewrites > 0) graph::refine_shapes(g);
   }
+  if (!dequantized) fold_dequantize();
   if (edited) passes::compact(g, std::vector<bool>(g.nodes.size(), false));
 }
 

@@ -147,6 +147,7 @@ std::shared_ptr<Rep> prepare_at(::onnx::ModelProto&& model, const PrepareOptions
     passes::PassStats stats;
     passes::PassOptions po{dev.first->name()};
     po.stats = &stats;
+    po.keep_dequantize = true;  // for the quantized passes; run_graph_passes folds the rest
     passes::optimize(g, po);
     run_graph_passes(g, dev.first->name(), named.get(), &stats.plugin_passes);
     // (a pass that only set layouts counts too: the plain executor must not see them)

@@ -153,6 +153,7 @@ std::shared_ptr<const Executor> ShapeCache::build(const std::vector<Value>& inpu
   graph::refine_shapes(g);
   const std::string device = config_.device->name();
   passes::PassOptions po{device};
+  po.keep_dequantize = true;  // for the quantized passes; run_graph_passes folds the rest
   passes::optimize(g, po);
   run_graph_passes(g, device, config_.options.get(), nullptr);
   if (g.nodes.size() >= general_.nodes.size()) {

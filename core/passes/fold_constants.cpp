@@ -114,6 +114,7 @@ int fold_constants(graph::Graph& g, const PassOptions& options, int* shapes_fold
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const graph::Node& n = g.nodes[i];
     if (!plain_onnx_node(n) || nondeterministic(n.proto.op_type())) continue;
+    if (options.keep_dequantize && n.proto.op_type() == "DequantizeLinear") continue;
     bool tensors_out = !n.outputs.empty();
     for (int v : n.outputs)
       tensors_out = tensors_out && (v < 0 || g.values[size_t(v)].kind == graph::TypeKind::kTensor);

@@ -65,6 +65,7 @@ namespace onnx {
   passes::PassOptions po;
   po.device = options.device.substr(0, options.device.find(':'));
   po.within_model_opset = true;
+  po.keep_dequantize = true;
   const std::map<std::string, std::string> named = with_env_options(options.options);
   if (options.optimize) {
     passes::optimize(g, po);

@@ -56,6 +56,9 @@ struct PassOptions {
   // Folded results larger than this stay computed at run time: a folded
   // ConstantOfShape/Tile/Expand would otherwise sit in memory for the Rep's life.
   size_t max_folded_bytes = size_t(64) << 20;
+  // DequantizeLinear of constants stays unfolded for the device's quantized
+  // passes (SINGA_PASS_PRIORITY_QUANTIZED); run_graph_passes folds the rest.
+  bool keep_dequantize = false;
   PassStats* stats = nullptr;  // filled when given
 };
 

@@ -1,7 +1,8 @@
 // int8_lattice.hpp - the 8-bit integers behind float weights. A QDQ model's
-// weights are DequantizeLinear(q8, scale, zero_point) of a constant, which
-// the core folds into a float constant before the plugins' passes run; the
-// int8 fusions (QdqConv, QDQMatMul) want q8 back. Per channel (an output
+// weights are DequantizeLinear(q8, scale, zero_point) of a constant; a host
+// before SINGA_PASS_PRIORITY_QUANTIZED, or an exporter, may have folded it
+// into a float constant, and the int8 fusions (QdqConv, QDQMatMul) want q8
+// back. Per channel (an output
 // channel of a Conv, a column of a MatMul's B) the floats must be exactly
 // float(q) * s for one scale s and integers q spanning at most 256 values,
 // element by element, so that the 8-bit copy loses nothing; a float model's

@@ -51,8 +51,24 @@ struct AddRelu {
   }
 };
 
+// How many DequantizeLinear nodes read a constant (an int8 weight): a pass
+// reports it by failing, in the test modes that ask (test_graph_pass).
+void report_dequantize(const sdk::Graph& g, const char* when) {
+  int n = 0;
+  for (const sdk::GraphNode& node : g.nodes())
+    n += node.alive() && node.op_type() == "DequantizeLinear" && g.constant(node.input_name(0)).present();
+  throw sdk::Error(SINGA_INVALID_ARGUMENT, std::string(when) + " saw " + std::to_string(n) + " DequantizeLinear of a constant");
+}
+
+// At SINGA_PASS_PRIORITY_QUANTIZED: sees the model's quantized weights.
+int probe_dequantize(sdk::Graph& g) {
+  if (g.option("fuser.test") == "dq_early") report_dequantize(g, "dq_early");
+  return 0;
+}
+
 int fuse_add_relu(sdk::Graph& g) {
   const std::string mode = g.option("fuser.test");
+  if (mode == "dq_late") report_dequantize(g, "dq_late");
   int rewrites = 0;
   for (const sdk::GraphNode& add : g.nodes()) {
     if (!add.alive() || add.op_type() != "Add" || !add.domain().empty()) continue;
@@ -96,4 +112,5 @@ SINGA_PLUGIN("test_fusing_accel", "1.0", "a test device whose graph pass fuses A
   reg.device(d);
   reg.kernel<AddRelu>("test.fuser", "AddRelu", 1, SINGA_VERSION_OPEN, "fuser", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
   sdk::register_graph_pass(reg, "fuser.add_relu", "fuser", 0, fuse_add_relu);
+  sdk::register_graph_pass(reg, "fuser.dequantize_probe", "fuser", SINGA_PASS_PRIORITY_QUANTIZED, probe_dequantize);
 }

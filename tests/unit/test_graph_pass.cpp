@@ -23,7 +23,7 @@ void load_fuser() {
   if (rt.device("fuser")) return;
   auto info = rt.load_plugin(std::string(TEST_PLUGIN_DIR) + "/singa_test_fusing_accel.so");
   ASSERT_TRUE(info.loaded) << info.error;
-  ASSERT_EQ(info.graph_passes, std::vector<std::string>{"fuser.add_relu"});
+  ASSERT_EQ(info.graph_passes, (std::vector<std::string>{"fuser.dequantize_probe", "fuser.add_relu"}));
 }
 
 // x + b -> Relu -> (y) and, beside it, x + b2 whose sum is also an output
@@ -87,6 +87,82 @@ TEST(GraphPass, SwitchedOffByNamedOptionAndNotRunForOtherDevices) {
   for (const auto& p : off->placement()) EXPECT_NE(p.op_type, "AddRelu");
   const auto on_cpu = singa::onnx::prepare_bytes(model());
   for (const auto& p : on_cpu->placement()) EXPECT_NE(p.op_type, "AddRelu");
+}
+
+// DequantizeLinear of a constant weight is kept for the quantized passes
+// (SINGA_PASS_PRIORITY_QUANTIZED and above) and folded before the float
+// passes: x [2,4] @ DQ(W int8 [4,3]) -> y. With an 8-bit activation the CPU
+// pack's qdq_matmul claims the product and reads W as int8; with a float
+// activation nothing claims it and the prepared graph holds a float constant.
+std::string dq_matmul_model(bool quantized_x) {
+  ModelBuilder m;
+  std::vector<int8_t> w = {1, -2, 3, 4, -5, 6, -7, 8, 9, 10, -11, 12};
+  m.initializer("W8", Tensor::from_vector({4, 3}, SINGA_ONNX_INT8, w))
+      .initializer("ws", floats({}, {0.5f}))
+      .initializer("wz", Tensor::from_vector({}, SINGA_ONNX_INT8, std::vector<int8_t>{0}))
+      .node("DequantizeLinear", {"W8", "ws", "wz"}, {"W"}, "dq_w");
+  if (quantized_x) {
+    m.input("x8", SINGA_ONNX_UINT8, {2, 4})
+        .initializer("xs", floats({}, {0.25f}))
+        .initializer("xz", Tensor::from_vector({}, SINGA_ONNX_UINT8, std::vector<uint8_t>{128}))
+        .node("DequantizeLinear", {"x8", "xs", "xz"}, {"x"}, "dq_x");
+  } else {
+    m.input("x", SINGA_ONNX_FLOAT, {2, 4});
+  }
+  m.node("MatMul", {"x", "W"}, {"y"}, "mm").output("y", SINGA_ONNX_FLOAT, {2, 3});
+  return m.bytes();
+}
+
+TEST(GraphPass, DequantizedWeightsKeptForQuantizedPassesThenFolded) {
+  ensure_loaded();
+  if (!singa::Runtime::instance().device("cpu")) GTEST_SKIP() << "no CPU device";
+  const std::vector<float> w = {0.5f, -1, 1.5f, 2, -2.5f, 3, -3.5f, 4, 4.5f, 5, -5.5f, 6};
+  {  // float activation: folded, no DequantizeLinear left to run
+    const auto rep = singa::onnx::prepare_bytes(dq_matmul_model(false));
+    for (const auto& p : rep->placement()) EXPECT_NE(p.op_type, "DequantizeLinear") << p.node;
+    const Tensor x = floats({2, 4}, {1, 2, 3, 4, -1, 0.5f, 0, 2});
+    auto out = rep->run({x});
+    const std::vector<float> y = values(out[0].second);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) {
+        float ref = 0;
+        for (int k = 0; k < 4; ++k) ref += x.data<float>()[i * 4 + k] * w[size_t(k * 3 + j)];
+        EXPECT_FLOAT_EQ(y[size_t(i * 3 + j)], ref);
+      }
+  }
+  {  // 8-bit activation: the quantized pass saw DQ(W8) and claimed both
+    const auto rep = singa::onnx::prepare_bytes(dq_matmul_model(true));
+    bool claimed = false;
+    for (const auto& p : rep->placement()) {
+      claimed = claimed || p.op_type == "QDQMatMul";
+      EXPECT_NE(p.op_type, "DequantizeLinear") << p.node;
+    }
+    EXPECT_TRUE(claimed) << "the product stayed float";
+  }
+  // What the passes see: a pass at SINGA_PASS_PRIORITY_QUANTIZED the int8
+  // weight's DequantizeLinear, a pass below it the folded float constant.
+  for (const auto& [mode, seen] : std::vector<std::pair<std::string, std::string>>{
+           {"dq_early", "dq_early saw 1 DequantizeLinear of a constant"},
+           {"dq_late", "dq_late saw 0 DequantizeLinear of a constant"}}) {
+    load_fuser();
+    singa::onnx::PrepareOptions o;
+    o.device = "fuser";
+    o.options["fuser.test"] = mode;
+    try {
+      singa::onnx::prepare_bytes(dq_matmul_model(false), o);
+      ADD_FAILURE() << mode << ": the probe did not run";
+    } catch (const singa::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(seen), std::string::npos) << e.what();
+    }
+  }
+  {  // the quantized pass switched off: the weights are folded for the float passes
+    singa::onnx::PrepareOptions o;
+    o.options["pass.cpu.qdq_matmul"] = "0";
+    const auto rep = singa::onnx::prepare_bytes(dq_matmul_model(true), o);
+    int dq = 0;
+    for (const auto& p : rep->placement()) dq += p.op_type == "DequantizeLinear";
+    EXPECT_EQ(dq, 1) << "only the activation's DequantizeLinear runs";
+  }
 }
 
 void expect_refused(const std::string& mode, const std::string& needle) {

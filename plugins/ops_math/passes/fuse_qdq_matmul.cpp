@@ -7,8 +7,9 @@
 //
 // A8 is u8 or s8 of any rank with a scalar scale and zero point. B is 2-D
 // and either DequantizeLinear of an 8-bit constant (per tensor, or per column:
-// axis 1) or, because the core folds that DequantizeLinear before the
-// plugins' passes run, a float constant whose columns are exactly integer
+// axis 1) (the host keeps it for passes at SINGA_PASS_PRIORITY_QUANTIZED and
+// above) or, where a host or an exporter folded it already, a float constant
+// whose columns are exactly integer
 // multiples of one scale each (int8_lattice.hpp: checked element by
 // element, so the int8 copy loses nothing; a float model's weights almost
 // never pass). A Gemm (alpha 1, beta 1, transA 0, C a row of N) is matched

@@ -31,13 +31,14 @@ constexpr const char* kMatMulEpiloguesPass = "cpu.matmul_epilogues";
 // run in float32, weights widened at prepare. Runs before every fusion.
 constexpr const char* kFloat16AsFloat32Pass = "cpu.float16_as_float32";
 // MatMul/Gemm between DequantizeLinear'd int8 operands -> QDQMatMul
-// (fuse_qdq_matmul.cpp). Runs before the float MatMul passes.
+// (fuse_qdq_matmul.cpp). Runs among the quantized passes, before the float
+// MatMul passes and while weights still show their DequantizeLinear.
 constexpr const char* kQdqMatMulPass = "cpu.qdq_matmul";
-constexpr int32_t kQdqMatMulPriority = 1310;
+constexpr int32_t kQdqMatMulPriority = SINGA_PASS_PRIORITY_QUANTIZED + 70;
 // MatMulInteger -> Cast -> Mul(scale) [-> Add(bias)] (quantize_dynamic) ->
 // QDQMatMul writing float (fuse_dynq_matmul.cpp).
 constexpr const char* kDynqMatMulPass = "cpu.dynq_matmul";
-constexpr int32_t kDynqMatMulPriority = 1305;
+constexpr int32_t kDynqMatMulPriority = SINGA_PASS_PRIORITY_QUANTIZED + 60;
 
 // Each returns the number of rewrites.
 int fuse_matmul_bias_rows(sdk::Graph& g);

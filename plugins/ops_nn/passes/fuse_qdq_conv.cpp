@@ -8,8 +8,9 @@
 //
 // x8 is u8 or s8 with a constant scalar scale and zero point. W is either
 // DequantizeLinear of an 8-bit constant (scale per tensor or per output
-// channel, any zero point) or, because the core folds that DequantizeLinear
-// before the plugins' passes run, a float constant whose every output
+// channel, any zero point; the host keeps it for passes at
+// SINGA_PASS_PRIORITY_QUANTIZED and above) or, where a host or an exporter
+// folded that DequantizeLinear, a float constant whose every output
 // channel is exactly integer multiples of one scale (int8_lattice.hpp).
 // B, when present, is a float constant; a Relu that alone reads the Conv is
 // applied too, and then a QuantizeLinear (scalar constant scale and zero

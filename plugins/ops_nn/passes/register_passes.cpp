@@ -16,11 +16,16 @@ void register_graph_passes(sdk::Registrar& reg) {
     const char* name;
     int (*fn)(sdk::Graph&);
   };
-  const Entry order[] = {
-      {"cpu.qdq_conv", fuse_qdq_convs},  // before any pass takes the float Conv
+  // The 8-bit passes run where the core still shows DequantizeLinear of
+  // constant weights (SINGA_PASS_PRIORITY_QUANTIZED and above), before any
+  // pass takes the float Conv.
+  const Entry quantized[] = {
+      {"cpu.qdq_conv", fuse_qdq_convs},
       {"cpu.qdq_elementwise", fuse_qdq_elementwise},
       {"cpu.qdq_layout", use_qdq_channels_last},
       {"cpu.dynq_conv", fuse_dynq_convs},
+  };
+  const Entry order[] = {
       {"cpu.squeeze_excites", fuse_squeeze_excites},
       {kConvActivations, fuse_conv_activations},
       {"cpu.inverted_residuals", fuse_inverted_residuals},
@@ -34,7 +39,12 @@ void register_graph_passes(sdk::Registrar& reg) {
   // The attention block, among ops_math's MatMul passes (fuse_attention.hpp).
   sdk::register_graph_pass(reg, kAttentionPass, "cpu", kAttentionPriority, fuse_attention);
   // Higher priority runs first; the gaps leave room for other packs' passes.
-  int32_t priority = 1000;
+  int32_t priority = SINGA_PASS_PRIORITY_QUANTIZED + 40;
+  for (const Entry& e : quantized) {
+    sdk::register_graph_pass(reg, e.name, "cpu", priority, e.fn);
+    priority -= 10;
+  }
+  priority = 1000;
   for (const Entry& e : order) {
     sdk::register_graph_pass(reg, e.name, "cpu", priority, e.fn);
     priority -= 10;

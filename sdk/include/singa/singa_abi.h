@@ -223,7 +223,12 @@ typedef struct singa_node_spec {
  * Conv+BatchNorm, MatMul+Add), when the graph is prepared for `device`. The
  * pass reads the graph and replaces the node groups it claims with ops of its
  * own domain (host->graph_replace), for which it registers kernels. A pass
- * whose name is switched off by the named option "pass.NAME=0" is not run. */
+ * whose name is switched off by the named option "pass.NAME=0" is not run.
+ * Quantized weights: the host keeps a DequantizeLinear of constant weights
+ * as written for the passes of priority SINGA_PASS_PRIORITY_QUANTIZED and
+ * above (so they can claim the integer weights), and folds those left into
+ * float constants before the first pass below it. */
+#define SINGA_PASS_PRIORITY_QUANTIZED 1350
 typedef struct singa_graph_pass_ext {
   singa_extension base;    /* type SINGA_EXTENSION_GRAPH_PASS */
   const char* name;        /* unique, e.g. "cpu.fusions": options, stats, errors */
