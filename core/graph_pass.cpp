@@ -453,12 +453,16 @@ void run_graph_passes(graph::Graph& g, const std::string& device, const std::map
   bool edited = false;
   // DequantizeLinear of constants was kept for the quantized passes
   // (SINGA_PASS_PRIORITY_QUANTIZED and above); what they leave becomes float
-  // constants before the passes that want float weights.
+  // constants before the passes that want float weights, and the core's
+  // weight fusions, which skipped those weights, get them as they would have.
   bool dequantized = false;
   auto fold_dequantize = [&] {
     dequantized = true;
     passes::PassOptions po{device};
-    if (passes::fold_constants(g, po, nullptr) > 0) graph::refine_shapes(g);
+    if (passes::fold_constants(g, po, nullptr) == 0) return;
+    graph::refine_shapes(g);
+    passes::fuse_conv_batchnorm(g);
+    passes::fuse_matmul_add(g);
   };
   for (const GraphPassEntry& p : chosen) {
     if (!dequantized && p.priority < SINGA_PASS_PRIORITY_QUANTIZED) fold_dequantize();

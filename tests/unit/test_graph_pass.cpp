@@ -165,6 +165,32 @@ TEST(GraphPass, DequantizedWeightsKeptForQuantizedPassesThenFolded) {
   }
 }
 
+// Conv(x float, DQ(W int8)) -> BatchNormalization: no 8-bit activation, so
+// no quantized pass claims it; once the weight is folded the core's
+// Conv+BatchNorm fusion must still take the BatchNormalization.
+TEST(GraphPass, FoldedDequantizedWeightsStillFuseWithBatchNorm) {
+  ensure_loaded();
+  ModelBuilder m;
+  std::vector<int8_t> w(2 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(i % 7) - 3);
+  m.input("x", SINGA_ONNX_FLOAT, {1, 3, 5, 5})
+      .initializer("W8", Tensor::from_vector({2, 3, 3, 3}, SINGA_ONNX_INT8, w))
+      .initializer("ws", floats({}, {0.125f}))
+      .node("DequantizeLinear", {"W8", "ws"}, {"W"}, "dq_w")
+      .node("Conv", {"x", "W"}, {"c"}, "conv")
+      .initializer("scale", floats({2}, {1.5f, 0.5f}))
+      .initializer("bias", floats({2}, {0.25f, -1}))
+      .initializer("mean", floats({2}, {0.1f, -0.2f}))
+      .initializer("var", floats({2}, {2, 0.5f}))
+      .node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"}, "bn")
+      .output("y", SINGA_ONNX_FLOAT, {1, 2, 3, 3});
+  const auto rep = singa::onnx::prepare_bytes(m.bytes());
+  for (const auto& p : rep->placement()) {
+    EXPECT_NE(p.op_type, "BatchNormalization") << p.node;
+    EXPECT_NE(p.op_type, "DequantizeLinear") << p.node;
+  }
+}
+
 void expect_refused(const std::string& mode, const std::string& needle) {
   load_fuser();
   singa::onnx::PrepareOptions o;
