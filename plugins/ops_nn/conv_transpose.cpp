@@ -2,8 +2,10 @@
 // output_padding, output_shape, bias).
 //
 // Per image and group: cols[Mg*k x P_in] = W_g^T * X_g by GEMM, then every
-// column is scattered (col2im) into the output planes.
+// column is scattered (col2im) into the output planes. Float windows that do
+// not overlap (kernel <= stride, unit dilations) take conv_transpose_direct.hpp.
 #include "blas.hpp"
+#include "conv_transpose_direct.hpp"
 #include "im2col.hpp"
 #include "nn_common.hpp"
 #include "register.hpp"
@@ -56,6 +58,14 @@ class ConvTranspose : public NodeKernel {
     for (int64_t d : g.out_dims()) ys.push_back(d);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     if (sdk::numel(ys) == 0) return;
+    if (x.dtype() == SINGA_ONNX_FLOAT && conv_transpose_no_overlap(g)) {
+      std::vector<float> bias;
+      if (b.present())
+        for (double v : real_values(b, where())) bias.push_back(float(v));
+      if (conv_transpose_direct(ctx, x.data<float>(), w.data<float>(), b.present() ? bias.data() : nullptr,
+                                y.data<float>(), g, N, C, M, group_))
+        return;
+    }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       run<T, acc_t<T>>(ctx, x, w, b, y, g, N, C, M);

@@ -129,12 +129,17 @@ template <typename Op> constexpr SumTerm kTermOf = SumTerm(kSumKind<Op> - 1);
 // float16 converted to float32 a block at a time.
 template <typename Op, typename T>
 constexpr bool kVecF32 = (kSumKind<Op> != 0 || kMinMax<Op> != 0) &&
-                         (std::is_same<T, float>::value || std::is_same<T, sdk::half>::value);
+                         (std::is_same<T, float>::value || std::is_same<T, sdk::half>::value ||
+                          std::is_same<T, HalfOfF32>::value);
 
 // The float32 values of x[0..n): x itself, or its float16 values converted into buf.
 inline const float* as_f32(const float* x, float*, int64_t) { return x; }
 inline const float* as_f32(const sdk::half* x, float* buf, int64_t n) {
   half_to_f32_avx512(reinterpret_cast<const uint16_t*>(x), buf, n);
+  return buf;
+}
+inline const float* as_f32(const HalfOfF32* x, float* buf, int64_t n) {
+  f32_round_half_avx512(reinterpret_cast<const float*>(x), buf, n);
   return buf;
 }
 
@@ -188,7 +193,8 @@ template <typename Op, typename A, typename T> A fold(const T* x, int64_t n, int
 
 // The whole input into one value: split into fixed chunks (so the result does
 // not depend on the thread count) whose partial accumulators merge in order.
-template <typename Op, typename T> void reduce_all(const sdk::Context& ctx, int64_t count, const T* x, T* y) {
+template <typename Op, typename T, typename TOut>
+void reduce_all(const sdk::Context& ctx, int64_t count, const T* x, TOut* y) {
   using A = typename Op::template acc<T>;
   constexpr int64_t kChunk = 1 << 16;
   const int64_t chunks = (count + kChunk - 1) / kChunk;
@@ -204,7 +210,7 @@ template <typename Op, typename T> void reduce_all(const sdk::Context& ctx, int6
     return a;
   };
   const A m = Op::needs_max ? pass(MaxOp{}, A(0)) : lowest<A>();
-  y[0] = narrow<T>(Op::finish(pass(Op{}, m), m, count));
+  y[0] = narrow<TOut>(Op::finish(pass(Op{}, m), m, count));
 }
 
 #ifdef SINGA_AVX512_BEGIN
@@ -213,7 +219,8 @@ template <typename Op, typename T> void reduce_all(const sdk::Context& ctx, int6
 // inner_block()) and folds whole rows into them. Sums add rows in float32 and
 // move the partial sums into double every kSumRowFlush rows (sum_f32.hpp says
 // why); max/min are exact in float32.
-template <typename Op, typename T> void run_rows_vec(const sdk::Context& ctx, const ReducePlan& p, const T* x, T* y) {
+template <typename Op, typename T, typename TOut>
+void run_rows_vec(const sdk::Context& ctx, const ReducePlan& p, const T* x, TOut* y) {
   constexpr int64_t kMaxBlock = 2048;
   struct Scratch {
     alignas(64) float acc[kMaxBlock];
@@ -246,12 +253,12 @@ template <typename Op, typename T> void run_rows_vec(const sdk::Context& ctx, co
           }
         }
       });
-      T* out = y + o * p.inner + k0;
+      TOut* out = y + o * p.inner + k0;
       if constexpr (kSumKind<Op> != 0) {
         sum_flush_f32(wide, acc, kn);
-        for (int64_t k = 0; k < kn; ++k) out[k] = narrow<T>(Op::finish(wide[k], 0.0, p.count));
+        for (int64_t k = 0; k < kn; ++k) out[k] = narrow<TOut>(Op::finish(wide[k], 0.0, p.count));
       } else {
-        for (int64_t k = 0; k < kn; ++k) out[k] = narrow<T>(acc[k]);
+        for (int64_t k = 0; k < kn; ++k) out[k] = narrow<TOut>(acc[k]);
       }
     }
   });
@@ -301,7 +308,9 @@ inline void run_logsumexp_rows_f32(const sdk::Context& ctx, const ReducePlan& p,
 }
 #endif
 
-template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, const ReducePlan& p, const T* x, T* y) {
+// T is the input's element type, TOut the output's (T but for HalfOfF32).
+template <typename Op, typename T, typename TOut = T>
+void run_reduce(const sdk::Context& ctx, const ReducePlan& p, const T* x, TOut* y) {
   using A = typename Op::template acc<T>;
   constexpr int64_t kBlock = 64;
   if (p.inner == 0 || p.outer == 0) return;
@@ -320,7 +329,7 @@ template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, cons
               base, [&](int64_t off, int64_t n, int64_t st) { MaxOp::merge(m, fold<MaxOp, A>(x + off, n, st, A(0))); });
         A a = Op::template init<A>();
         p.visit_runs(base, [&](int64_t off, int64_t n, int64_t st) { Op::merge(a, fold<Op, A>(x + off, n, st, m)); });
-        y[o] = narrow<T>(Op::finish(a, m, p.count));
+        y[o] = narrow<TOut>(Op::finish(a, m, p.count));
       }
     });
     return;
@@ -379,15 +388,18 @@ template <typename Op, typename T> void run_reduce(const sdk::Context& ctx, cons
           for (int64_t k = 0; k < kn; ++k) Op::step(acc[k], widen<A>(row[k]), mx[k]);
         }
       });
-      T* out = y + o * p.inner + k0;
-      for (int64_t k = 0; k < kn; ++k) out[k] = narrow<T>(Op::finish(acc[k], mx[k], p.count));
+      TOut* out = y + o * p.inner + k0;
+      for (int64_t k = 0; k < kn; ++k) out[k] = narrow<TOut>(Op::finish(acc[k], mx[k], p.count));
     }
   });
 }
 
 // AxesFromInput: ReduceSum from opset 13 reads `axes` from input 1 and knows
 // noop_with_empty_axes; the other forms read the `axes` attribute.
-template <typename Op, bool AxesFromInput> class Reduce {
+// OfHalf: the "ai.singa" CastHalfReduce* form: a float32 input whose elements
+// count as their float16 rounding, a float16 output (Reduce*(Cast(X, to=
+// float16)) without the half tensor; the attribute form's axes).
+template <typename Op, bool AxesFromInput, bool OfHalf = false> class Reduce {
  public:
   explicit Reduce(const sdk::Node& node) {
     keepdims_ = node.attr_int("keepdims", 1) != 0;
@@ -419,6 +431,13 @@ template <typename Op, bool AxesFromInput> class Reduce {
     std::vector<bool> mask =
         (noop_ && axes.empty()) ? std::vector<bool>(shape.size(), false) : axes_mask(axes, int64_t(shape.size()));
     ReducePlan plan = make_plan(shape, mask, keepdims_);
+    if constexpr (OfHalf) {
+      if (x.dtype() != SINGA_ONNX_FLOAT)
+        sdk::fail(std::string("input must be float32, got ") + sdk::dtype_name(x.dtype()));
+      sdk::Tensor y = ctx.output(0, plan.out_shape, SINGA_ONNX_FLOAT16);
+      run_reduce<Op>(ctx, plan, reinterpret_cast<const HalfOfF32*>(x.data<float>()), y.data<sdk::half>());
+      return;
+    }
     sdk::Tensor y = ctx.output(0, plan.out_shape, x.dl_dtype());
     sdk::dispatch(
         x.dtype(),
@@ -480,6 +499,13 @@ void register_reductions(sdk::Registrar& reg) {
   register_attr_reduce<LogSumExpOp>(reg, "ReduceLogSumExp", false);
   register_attr_reduce<MaxOp>(reg, "ReduceMax", true);
   register_attr_reduce<MinOp>(reg, "ReduceMin", true);
+  const uint64_t f32 = sdk::bit(SINGA_ONNX_FLOAT);
+  reg.kernel<Reduce<SumOp, false, true>>("ai.singa", "CastHalfReduceSum", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f32}});
+  reg.kernel<Reduce<MeanOp, false, true>>("ai.singa", "CastHalfReduceMean", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f32}});
+  reg.kernel<Reduce<SumSquareOp, false, true>>("ai.singa", "CastHalfReduceSumSquare", 1, SINGA_VERSION_OPEN, "cpu",
+                                               {{"T", 0, f32}});
+  reg.kernel<Reduce<L1Op, false, true>>("ai.singa", "CastHalfReduceL1", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f32}});
+  reg.kernel<Reduce<L2Op, false, true>>("ai.singa", "CastHalfReduceL2", 1, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f32}});
 }
 
 }  // namespace reduce

@@ -27,9 +27,18 @@ constexpr uint64_t kBool = sdk::bit(SINGA_ONNX_BOOL);
 constexpr uint64_t kInt8Pair = sdk::bit(SINGA_ONNX_INT8) | sdk::bit(SINGA_ONNX_UINT8);
 constexpr uint64_t kAllNumeric = sdk::kFloatTypes | sdk::kIntTypes | kBf16;
 
+// A float32 element read as its rounding to float16: the input of the
+// "ai.singa" CastHalfReduce* kernels, which a graph pass puts in place of a
+// Cast to float16 and the reduction reading it (widen_float16.cpp): they
+// compute what the reduction of the Cast's output would, without writing
+// the half tensor.
+struct HalfOfF32 {
+  float v;
+};
+
 template <typename T>
-constexpr bool is_floating_v =
-    std::is_floating_point<T>::value || std::is_same<T, sdk::half>::value || std::is_same<T, sdk::bfloat16>::value;
+constexpr bool is_floating_v = std::is_floating_point<T>::value || std::is_same<T, sdk::half>::value ||
+                               std::is_same<T, sdk::bfloat16>::value || std::is_same<T, HalfOfF32>::value;
 
 // What the kernels compute in: float storage types widen to double so that a
 // long reduction or scan does not lose precision; integers wrap like ONNX's
@@ -46,6 +55,8 @@ using cmp_t = std::conditional_t<std::is_same<T, sdk::half>::value || std::is_sa
 template <typename A, typename T> inline A widen(T v) {
   if constexpr (std::is_same<T, sdk::half>::value || std::is_same<T, sdk::bfloat16>::value)
     return static_cast<A>(static_cast<float>(v));
+  else if constexpr (std::is_same<T, HalfOfF32>::value)
+    return static_cast<A>(static_cast<float>(sdk::half(v.v)));
   else
     return static_cast<A>(v);
 }

@@ -110,6 +110,20 @@ inline void half_to_f32_avx512(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
+// y[0..n) = the float32 values x[0..n) rounded to float16 and back (vcvtps2ph
+// to nearest even, then vcvtph2ps): the values a Cast to float16 would hold.
+inline void f32_round_half_avx512(const float* x, float* y, int64_t n) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm512_maskz_cvtps_ph(0xFFFF, _mm512_loadu_ps(x + i), kRound)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_maskz_cvtph_ps(m, _mm512_maskz_cvtps_ph(m, _mm512_maskz_loadu_ps(m, x + i), kRound)));
+  }
+}
+
 SINGA_AVX512_END
 
 }  // namespace reduce

@@ -1,7 +1,8 @@
 // Expand (broadcast to a shape) and Tile (repeat along each axis). Both are
-// one strided copy whose source strides are 0 on repeated dimensions.
+// one copy whose source strides are 0 on repeated dimensions (repeat_copy.hpp).
 #include "common.hpp"
 #include "registry.hpp"
+#include "repeat_copy.hpp"
 
 #include <algorithm>
 
@@ -33,7 +34,7 @@ class Expand : public KernelBase {
       if (a != 1) src_strides[i] = in_strides[i + in.size() - rank];
     }
     Tensor y = ctx.output(0, out, x.dl_dtype());
-    strided_copy(ctx, out, mutable_bytes(y), contiguous_strides(out), bytes(x), src_strides, elem_size(x));
+    repeat_copy(ctx, out, mutable_bytes(y), bytes(x), src_strides, elem_size(x));
   }
 };
 
@@ -66,7 +67,7 @@ class Tile : public KernelBase {
       src_strides.insert(src_strides.end(), {0, in_strides[i]});
     }
     Tensor y = ctx.output(0, out, x.dl_dtype());
-    strided_copy(ctx, view, mutable_bytes(y), contiguous_strides(view), bytes(x), src_strides, elem_size(x));
+    repeat_copy(ctx, view, mutable_bytes(y), bytes(x), src_strides, elem_size(x));
   }
 
  private:

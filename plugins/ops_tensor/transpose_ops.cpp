@@ -2,6 +2,7 @@
 // a reshape + transpose + reshape expressed as one 6-d strided copy.
 #include "common.hpp"
 #include "registry.hpp"
+#include "transpose_blocked.hpp"
 
 #include <algorithm>
 
@@ -20,6 +21,7 @@ void permute_copy(const Context& ctx, const Shape& in_shape, const std::vector<i
     out_shape[k] = in_shape[size_t(perm[k])];
     src_strides[k] = in_strides[size_t(perm[k])];
   }
+  if (transpose_blocked(ctx, out_shape, src_strides, src, dst, es)) return;
   strided_copy(ctx, out_shape, dst, contiguous_strides(out_shape), src, src_strides, es);
 }
 

@@ -8,7 +8,8 @@
 // graph output, a reader left in half). Results are the float32 computation's
 // rounded once at the region's edge, so they are at least as close to exact as
 // the node-by-node half ones; `pass.cpu.float16_as_float32=0` keeps the half
-// kernels.
+// kernels. First, a Cast of float32 to half read only by a reduction becomes
+// a reduction of the float32 input with the same result (reduce_before_cast).
 #include "matmul_passes.hpp"
 
 #include <map>
@@ -45,6 +46,16 @@ const std::set<std::string>& widenable() {
 bool reduces_in_half(const std::string& op) {
   static const std::set<std::string> ops = {"ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
                                             "ReduceMin", "ReduceSum", "ReduceSumSquare"};
+  return ops.count(op) != 0;
+}
+
+// Ops that only move elements: in half they move half as many bytes, and
+// widening one whose input is not yet float32 would add a Cast of the whole
+// input before it and one after it, so they too stay in half then.
+bool moves_in_half(const std::string& op) {
+  static const std::set<std::string> ops = {"Concat",  "DepthToSpace", "Expand",    "Flatten", "Gather",
+                                            "Identity", "Reshape",     "Slice",     "SpaceToDepth", "Split",
+                                            "Squeeze",  "Tile",        "Transpose", "Unsqueeze"};
   return ops.count(op) != 0;
 }
 
@@ -101,16 +112,96 @@ sdk::NewNode cast(const std::string& from, const std::string& to, int64_t dtype,
   return c;
 }
 
+// The reductions that reduce_before_cast moves in front of a Cast to float16:
+// ReduceMax / ReduceMin stay themselves (rounding to half is monotonic, so the
+// largest rounded value is the rounded largest value; NaN stays NaN), the
+// sums become the "ai.singa" CastHalfReduce* kernels of ops_reduce, which
+// round each float32 element to half in registers and then sum exactly as
+// the float16 kernel sums the Cast's output. "" for other ops.
+std::string reduce_of_half(const std::string& op) {
+  if (op == "ReduceMax" || op == "ReduceMin") return op;
+  if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2")
+    return "CastHalfReduce" + op.substr(6);
+  return "";
+}
+
+// Cast(float32 -> float16) read only by one reduction (reduce_of_half)
+// becomes the reduction of the float32 input: neither the rounded input nor
+// its half copy is written, only the (small) result. The results are those
+// of the original graph; of a max/min of zeros, only the sign of the zero
+// may differ (-0 and +0 compare equal, so which one a fold keeps is
+// arbitrary in both forms).
+int reduce_before_cast(sdk::Graph& g) {
+  int moved = 0;
+  for (sdk::GraphNode c : g.nodes()) {
+    if (!c.alive() || !standard_op(c, "Cast") || c.num_inputs() != 1 || c.num_outputs() != 1) continue;
+    const std::string in = c.input_name(0), mid = c.output_name(0);
+    if (c.attr_int("to", 0) != SINGA_ONNX_FLOAT16 || dtype_of(g, in) != SINGA_ONNX_FLOAT || g.is_output(mid)) continue;
+    const std::vector<sdk::GraphNode> readers = g.consumers(mid);
+    if (readers.size() != 1) continue;
+    const sdk::GraphNode r = readers[0];
+    const std::string op = r.op_type(), to = reduce_of_half(op);
+    if (to.empty() || !standard_op(r, op.c_str()) || r.num_outputs() != 1 || r.input_name(0) != mid ||
+        dtype_of(g, r.output_name(0)) != SINGA_ONNX_FLOAT16)
+      continue;
+    const std::string out = r.output_name(0);
+    if (to == op) {
+      if (!g.has_kernel("", op, r.opset(), "cpu") || (r.num_inputs() > 1 && r.input_name(1) == mid)) continue;
+      sdk::NewNode f("", op);
+      f.name = r.name();
+      f.opset = r.opset();
+      f.attrs_from = r.raw();
+      f.inputs = r.input_names();
+      f.inputs[0] = in;
+      f.outputs = {out + "__reduced_f32"};
+      g.replace({c, r}, {f, cast(out + "__reduced_f32", out, SINGA_ONNX_FLOAT16, out + "__reduced_to_f16")});
+      ++moved;
+      continue;
+    }
+    if (!g.has_kernel("ai.singa", to, 1, "cpu")) continue;
+    // The kernel takes the attribute form: axes from input 1 (ReduceSum from
+    // opset 13, the others from 18) must be a constant.
+    const bool axes_input = r.opset() >= (op == "ReduceSum" ? 13 : 18);
+    std::vector<int64_t> axes = r.attr_ints("axes");
+    if (axes_input) {
+      axes.clear();
+      if (r.num_inputs() > 1 && !r.input_name(1).empty()) {
+        const sdk::Tensor a = g.constant(r.input_name(1));
+        if (!a.present() || a.dtype() != SINGA_ONNX_INT64) continue;
+        axes = a.to_int_vector();
+      }
+      if (axes.empty() && r.attr_int("noop_with_empty_axes", 0) != 0) continue;
+    }
+    sdk::NewNode f("ai.singa", to);
+    f.name = r.name();
+    f.opset = 1;
+    f.inputs = {in};
+    f.outputs = {out};
+    f.attrs.push_back(sdk::Attr("keepdims", r.attr_int("keepdims", 1)));
+    if (!axes.empty()) f.attrs.push_back(sdk::Attr("axes", axes));
+    g.replace({c, r}, {f});
+    ++moved;
+  }
+  return moved;
+}
+
 }  // namespace
 
 int widen_float16(sdk::Graph& g) {
   if (!g.has_kernel("", "Cast", 13, "cpu")) return 0;
+  const int moved = reduce_before_cast(g);
   std::map<std::string, std::string> wide;  // float16 value -> its float32 twin
   std::set<std::string> back;               // half values now written by a Cast back from their twin
   int widened = 0;
   for (sdk::GraphNode n : g.nodes()) {
     if (!n.alive() || !wants_widening(g, n)) continue;
     if (reduces_in_half(n.op_type()) && !wide.count(n.input_name(0)) && !g.constant(n.input_name(0)).present()) continue;
+    if (moves_in_half(n.op_type())) {
+      bool any_wide = false;
+      for (const std::string& in : n.input_names())
+        any_wide |= !in.empty() && dtype_of(g, in) == SINGA_ONNX_FLOAT16 && (wide.count(in) || g.constant(in).present());
+      if (!any_wide) continue;
+    }
     std::vector<sdk::NewNode> with;
     sdk::NewNode f("", n.op_type());
     f.name = n.name();
@@ -151,7 +242,7 @@ int widen_float16(sdk::Graph& g) {
     if (!back.count(out) || g.is_output(out) || !g.consumers(out).empty()) continue;
     g.replace({n}, {});
   }
-  return widened;
+  return widened + moved;
 }
 
 }  // namespace math
