@@ -148,17 +148,62 @@ inline bool fit_s8(const ChannelInts& w, std::vector<int8_t>& stored, std::vecto
   const ChannelView& v = w.view;
   stored.assign(static_cast<size_t>(v.size()), 0);
   zp.assign(static_cast<size_t>(v.channels), 0);
-  for (int64_t c = 0; c < v.channels; ++c) {
-    int32_t lo = 0, hi = 0;
+  if (v.channels == 0 || v.count == 0) return true;
+  // Per-channel ranges, walking memory in order (a MatMul's columns are
+  // strided; rows of them are contiguous).
+  std::vector<int32_t> lo(size_t(v.channels), 0), hi(size_t(v.channels), 0);
+  const int32_t* q = w.q.data();
+  if (v.channel_stride == 1) {
+    for (int64_t c = 0; c < v.channels; ++c) lo[size_t(c)] = hi[size_t(c)] = q[v.at(c, 0)];
     for (int64_t k = 0; k < v.count; ++k) {
-      const int32_t x = w.q[size_t(v.at(c, k))];
-      lo = k ? std::min(lo, x) : x;
-      hi = k ? std::max(hi, x) : x;
+      const int32_t* row = q + k * v.stride;
+      for (int64_t c = 0; c < v.channels; ++c) {
+        lo[size_t(c)] = std::min(lo[size_t(c)], row[c]);
+        hi[size_t(c)] = std::max(hi[size_t(c)], row[c]);
+      }
     }
-    const int32_t z = hi > 127 ? 127 - hi : (lo < -128 ? -128 - lo : 0);
-    if (lo + z < -128 || hi + z > 127) return false;
+  } else {
+    for (int64_t c = 0; c < v.channels; ++c) {
+      const int32_t* p = q + v.at(c, 0);
+      const int64_t step = v.stride;
+      int32_t l = p[0], h = l;
+      if (step == 1) {  // a Conv's channel: contiguous, vectorizes
+        for (int64_t k = 0; k < v.count; ++k) {
+          l = std::min(l, p[k]);
+          h = std::max(h, p[k]);
+        }
+      } else {
+        for (int64_t k = 0; k < v.count; ++k) {
+          l = std::min(l, p[k * step]);
+          h = std::max(h, p[k * step]);
+        }
+      }
+      lo[size_t(c)] = l, hi[size_t(c)] = h;
+    }
+  }
+  for (int64_t c = 0; c < v.channels; ++c) {
+    const int32_t l = lo[size_t(c)], h = hi[size_t(c)];
+    const int32_t z = h > 127 ? 127 - h : (l < -128 ? -128 - l : 0);
+    if (l + z < -128 || h + z > 127) return false;
     zp[size_t(c)] = int8_t(z);  // q = stored - zp
-    for (int64_t k = 0; k < v.count; ++k) stored[size_t(v.at(c, k))] = int8_t(w.q[size_t(v.at(c, k))] + z);
+  }
+  int8_t* out = stored.data();
+  if (v.channel_stride == 1) {
+    for (int64_t k = 0; k < v.count; ++k) {
+      const int32_t* row = q + k * v.stride;
+      int8_t* to = out + k * v.stride;
+      for (int64_t c = 0; c < v.channels; ++c) to[c] = int8_t(row[c] + zp[size_t(c)]);
+    }
+  } else {
+    for (int64_t c = 0; c < v.channels; ++c) {
+      const int32_t z = zp[size_t(c)], *p = q + v.at(c, 0);
+      int8_t* to = out + v.at(c, 0);
+      const int64_t step = v.stride;
+      if (step == 1)
+        for (int64_t k = 0; k < v.count; ++k) to[k] = int8_t(p[k] + z);
+      else
+        for (int64_t k = 0; k < v.count; ++k) to[k * step] = int8_t(p[k * step] + z);
+    }
   }
   return true;
 }

@@ -56,6 +56,31 @@ struct Plan {
   size_t ws_bytes = 0;
 };
 
+// Image stems (a few input channels, one group): oneDNN's int8 convolutions
+// have no good blocking for them (ResNet-50's 3-channel 7x7 stem took 5x the
+// float time), so the windows are unfolded into rows [N * OH * OW, K] (K
+// padded with zero weights to whole 64-byte blocks, which AMX and VNNI take
+// at full speed) and multiplied by the weights on oneDNN's int8 matmul; its
+// rows come out channels-last.
+constexpr int64_t kStemChannels = 8;
+
+// At most this many rows per matmul call: the unfolded rows and the output
+// stay a few hundred KiB per thread whatever the image size.
+constexpr int64_t kStemRows = 4096;
+
+struct StemPart {
+  int64_t r0 = 0, r1 = 0;  // rows of the unfolded matrix, within one image
+};
+
+struct StemPlan {
+  std::map<int64_t, dnnl::matmul> by_rows;  // a primitive per part height
+  std::vector<StemPart> parts;
+  memory weights;
+  memory::desc scratch_md;  // the largest part's
+  int64_t Kp = 0, max_rows = 0, slots = 1;
+  size_t slot_bytes = 0, scratch_bytes = 0, rows_bytes = 0;  // per slot: scratchpad, rows, output
+};
+
 }  // namespace
 
 struct DnnlInt8Conv::State {
@@ -77,6 +102,7 @@ struct DnnlInt8Conv::State {
   // Keyed by thread count (negative for s8 x), float output or not, x's
   // zero point nonzero or not, and input shape (N, C, H, W).
   mutable std::map<std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans;
+  mutable std::map<std::tuple<int, bool, int64_t, int64_t, int64_t>, std::unique_ptr<StemPlan>> stem_plans;
 };
 
 DnnlInt8Conv::~DnnlInt8Conv() = default;
@@ -99,11 +125,18 @@ std::unique_ptr<DnnlInt8Conv> DnnlInt8Conv::create(const sdk::Tensor& w, const s
   if (s->M == 0 || group < 1 || s->M % group != 0 || (wz.size() != 1 && int64_t(wz.size()) != s->M)) return nullptr;
   const bool u8 = w.dtype() == SINGA_ONNX_UINT8;
   const int32_t shift = u8 ? 128 : 0;  // w8 = w - shift
-  s->w8.resize(size_t(w.numel()));
-  for (int64_t i = 0; i < w.numel(); ++i) {
-    s->w8[size_t(i)] = u8 ? int8_t(int32_t(w.data<uint8_t>()[i]) - 128) : w.data<int8_t>()[i];
-    s->wmax = std::max<int64_t>(s->wmax, std::abs(int64_t(s->w8[size_t(i)])));
+  const int64_t n = w.numel();
+  s->w8.resize(size_t(n));
+  int8_t* w8 = s->w8.data();
+  if (u8) {
+    const uint8_t* p = w.data<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) w8[i] = int8_t(int32_t(p[i]) - 128);
+  } else {
+    std::memcpy(w8, w.data<int8_t>(), size_t(n));
   }
+  int32_t wmax = 0;
+  for (int64_t i = 0; i < n; ++i) wmax = std::max(wmax, std::abs(int32_t(w8[i])));
+  s->wmax = wmax;
   s->c.resize(size_t(s->M));
   for (int64_t m = 0; m < s->M; ++m) {
     s->c[size_t(m)] = shift - wz[wz.size() == 1 ? 0 : size_t(m)];
@@ -150,6 +183,9 @@ std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geome
   if (cc >= 16) cc -= cc % 16;  // whole 16-channel blocks
   // A scaled output rounds through float anyway: no slices (and run_scaled has no weight offsets to add).
   if (s.group != 1 || cc > C || scaled) cc = C;
+  // Bands usually get the same weight layout: reordered once, shared by them
+  // (keyed by the chunk's first channel).
+  std::map<int64_t, memory> reordered;
   for (int64_t p = 0; p < nparts; ++p) {
     Part part;
     part.r0 = OH * p / nparts, part.r1 = OH * (p + 1) / nparts;
@@ -192,9 +228,15 @@ std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geome
       ch.dst_nhwc = ch.dst_md == memory::desc(dst_dims, out_t, tag::nhwc);
       ch.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, ch.user_src, s.eng, ch.src_md));
       ch.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(s.eng, ch.dst_md, s.eng, ch.user_dst));
-      ch.weights = memory(pd.weights_desc(), s.eng);
-      memory wsrc(user_w, s.eng, const_cast<int8_t*>(s.w8.data()) + (s.group == 1 ? c0 * s.KH * s.KW : 0));
-      dnnl::reorder(wsrc, ch.weights).execute(st, wsrc, ch.weights);
+      auto shared = reordered.find(c0);
+      if (shared != reordered.end() && shared->second.get_desc() == pd.weights_desc()) {
+        ch.weights = shared->second;
+      } else {
+        ch.weights = memory(pd.weights_desc(), s.eng);
+        memory wsrc(user_w, s.eng, const_cast<int8_t*>(s.w8.data()) + (s.group == 1 ? c0 * s.KH * s.KW : 0));
+        dnnl::reorder(wsrc, ch.weights).execute(st, wsrc, ch.weights);
+        reordered[c0] = ch.weights;
+      }
       ch.src_bytes = align64(ch.src_md.get_size());
       ch.dst_bytes = align64(ch.dst_md.get_size());
       ch.scratch_bytes = align64(ch.scratch_md.get_size());
@@ -251,7 +293,178 @@ void add_window_sums(const DnnlInt8Conv::State& s, const Part& part, const Geome
   }
 }
 
+// The stem plan for N images of g's geometry at `threads` threads: each
+// image's rows split into parts (at least one per thread, at most
+// kStemRows rows each), run in `slots` buffers. Throws dnnl::error without
+// fast code.
+std::unique_ptr<StemPlan> make_stem_plan(const DnnlInt8Conv::State& s, dt xt, const Geometry& g, int64_t N,
+                                         int threads, bool zp) {
+  const int64_t K = s.Cg * s.KH * s.KW, Kp = (K + 63) / 64 * 64, M = s.M, Q = g.out[1] * g.out[2];
+  if (N * Q == 0) throw dnnl::error(dnnl_invalid_arguments, "no output");
+  dnnl::primitive_attr attr;
+  if (zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(s.out_scale.size() == 1 ? 0 : 1 << 1, s.out_scale);
+  if (s.out_zp != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  if (s.relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  auto plan = std::make_unique<StemPlan>();
+  plan->Kp = Kp;
+  const int64_t per_image = std::min(Q, std::max((Q + kStemRows - 1) / kStemRows, (threads + N - 1) / N));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < per_image; ++j) plan->parts.push_back({n * Q + Q * j / per_image, n * Q + Q * (j + 1) / per_image});
+  const memory::desc w_any({Kp, M}, dt::s8, tag::any), bias_md({1, M}, dt::f32, tag::ab);
+  dnnl::stream st(s.eng);
+  size_t scratch = 0;
+  for (const StemPart& part : plan->parts) {
+    const int64_t r = part.r1 - part.r0;
+    plan->max_rows = std::max(plan->max_rows, r);
+    if (plan->by_rows.count(r)) continue;
+    const memory::desc src({r, Kp}, xt, tag::ab), dst({r, M}, s.out_type, tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, w_any, bias_md, dst), attr, s.eng);
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+      throw dnnl::error(dnnl_unimplemented, "only the reference implementation");
+    plan->by_rows.emplace(r, dnnl::matmul(pd));
+    if (pd.scratchpad_desc().get_size() >= scratch) scratch = pd.scratchpad_desc().get_size(), plan->scratch_md = pd.scratchpad_desc();
+    if (!plan->weights) {
+      // The weights as [Kp, M]: OIHW is [M][K]; the padded rows stay 0.
+      std::vector<int8_t> wk(size_t(Kp * M), 0);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) wk[size_t(k * M + m)] = s.w8[size_t(m * K + k)];
+      memory wsrc({{Kp, M}, dt::s8, tag::ab}, s.eng, wk.data());
+      plan->weights = memory(pd.weights_desc(), s.eng);
+      dnnl::reorder(wsrc, plan->weights).execute(st, wsrc, plan->weights);
+      st.wait();
+    } else if (plan->weights.get_desc() != pd.weights_desc()) {
+      throw dnnl::error(dnnl_unimplemented, "parts want different weight layouts");
+    }
+  }
+  const size_t out_size = s.out_type == dt::f32 ? 4 : 1;
+  plan->slots = std::max<int64_t>(1, std::min<int64_t>(threads, int64_t(plan->parts.size())));
+  plan->scratch_bytes = align64(scratch);
+  plan->rows_bytes = align64(size_t(plan->max_rows * Kp));
+  // The output rows go to y directly when y is channels-last, else here first.
+  const size_t out_bytes = s.y_nhwc ? 0 : align64(size_t(plan->max_rows * M) * out_size);
+  plan->slot_bytes = plan->scratch_bytes + plan->rows_bytes + out_bytes;
+  return plan;
+}
+
+// Rows [r0, r1) of the unfolded x, from `rows` on: row (n, oh, ow) holds x[n, c, ih, iw] at
+// (c * KH + kh) * KW + kw, the zero point where the window leaves the image
+// (padding contributes nothing) and in the padding columns.
+template <typename X>
+void unfold_rows(const DnnlInt8Conv::State& s, const Geometry& g, const X* x, int32_t xz, int64_t C, bool nhwc,
+                 int64_t Kp, int64_t r0, int64_t r1, X* rows) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], K = C * s.KH * s.KW;
+  const int64_t KW = s.KW, dw = g.d[2];
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / (OH * OW), oh = r / OW % OH, ow = r % OW;
+    const int64_t iw0 = ow * g.s[2] - g.pb[2];
+    // The whole window row inside the image, contiguous in NCHW x: copied
+    // 8 bytes at a time when that stays inside x's row and this row of the
+    // unfolded matrix (the extra bytes are overwritten by the next tap).
+    const bool inside = !nhwc && dw == 1 && iw0 >= 0 && iw0 + KW <= W;
+    const bool wide = inside && KW <= 8 && iw0 + 8 <= W;
+    X* row = rows + (r - r0) * Kp;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh = 0; kh < s.KH; ++kh) {
+        const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+        X* out = row + (c * s.KH + kh) * KW;
+        if (ih < 0 || ih >= H) {
+          std::fill(out, out + KW, X(xz));
+        } else if (inside) {
+          const X* src = x + ((n * C + c) * H + ih) * W + iw0;
+          if (wide && (c * s.KH + kh) * KW + 8 <= Kp)
+            std::memcpy(out, src, 8);
+          else
+            std::memcpy(out, src, size_t(KW));
+        } else {
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t iw = iw0 + kw * dw;
+            const bool in = iw >= 0 && iw < W;
+            out[kw] = in ? x[nhwc ? ((n * H + ih) * W + iw) * C + c : ((n * C + c) * H + ih) * W + iw] : X(xz);
+          }
+        }
+      }
+    std::fill(row + K, row + Kp, X(xz));
+  }
+}
+
 }  // namespace
+
+bool DnnlInt8Conv::execute_stem(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g,
+                                void* y_out) const {
+  const State& s = *s_;
+  const int64_t N = x.dim(0), C = x.dim(1), M = s.M, OH = g.out[1], OW = g.out[2];
+  const dt xt = x.dtype() == SINGA_ONNX_UINT8 ? dt::u8 : dt::s8;
+  const int threads = std::max(1, ctx.num_threads());
+  const StemPlan* plan = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto key = std::make_tuple(threads * (xt == dt::u8 ? 1 : -1), xz != 0, N, g.in[1], g.in[2]);
+    auto it = s.stem_plans.find(key);
+    if (it == s.stem_plans.end()) {
+      std::unique_ptr<StemPlan> made;
+      ops::dnnl_single_thread();
+      try {
+        made = make_stem_plan(s, xt, g, N, threads, xz != 0);
+      } catch (const dnnl::error&) {  // no fast code: the caller's path
+      }
+      it = s.stem_plans.emplace(key, std::move(made)).first;
+    }
+    plan = it->second.get();
+  }
+  if (!plan) return false;
+  const size_t out_size = s.out_type == dt::f32 ? 4 : 1;
+  char* ws = static_cast<char*>(ctx.workspace(std::max<size_t>(plan->slot_bytes * size_t(plan->slots), 64)));
+  const int64_t nparts = int64_t(plan->parts.size()), Q = OH * OW;
+  int32_t zp = xz, out_zp = s.out_zp;
+  ctx.parallel_for(plan->slots, 1, [&](int64_t b, int64_t e) {
+    ops::dnnl_single_thread();
+    dnnl::stream st(s.eng);
+    memory zp_mem({{1}, dt::s32, tag::x}, s.eng, &zp), out_zp_mem({{1}, dt::s32, tag::x}, s.eng, &out_zp);
+    memory bias_mem({{1, M}, dt::f32, tag::ab}, s.eng, const_cast<float*>(s.out_bias.data()));
+    for (int64_t slot = b; slot < e; ++slot) {
+      char* buf = ws + size_t(slot) * plan->slot_bytes;
+      char* rows = buf + plan->scratch_bytes;
+      char* staged = rows + plan->rows_bytes;
+      memory scratch(plan->scratch_md, s.eng, buf);
+      for (int64_t i = slot; i < nparts; i += plan->slots) {
+        const StemPart& part = plan->parts[size_t(i)];
+        const int64_t r = part.r1 - part.r0;
+        if (xt == dt::u8)
+          unfold_rows(s, g, static_cast<const uint8_t*>(x.data_ptr()), xz, C, s.x_nhwc, plan->Kp, part.r0, part.r1,
+                      reinterpret_cast<uint8_t*>(rows));
+        else
+          unfold_rows(s, g, static_cast<const int8_t*>(x.data_ptr()), xz, C, s.x_nhwc, plan->Kp, part.r0, part.r1,
+                      reinterpret_cast<int8_t*>(rows));
+        char* out = s.y_nhwc ? static_cast<char*>(y_out) + size_t(part.r0 * M) * out_size : staged;
+        memory src({{r, plan->Kp}, xt, tag::ab}, s.eng, rows);
+        memory dst({{r, M}, s.out_type, tag::ab}, s.eng, out);
+        std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                             {DNNL_ARG_WEIGHTS, plan->weights},
+                                             {DNNL_ARG_BIAS, bias_mem},
+                                             {DNNL_ARG_DST, dst},
+                                             {DNNL_ARG_SCRATCHPAD, scratch}};
+        if (zp != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem;
+        if (out_zp != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = out_zp_mem;
+        plan->by_rows.at(r).execute(st, args);
+        st.wait();
+        if (s.y_nhwc) continue;
+        // The part's channels-last rows into its image's NCHW planes.
+        const int64_t n = part.r0 / Q, q0 = part.r0 % Q;
+        if (out_size == 1)
+          transpose_bytes(out, M, static_cast<char*>(y_out) + n * M * Q + q0, Q, r, M);
+        else
+          transpose_floats(reinterpret_cast<const float*>(out), M, static_cast<float*>(y_out) + n * M * Q + q0, Q, r, M);
+      }
+    }
+  });
+  return true;
+}
 
 void DnnlInt8Conv::set_scaled_output(const std::vector<float>& scale, const std::vector<float>& bias, bool relu,
                                      int32_t out_dtype, int32_t out_zp, bool x_nhwc, bool y_nhwc) {
@@ -275,6 +488,9 @@ bool DnnlInt8Conv::run(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz
 bool DnnlInt8Conv::run_scaled(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g,
                               void* y) const {
   if (s_->need_sum || s_->out_scale.empty()) return false;
+  if (g.rank == 2 && x.ndim() == 4 && s_->group == 1 && x.dim(1) == s_->Cg && s_->Cg < kStemChannels &&
+      g.k[1] == s_->KH && g.k[2] == s_->KW)
+    return execute_stem(ctx, x, xz, g, y);
   return execute(ctx, x, xz, g, y, true);
 }
 
@@ -294,6 +510,9 @@ bool DnnlInt8Conv::execute(const sdk::Context& ctx, const sdk::Tensor& x, int32_
     auto it = s.plans.find(key);
     if (it == s.plans.end()) {
       std::unique_ptr<Plan> made;
+      // The weight reorders too: a first oneDNN call at OpenMP's default
+      // thread count leaves a worker that spins through every later run.
+      ops::dnnl_single_thread();
       try {
         made = make_plan(s, xt, g, N, C, threads, scaled, xz != 0);
       } catch (const dnnl::error&) {  // no int8 code for this shape: the double path

@@ -51,6 +51,9 @@ class DnnlInt8Conv {
  private:
   DnnlInt8Conv() = default;
   bool execute(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g, void* out, bool scaled) const;
+  // run_scaled for image stems (under 8 input channels, one group): the
+  // windows unfolded into rows and multiplied on oneDNN's int8 matmul.
+  bool execute_stem(const sdk::Context& ctx, const sdk::Tensor& x, int32_t xz, const Geometry& g, void* y) const;
   std::unique_ptr<State> s_;
 };
 

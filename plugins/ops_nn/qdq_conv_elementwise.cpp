@@ -69,24 +69,33 @@ class QdqElementwise : public NodeKernel {
     return p;
   }
 
-  static void dequantize(const sdk::Tensor& t, int64_t at, float* out, int64_t n, const QParams& p) {
-    if (t.dtype() == SINGA_ONNX_UINT8)
-      qdq::dequantize(t.data<uint8_t>() + at, out, n, p.scale, p.zp);
+  // n values of type `type` at x (bytes) to float.
+  static void dequantize(int32_t type, const void* x, float* out, int64_t n, const QParams& p) {
+    if (type == SINGA_ONNX_UINT8)
+      qdq::dequantize(static_cast<const uint8_t*>(x), out, n, p.scale, p.zp);
     else
-      qdq::dequantize(t.data<int8_t>() + at, out, n, p.scale, p.zp);
+      qdq::dequantize(static_cast<const int8_t*>(x), out, n, p.scale, p.zp);
   }
-  void finish(float* v, int64_t n, sdk::Tensor& y, int64_t at, const QParams& p) const {
+  static void dequantize(const sdk::Tensor& t, int64_t at, float* out, int64_t n, const QParams& p) {
+    dequantize(t.dtype(), static_cast<const uint8_t*>(t.data_ptr()) + at, out, n, p);
+  }
+  // The activation, then n values quantized to p.type at y (bytes).
+  void finish(float* v, int64_t n, void* y, const QParams& p) const {
     if (relu_)
       for (int64_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
     if (p.type == SINGA_ONNX_UINT8)
-      qdq::quantize(v, y.data<uint8_t>() + at, n, p.scale, p.zp);
+      qdq::quantize(v, static_cast<uint8_t*>(y), n, p.scale, p.zp);
     else
-      qdq::quantize(v, y.data<int8_t>() + at, n, p.scale, p.zp);
+      qdq::quantize(v, static_cast<int8_t*>(y), n, p.scale, p.zp);
+  }
+  void finish(float* v, int64_t n, sdk::Tensor& y, int64_t at, const QParams& p) const {
+    finish(v, n, static_cast<uint8_t*>(y.data_ptr()) + at, p);
   }
 
   bool relu_ = false;
 };
 
+// y = table[x]: 256 entries, each computed as QuantizeLinear(Act(DequantizeLinear(v))).
 class QdqRequantize : public QdqElementwise {
  public:
   using QdqElementwise::QdqElementwise;
@@ -94,14 +103,16 @@ class QdqRequantize : public QdqElementwise {
     sdk::Tensor x = required(ctx, 0, "x");
     const QParams px = params(ctx, 1, &x), py = params(ctx, 3, nullptr);
     sdk::Tensor y = ctx.output(0, x.shape(), py.type);
-    ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
-      float buf[kBlock];
-      for (int64_t i = b; i < e; i += kBlock) {
-        const int64_t n = std::min(kBlock, e - i);
-        dequantize(x, i, buf, n, px);
-        finish(buf, n, y, i, py);
-      }
-    });
+    // The output depends on the input byte alone: the 256 results, computed
+    // by the same float steps, then looked up.
+    uint8_t in[256], table[256];
+    for (int v = 0; v < 256; ++v) in[v] = uint8_t(v);
+    float buf[256];
+    dequantize(x.dtype(), in, buf, 256, px);
+    finish(buf, 256, table, py);
+    const uint8_t* px8 = static_cast<const uint8_t*>(x.data_ptr());
+    uint8_t* py8 = static_cast<uint8_t*>(y.data_ptr());
+    ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) { qdq::lookup_bytes(px8 + b, py8 + b, e - b, table); });
   }
 };
 

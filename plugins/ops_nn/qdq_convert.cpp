@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#ifdef SINGA_AVX512_BEGIN
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -123,6 +123,34 @@ SINGA_AVX512_END
 
 bool use_avx512() { return vec::unary_avx512(); }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SINGA_HAVE_VBMI_LOOKUP 1
+// Bit 7 of each byte picks the table half, bits 0-6 the byte within it
+// (vpermi2b indexes two 64-byte registers).
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lookup_vbmi(const uint8_t* x, uint8_t* y, int64_t n,
+                                                                         const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i v = _mm512_loadu_si512(x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 m = ~uint64_t(0) >> (64 - (n - i));  // 0 < n - i < 64
+    const __m512i v = _mm512_maskz_loadu_epi8(m, x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+}
+
+bool use_vbmi() {
+  static const bool ok = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  return ok && use_avx512();
+}
+#endif
+
 }  // namespace
 
 void range_with_zero(const float* x, int64_t n, float& lo, float& hi, int64_t& nans) {
@@ -130,6 +158,13 @@ void range_with_zero(const float* x, int64_t n, float& lo, float& hi, int64_t& n
   if (use_avx512()) return range_avx512(x, n, lo, hi, nans);
 #endif
   range_scalar(x, n, lo, hi, nans);
+}
+
+void lookup_bytes(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table) {
+#ifdef SINGA_HAVE_VBMI_LOOKUP
+  if (use_vbmi()) return lookup_vbmi(x, y, n, table);
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
 }
 
 void quantize_u8(const float* x, uint8_t* y, int64_t n, float scale, int32_t zp) {

@@ -25,6 +25,11 @@ void dequantize_s8(const int8_t* x, float* y, int64_t n, float scale, int32_t ze
 // needs it, and the count of NaNs (which lo and hi then do not describe).
 void range_with_zero(const float* x, int64_t n, float& lo, float& hi, int64_t& nans);
 
+// y[i] = table[x[i]] for i < n: an 8-bit to 8-bit step whose result
+// depends on the input byte alone (a requantization), looked up instead of
+// computed. AVX-512 VBMI byte permutes where the CPU has them.
+void lookup_bytes(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table);
+
 // Overloads by element type, for templated callers.
 inline void quantize(const float* x, uint8_t* y, int64_t n, float s, int32_t z) { quantize_u8(x, y, n, s, z); }
 inline void quantize(const float* x, int8_t* y, int64_t n, float s, int32_t z) { quantize_s8(x, y, n, s, z); }

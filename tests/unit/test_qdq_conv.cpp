@@ -97,7 +97,7 @@ const std::vector<ConvCase>& conv_cases() {
        true, true, true, -7, 0, false},
       {"7x7 stride 2", 1, 8, 30, 28, 16, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}, SINGA_ONNX_UINT8, false, true, true, 0,
        0, false},
-      {"image stem (stays float)", 1, 3, 30, 28, 16, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}, SINGA_ONNX_UINT8, false,
+      {"image stem (3 input channels)", 1, 3, 30, 28, 16, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}, SINGA_ONNX_UINT8, false,
        true, true, 0, 0, false},
       {"groups 4 dilation 2 no bias", 1, 32, 13, 13, 16, 3, 3, 4, {1, 1}, {2, 2, 2, 2}, {2, 2}, SINGA_ONNX_UINT8, true,
        false, false, 60, 0, false},
@@ -261,8 +261,6 @@ TEST_F(QdqConv, FusedMatchesUnfusedAndReference) {
       const Tensor yf = fused->run({m.x}, ro_f)[0].second;
       const Tensor yp = plain->run({m.x}, ro_p)[0].second;
       // Without VNNI/AMX the pass leaves the float Conv (the int8 code would not be exact).
-      // Image stems (under 8 input channels) stay float by design; elsewhere
-      // only a CPU without VNNI/AMX leaves the float Conv.
       if (threads == 1 && !has_op(pf, "QdqConv")) std::cout << "note: " << c.name << " ran unfused\n";
       EXPECT_FALSE(has_op(pp, "QdqConv"));
       ASSERT_EQ(yf.numel(), int64_t(want.size()));

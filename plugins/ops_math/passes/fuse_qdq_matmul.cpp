@@ -81,13 +81,22 @@ bool weights_from_dq(const sdk::Graph& g, const sdk::GraphNode& dq, bool trans, 
   w.ints.view = by_column(K, N);
   w.ints.q.resize(size_t(K * N));
   w.ints.scale.resize(size_t(N));
-  for (int64_t n = 0; n < N; ++n) w.ints.scale[size_t(n)] = scale.data<float>()[scale.numel() == 1 ? 0 : n];
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t at = trans ? n * K + k : k * N + n;
-      const int64_t z = zp.present() ? zp.int_at(zp.numel() == 1 ? 0 : n) : 0;
-      w.ints.q[size_t(k * N + n)] = int32_t(b.int_at(at) - z);
-    }
+  std::vector<int32_t> z(size_t(N), 0);
+  for (int64_t n = 0; n < N; ++n) {
+    w.ints.scale[size_t(n)] = scale.data<float>()[scale.numel() == 1 ? 0 : n];
+    if (zp.present()) z[size_t(n)] = int32_t(zp.int_at(zp.numel() == 1 ? 0 : n));
+  }
+  std::vector<int32_t> stored;
+  int32_t* q = w.ints.q.data();
+  if (trans) stored.resize(size_t(K * N));
+  int8::widen_8bit(b, trans ? stored.data() : q);
+  for (int64_t k = 0; k < K; ++k) {
+    int32_t* row = q + k * N;
+    if (trans)
+      for (int64_t n = 0; n < N; ++n) row[n] = stored[size_t(n * K + k)] - z[size_t(n)];
+    else
+      for (int64_t n = 0; n < N; ++n) row[n] -= z[size_t(n)];
+  }
   return true;
 }
 

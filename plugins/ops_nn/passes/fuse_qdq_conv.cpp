@@ -37,9 +37,6 @@ namespace nn {
 namespace passes {
 namespace {
 
-// Fewer input channels than this per group (and one group) stay float.
-constexpr int64_t kMinChannels = 8;
-
 // W [M, ...] as integers (K per output channel) and a scale per channel.
 struct ConvWeights {
   std::vector<int64_t> shape;
@@ -61,13 +58,35 @@ bool weights_from_dq(const Graph& g, const GraphNode& dq, ConvWeights& w) {
   w.ints.view = by_output_channel(w.shape, b.numel());
   w.ints.q.resize(size_t(b.numel()));
   w.ints.scale.resize(size_t(M));
+  int8::widen_8bit(b, w.ints.q.data());
   for (int64_t m = 0; m < M; ++m) {
     const float s = scale.data<float>()[scale.numel() == 1 ? 0 : m];
     if (!(s > 0.f) || !std::isfinite(s)) return false;
     w.ints.scale[size_t(m)] = s;
-    const int64_t z = zp.present() ? zp.int_at(zp.numel() == 1 ? 0 : m) : 0;
-    for (int64_t k = 0; k < K; ++k) w.ints.q[size_t(m * K + k)] = int32_t(b.int_at(m * K + k) - z);
+    const int32_t z = zp.present() ? int32_t(zp.int_at(zp.numel() == 1 ? 0 : m)) : 0;
+    int32_t* q = w.ints.q.data() + m * K;
+    if (z != 0)
+      for (int64_t k = 0; k < K; ++k) q[k] -= z;
   }
+  return true;
+}
+
+// The usual QDQ weights, s8 with no zero point or an all-zero one: the
+// QdqConv reads the DequantizeLinear's constants as they are (names gets
+// {values, scale, ""}), with no copy to recover and store.
+bool direct_s8_weights(const Graph& g, const GraphNode& dq, std::vector<std::string>& names) {
+  const sdk::Tensor b = g.constant(dq.input_name(0));
+  if (!b.present() || b.dtype() != SINGA_ONNX_INT8 || b.ndim() != 4 || b.dim(0) == 0) return false;
+  const int64_t M = b.dim(0);
+  sdk::Tensor scale, zp;
+  if (!dq_params(g, dq, M, 0, 4, scale, zp) || (zp.present() && zp.dtype() != b.dtype())) return false;
+  for (int64_t i = 0; i < scale.numel(); ++i) {
+    const float s = scale.data<float>()[i];
+    if (!(s > 0.f) || !std::isfinite(s)) return false;
+  }
+  for (int64_t i = 0; zp.present() && i < zp.numel(); ++i)
+    if (zp.data<int8_t>()[i] != 0) return false;
+  names = {dq.input_name(0), dq.input_name(1), std::string()};
   return true;
 }
 
@@ -82,15 +101,14 @@ bool fuse(Graph& g, GraphNode conv, bool quantize_output) {
     return false;
   GraphNode dqx = g.producer(conv.input_name(0));
   if (!activation_dq(g, dqx)) return false;
-  // The weights: a (folded) float constant, or DequantizeLinear of an 8-bit one.
+  // The weights: DequantizeLinear of an 8-bit constant, or a (folded) float one.
   ConvWeights w;
+  std::vector<std::string> wnames;
   GraphNode dqw = g.producer(conv.input_name(1));
-  const bool from_dq = dqw.valid() && weights_from_dq(g, dqw, w);
+  const bool direct = dqw.valid() && direct_s8_weights(g, dqw, wnames);
+  if (direct) w.shape = g.constant(dqw.input_name(0)).shape();
+  const bool from_dq = direct || (dqw.valid() && weights_from_dq(g, dqw, w));
   if (!from_dq && !weights_from_float(g.constant(conv.input_name(1)), w)) return false;
-  // An image stem (3 input channels): oneDNN's int8 code has no good
-  // blocking for so few channels (ResNet-50's 7x7 stem took 5x longer than
-  // in float), so it stays a float Conv.
-  if (w.shape[1] < kMinChannels && conv.attr_int("group", 1) == 1) return false;
   const bool has_b = conv.num_inputs() > 2 && !conv.input_name(2).empty();
   if (has_b) {
     const sdk::Tensor b = g.constant(conv.input_name(2));
@@ -98,9 +116,8 @@ bool fuse(Graph& g, GraphNode conv, bool quantize_output) {
   }
   // No zero point input when every channel fits s8 as it is: oneDNN then
   // writes the output itself (see qdq_channels_last.cpp).
-  std::vector<std::string> wnames;
   const std::string hint = conv.name().empty() ? conv.output_name(0) : conv.name();
-  if (!int8::add_s8_weights(g, hint, w.ints, w.shape, false, wnames)) return false;
+  if (!direct && !int8::add_s8_weights(g, hint, w.ints, w.shape, false, wnames)) return false;
 
   NewNode f(kCpuDomain, "QdqConv");
   f.name = conv.name();
