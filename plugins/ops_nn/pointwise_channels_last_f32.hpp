@@ -35,11 +35,11 @@ inline PointwiseWeights channels_last_weights(const float* w, int64_t M, int64_t
 // y[p * ldy + m - m0] = act(sum_k x[k * ldx + p * ldp] W[m, k] + b[m]) +
 // add[p * ldy + m - m0] for pixels [0, P) and channels [m0, m1) (m0 a
 // multiple of 16; m1 too, or w.M). A last part vector of 8 channels after a
-// group of fewer than four runs as 256-bit FMAs (MobileNetV2's project
-// stages of 24 outputs: a vector and a half of FMAs per pixel, where 32
-// padded ones would waste a quarter of them; AMD's Zen 4 runs a 256-bit FMA
-// at twice the rate of a 512-bit one); any other, as a masked vector (a
-// kws-style net's 172 outputs). X read as NCHW planes
+// single whole one runs as 256-bit FMAs (MobileNetV2's project stages of 24
+// outputs: a vector and a half of FMAs per pixel, where 32 padded ones
+// would waste a quarter of them; AMD's Zen 4 runs a 256-bit FMA at twice the
+// rate of a 512-bit one); any other, as a masked vector (a kws-style net's
+// 172 outputs, EfficientNet's 40 and 120). X read as NCHW planes
 // (ldx the plane, ldp 1) or as channels-last rows (ldx 1, ldp the row's
 // width); b null: no bias; add null: nothing added (else a residual laid out
 // like y).

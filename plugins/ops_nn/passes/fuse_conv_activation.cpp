@@ -10,7 +10,8 @@
 //   activation_min, activation_max   Clip's bounds
 // Every Conv path takes every kind: oneDNN as a post-op (HardSigmoid, which
 // oneDNN 2.6 lacks, sends the Conv to the in-house paths), the AVX-512
-// kernels through VecActivation<kAny>, the rest through
+// kernels through VecActivation (with_kind: Relu, Clip, LeakyRelu and SiLU get
+// their own instantiation, the rest kAny), the rest through
 // FusedActivation::apply_rows (unary_f32.hpp's vector code).
 // (plugins/common/activation_match.hpp matches the activation,
 // fused_activation.hpp reads the attributes). A ConvAdd takes the
