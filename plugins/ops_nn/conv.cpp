@@ -107,10 +107,11 @@ class Conv : public NodeKernel {
     // ops that declare them (register_conv).
     layout_.in = node.input_layout(0) == kBlocked16Layout;
     layout_.out = node.output_layout(0) == kBlocked16Layout;
-    // The kernel adds Z in Y's layout.
-    if (sum_ && node.num_inputs() > 3 && node.input_layout(3) != node.output_layout(0))
+    // The kernel adds Z in Y's layout, or in blocks before Y leaves them.
+    layout_.z = sum_ && node.num_inputs() > 3 && node.input_layout(3) == kBlocked16Layout && !layout_.out;
+    if (sum_ && node.num_inputs() > 3 && node.input_layout(3) != node.output_layout(0) && !layout_.z)
       fail("Z is in layout '" + node.input_layout(3) + "' and Y in '" + node.output_layout(0) +
-           "'; a ConvAdd adds Z in Y's layout");
+           "'; a ConvAdd adds Z in Y's layout or Z in blocks to Y in NCHW");
     if ((layout_.in || layout_.out) && group_ != 1) fail("a blocked layout needs group 1");
     if ((layout_.in || layout_.out) && mean_) fail("a Conv with global_average_pool takes no blocked layout");
     pack_thin(node);
@@ -144,7 +145,7 @@ class Conv : public NodeKernel {
                 sum_ ? z.data<float>() : nullptr);
       return;
     }
-    if (layout_.in || layout_.out) return compute_unblocked(ctx, x, z);
+    if (layout_.in || layout_.out || layout_.z) return compute_unblocked(ctx, x, z);
     compute_nchw(ctx, x, z, nullptr);
   }
 
@@ -192,6 +193,12 @@ class Conv : public NodeKernel {
     if (sum_) {
       float* yp = y.data<float>();
       const float* zp = z.data<float>();
+      // The pointwise products add Z while each block is in cache.
+      if (x.dtype() == SINGA_ONNX_FLOAT && nchw_fast(g, C, M) && pointwise_fits(g, group_)) {
+        conv_pointwise_strided_f32(ctx, x.data<float>(), w.data<float>(), b.present() ? b.data<float>() : nullptr, yp,
+                                   N, C, M, g, act_, pointwise_.get(), zp);
+        return y;
+      }
       convolve<float>(ctx, x, w, b, yp, g, N, C, M, Cg);
       ctx.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) { sum_activation(act_, yp + i0, zp + i0, i1 - i0); });
       return y;
@@ -227,7 +234,7 @@ class Conv : public NodeKernel {
       blocked_4d(x, "X");
       xn = unblocked(x, xv);
     }
-    if (sum_ && layout_.out) {
+    if (sum_ && (layout_.out || layout_.z)) {
       blocked_4d(z, "Z");
       zn = unblocked(z, zv);
     }

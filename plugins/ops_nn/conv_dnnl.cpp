@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace singa {
 namespace nn {
@@ -46,6 +47,11 @@ struct DnnlConvPart {
   // part, measured the same on Tiny-YOLOv2's LeakyRelus).
   bool act_after = false;
   dnnl::eltwise_forward act;
+  // A ConvAdd part whose primitive adds Z itself (a binary post-op reading
+  // Z in the output's blocks) and applies the activation after it, so no
+  // pass over Y and Z follows: on ResNet-50's 56x56 layers that pass cost as
+  // much as the 1x1 convolution.
+  bool sum_post = false;
   size_t src_bytes = 0, dst_bytes = 0, scratch_bytes = 0, ws_offset = 0;
   // With a blocked input (BlockedLayout): the input rows [lo, hi) the
   // part reads, copied into its buffer unless they are the whole tensor.
@@ -74,11 +80,17 @@ struct DnnlConv::State {
   dnnl::primitive_attr attr, attr_no_act;  // the second without the activation post-op
   dnnl::algorithm act_alg = dnnl::algorithm::undef;
   float act_alpha = 0.f, act_beta = 0.f;
+  // A ConvAdd's activation (after the sum) as a oneDNN post-op; undef when
+  // there is none or oneDNN has none for it (sum_alg_ok false then).
+  dnnl::algorithm sum_alg = dnnl::algorithm::undef;
+  float sum_alpha = 0.f, sum_beta = 0.f;
+  bool sum_alg_ok = false;
   bool winograd = false;  // a 3x3 convolution that may take oneDNN's Winograd code
   int64_t min_parts = 1;  // slices of output channels even at 1 thread, to bound Winograd's weight reorders
   bool pooled = false;    // a MaxPool over the output (pool), see plan()
   bool summand = false;   // run() adds z, then applies act (the primitives have no activation)
   bool blocked_in = false, blocked_out = false;  // BlockedLayout
+  bool blocked_z = false;  // BlockedLayout::z: Z in blocks, Y NCHW
   DnnlSwitches switches;
   FusedActivation act;    // the node's fused activation
   Geometry pool;
@@ -184,11 +196,30 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
     part.pd =
         dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct, tag::any), s.attr, s.eng);
   };
-  if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part)) {
-    direct();
-    force_src = s.blocked_in && part.pd.src_desc() != blocked_src && !whole_rows;
-    force_dst = s.blocked_out && part.pd.dst_desc() != blocked_dst && !reorder_out;
-    if (force_src || force_dst) direct();
+  // A blocked side asks for 16-channel blocks first: left to pick, oneDNN
+  // takes its brgconv code on channels-last (acdb) for 1x1 and strided
+  // convs, and the reorders of the whole tensor in and out cost more than
+  // brgconv saves (ResNet-50's 1x1 layers, 64-2048 channels: jit_1x1 on
+  // blocks without reorders ran 20-40% faster than brgconv_1x1 with them).
+  force_src = s.blocked_in, force_dst = s.blocked_out || s.blocked_z;
+  bool planned = false;
+  if (force_src || force_dst) {
+    try {
+      planned = winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part);
+      if (!planned) direct();
+      planned = std::string(part.pd.impl_info_str()).rfind("ref", 0) != 0;
+    } catch (const dnnl::error&) {
+    }
+  }
+  if (!planned) {
+    if (s.blocked_z) throw dnnl::error(dnnl_unimplemented, "no 16-channel blocks to add a blocked Z to");
+    force_src = force_dst = false;
+    if (!winograd_part(s, desc(dnnl::algorithm::convolution_winograd, tag::any), part)) {
+      direct();
+      force_src = s.blocked_in && part.pd.src_desc() != blocked_src && !whole_rows;
+      force_dst = s.blocked_out && part.pd.dst_desc() != blocked_dst && !reorder_out;
+      if (force_src || force_dst) direct();
+    }
   }
   // oneDNN's reference code is slower than the im2col path by far (a 1x1
   // band forced into another band's weight layout ran 50x slower).
@@ -214,11 +245,38 @@ DnnlConvPart make_part(const DnnlConv::State& s, int64_t r0, int64_t r1, int64_t
     part.dst_offset = m0 * s.OH * s.OW;
     part.reorder_dst = part.pd.dst_desc() != blocked_dst;
     part.direct_dst = reorder_out && !part.reorder_dst;
+    if (part.direct_dst && s.summand && s.sum_alg_ok && !part.act_after) {
+      // The same convolution with Z added (and the activation applied) by
+      // the primitive; kept only where oneDNN has jit code for it.
+      dnnl::primitive_attr a;
+      a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::post_ops po;
+      po.append_binary(dnnl::algorithm::binary_add, blocked_dst);
+      if (s.sum_alg != dnnl::algorithm::undef) po.append_eltwise(1.f, s.sum_alg, s.sum_alpha, s.sum_beta);
+      a.set_post_ops(po);
+      const bool wino = std::string(part.pd.impl_info_str()).find("wino") != std::string::npos;
+      try {
+        const dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_inference,
+            wino ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct, part.pd.src_desc(),
+            part.pd.weights_desc(), bias_md, blocked_dst, {s.sh, s.sw}, {s.dh - 1, s.dw - 1}, {lo - i0, s.pl},
+            {std::max<int64_t>(0, i1 - hi), s.pr});
+        dnnl::convolution_forward::primitive_desc pd(d, a, s.eng);
+        if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0 && pd.dst_desc() == blocked_dst &&
+            pd.src_desc() == part.pd.src_desc()) {
+          part.pd = pd;
+          part.sum_post = true;
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
     part.dst_bytes = part.direct_dst ? 0 : align64(part.pd.dst_desc().get_size());
     part.scratch_bytes = align64(part.pd.scratchpad_desc().get_size());
     return part;
   }
   part.reorder_dst = part.pd.dst_desc() != part.user_dst;
+  if (s.blocked_z && part.pd.dst_desc() != memory::desc(dst_dims, dt::f32, tag::nChw16c))
+    throw dnnl::error(dnnl_unimplemented, "no 16-channel blocks to add a blocked Z to");
   // A whole-height part keeps oneDNN's dense reorder, unless the summand
   // rides in the unblocking.
   part.unblock16 = s.switches.unblock16 && part.reorder_dst && fast::avx512() && (r1 - r0 < s.OH || s.summand) && pm % 16 == 0 &&
@@ -272,9 +330,17 @@ DnnlConvPlan whole(const DnnlConv::State& s, const float* w) {
 // but every part then streams all the weights, so convolutions whose weights
 // outweigh their activations (the deep, small-image layers) split their
 // output channels instead, each part reading only its own weights.
+// A 1x1 conv from blocks to blocks that widens (ResNet's expanding 1x1
+// layers and shortcuts) splits its output channels too: a band would copy
+// its input and output rows out of and back into the blocks (and add a
+// ConvAdd's Z there), where a channel slice of one image reads the input in
+// place and writes its own contiguous blocks, Z added by the primitive
+// (ResNet-50 at 2 threads: those layers 15-30% faster in per-node minima;
+// narrowing 1x1 layers ran 10-20% slower that way, so they keep bands).
 bool split_rows(const DnnlConv::State& s, int64_t n) {
   const int64_t weights = s.M * s.Cg * s.KH * s.KW, acts = s.N * (s.C * s.H * s.W + s.M * s.OH * s.OW);
   const int64_t units = s.group == 1 ? s.M / 16 : s.group;  // channel slices keep oneDNN's 16-wide blocks
+  if (s.blocked_in && s.blocked_out && s.KH == 1 && s.KW == 1 && s.N == 1 && s.M >= s.C && units >= n) return false;
   return s.OH >= n && (weights <= acts || units < n);
 }
 
@@ -359,7 +425,7 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
                                          int64_t group, const FusedActivation& act, const Geometry* pool,
                                          bool summand, BlockedLayout layout, const DnnlSwitches& switches) {
   if ((layout.in && (group != 1 || x.size() != 4 || x[1] % 16 != 0)) ||
-      (layout.out && w.dim(0) % 16 != 0))
+      ((layout.out || layout.z) && w.dim(0) % 16 != 0) || (layout.z && (layout.out || !summand || !fast::avx512())))
     return nullptr;
   if (g.rank != 2 || x.size() != 4 || !w.present() || w.dtype() != SINGA_ONNX_FLOAT || w.ndim() != 4) return nullptr;
   if (b.present() && (b.dtype() != SINGA_ONNX_FLOAT || b.numel() != w.dim(0))) return nullptr;
@@ -380,11 +446,20 @@ std::unique_ptr<DnnlConv> DnnlConv::plan(const Shape& x, const sdk::Tensor& w, c
     s.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.attr_no_act.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     s.act = act;
-    s.blocked_in = layout.in, s.blocked_out = layout.out;
+    s.blocked_in = layout.in, s.blocked_out = layout.out, s.blocked_z = layout.z;
     s.switches = switches;
     if (summand) {
       if (pool) return nullptr;
       s.summand = true;
+      s.sum_alg_ok = true;
+      if (act.kind == FusedActivation::kRelu || act.kind == FusedActivation::kLeakyRelu) {
+        s.sum_alg = dnnl::algorithm::eltwise_relu;
+        s.sum_alpha = act.kind == FusedActivation::kLeakyRelu ? act.alpha : 0.f;
+      } else if (act.kind == FusedActivation::kClip) {
+        s.sum_alg = dnnl::algorithm::eltwise_clip, s.sum_alpha = act.lo, s.sum_beta = act.hi;
+      } else if (act.kind != FusedActivation::kNone) {
+        s.sum_alg_ok = false;  // the kernel's own pass applies the others after the sum
+      }
     } else if (act.kind == FusedActivation::kRelu || act.kind == FusedActivation::kLeakyRelu) {
       s.act_alg = dnnl::algorithm::eltwise_relu;  // oneDNN's relu with a negative slope is LeakyRelu
       s.act_alpha = act.kind == FusedActivation::kLeakyRelu ? act.alpha : 0.f;
@@ -508,11 +583,15 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
       else if (p.reorder_dst)
         dst = memory(p.pd.dst_desc(), s.eng, base + p.src_bytes);
       memory scratch(p.pd.scratchpad_desc(), s.eng, base + p.src_bytes + p.dst_bytes);
-      p.conv.execute(st, {{DNNL_ARG_SRC, src},
-                          {DNNL_ARG_WEIGHTS, p.weights},
-                          {DNNL_ARG_BIAS, p.bias},
-                          {DNNL_ARG_DST, dst},
-                          {DNNL_ARG_SCRATCHPAD, scratch}});
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                           {DNNL_ARG_WEIGHTS, p.weights},
+                                           {DNNL_ARG_BIAS, p.bias},
+                                           {DNNL_ARG_DST, dst},
+                                           {DNNL_ARG_SCRATCHPAD, scratch}};
+      if (p.sum_post)
+        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                     memory(p.pd.dst_desc(), s.eng, const_cast<float*>(z) + p.dst_offset));
+      p.conv.execute(st, args);
       if (p.act_after) p.act.execute(st, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
       if (s.pooled) {
         float* pooled = reinterpret_cast<float*>(base + p.src_bytes + p.dst_bytes + p.scratch_bytes);
@@ -526,10 +605,20 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
         if (!p.direct_dst && !p.reorder_dst) {
           store_blocked16_rows(static_cast<const float*>(dst.get_data_handle()), y, d[0], d[1], d[2], d[3], s.M, s.OH,
                                p.m0, p.r0, z, z ? s.act : FusedActivation());
-        } else if (z) {
+        } else if (z && !p.sum_post) {
           const int64_t at = p.dst_offset;  // all rows of one image, or of all channels: contiguous
           sum_activation(s.act, y + at, z + at, d[0] * d[1] * d[2] * d[3]);
         }
+      } else if (s.blocked_z) {
+        // The part's rows of each 16-channel block of Z, added in blocks.
+        const memory::dims d = p.pd.dst_desc().dims();
+        float* blocked = static_cast<float*>(dst.get_data_handle());
+        const int64_t rows = d[2] * d[3] * 16, blocks = d[1] / 16;
+        for (int64_t n = 0; n < d[0]; ++n)
+          for (int64_t b = 0; b < blocks; ++b)
+            sum_activation(s.act, blocked + (n * blocks + b) * rows,
+                           z + ((n * (s.M / 16) + p.m0 / 16 + b) * s.OH + p.r0) * s.OW * 16, rows);
+        unblock16_f32(blocked, y + p.dst_offset, d[0], d[1], d[2], d[3], s.M * s.OH * s.OW, s.OH * s.OW);
       } else if (p.unblock16) {
         const memory::dims d = p.pd.dst_desc().dims();
         const float* blocked = static_cast<const float*>(dst.get_data_handle());
@@ -538,7 +627,7 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
       } else if (p.reorder_dst) {
         p.dst_out.execute(st, dst, udst);
       }
-      if (z && !p.unblock16 && !s.blocked_out) {
+      if (z && !p.unblock16 && !s.blocked_out && !s.blocked_z) {
         // The part's rows of each of its channels, contiguous in NCHW.
         const memory::dims d = p.user_dst.dims();
         for (int64_t n = 0; n < d[0]; ++n)

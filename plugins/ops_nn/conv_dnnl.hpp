@@ -33,6 +33,10 @@ struct DnnlConvPlan;
 // its output.
 struct BlockedLayout {
   bool in = false, out = false;
+  // A ConvAdd's Z in blocks while Y is NCHW (the last sum of a residual
+  // chain that a non-Conv reads): Z is added to the blocked result before
+  // it moves to NCHW. Needs AVX-512 (unblock16_f32).
+  bool z = false;
 };
 
 // Paths inside the oneDNN conv that options turn off to compare (conv.cpp

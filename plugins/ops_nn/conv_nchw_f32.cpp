@@ -39,8 +39,8 @@ bool strided(const Geometry& g) {
 // 95 GFLOP/s (ResNet-18's three: 0.36 ms at 1 thread, 0.25 at 2).
 void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
                                 int64_t N, int64_t C, int64_t M, const Geometry& g, const FusedActivation& act,
-                                const PointwiseWeights* packed) {
-  if (!strided(g)) return conv_pointwise_f32(ctx, x, w, bias, y, N, C, M, g.in_size(), act, packed);
+                                const PointwiseWeights* packed, const float* z) {
+  if (!strided(g)) return conv_pointwise_f32(ctx, x, w, bias, y, N, C, M, g.in_size(), act, packed, z);
   const int64_t in = g.in_size(), out = g.out_size();
   float* dense = static_cast<float*>(ctx.workspace(size_t(N * C * out) * sizeof(float)));
   ctx.parallel_for(N * C, 16, [&](int64_t p0, int64_t p1) {
@@ -54,7 +54,7 @@ void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const f
         }
     }
   });
-  conv_pointwise_f32(ctx, dense, w, bias, y, N, C, M, out, act, packed);
+  conv_pointwise_f32(ctx, dense, w, bias, y, N, C, M, out, act, packed, z);
 }
 
 // FusedActivation::apply_rows compiled for AVX-512 and AVX2 as well (the
@@ -71,7 +71,7 @@ SINGA_VEC_CLONES void sum_activation(const FusedActivation& act, float* y, const
 
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
                         int64_t C, int64_t M, int64_t HW, const FusedActivation& act,
-                        const PointwiseWeights* packed) {
+                        const PointwiseWeights* packed, const float* z) {
   if (!pointwise_direct_on() || (packed && (packed->M != M || packed->C != C))) packed = nullptr;
   // Slices of output channels in whole vectors for sgemm, in whole panels for
   // the direct kernel (SqueezeNet's 1000 channels in 512 + 488 were 5% apart);
@@ -113,12 +113,18 @@ void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w,
       if (mn <= 0) continue;
       const float* xb = x + n * C * HW + c0;
       float* yb = y + (n * M + m0) * HW + c0;
+      const float* zb = z ? z + (n * M + m0) * HW + c0 : nullptr;
       if (packed) {
-        pointwise_direct_f32(*packed, m0, mn, xb, HW, bias, yb, HW, cn, act);
+        pointwise_direct_f32(*packed, m0, mn, xb, HW, bias, yb, HW, cn, act, zb);
         continue;
       }
       ops::check_sgemm(dnnl_sgemm('N', 'N', mn, cn, C, 1.f, w + m0 * C, C, xb, HW, 0.f, yb, HW));
-      bias_activation(act, yb, mn, cn, HW, bias ? bias + m0 : nullptr);
+      if (!zb) {
+        bias_activation(act, yb, mn, cn, HW, bias ? bias + m0 : nullptr);
+        continue;
+      }
+      bias_activation(FusedActivation(), yb, mn, cn, HW, bias ? bias + m0 : nullptr);
+      for (int64_t r = 0; r < mn; ++r) sum_activation(act, yb + r * HW, zb + r * HW, cn);
     }
   });
 }

@@ -46,18 +46,21 @@ bool pointwise_fits(const Geometry& g, int64_t group);
 bool pointwise_prefers_dnnl(const Geometry& g, int64_t group, int64_t C, int64_t M);
 // x [N, C, H*W], w [M, C], bias [M] or null, y [N, M, H*W]. `packed`:
 // pointwise_weights of w (or null), which takes the products through
-// pointwise_direct_f32 instead of sgemm where AVX-512 is there.
+// pointwise_direct_f32 instead of sgemm where AVX-512 is there. z (null:
+// none): a summand of y's shape added before the activation, y =
+// act(W X + bias + z), block by block while Y is in cache (a ConvAdd).
 void conv_pointwise_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y, int64_t N,
                         int64_t C, int64_t M, int64_t HW, const ops::FusedActivation& act,
-                        const PointwiseWeights* packed = nullptr);
+                        const PointwiseWeights* packed = nullptr, const float* z = nullptr);
 
 // True when a window has a stride other than 1.
 bool strided(const Geometry& g);
 
-// x [N, C, input dims], y [N, M, output dims]: any strides.
+// x [N, C, input dims], y [N, M, output dims]: any strides; z as for
+// conv_pointwise_f32.
 void conv_pointwise_strided_f32(const sdk::Context& ctx, const float* x, const float* w, const float* bias, float* y,
                                 int64_t N, int64_t C, int64_t M, const Geometry& g, const ops::FusedActivation& act,
-                                const PointwiseWeights* packed = nullptr);
+                                const PointwiseWeights* packed = nullptr, const float* z = nullptr);
 
 // True when conv_depthwise_f32 computes this convolution (2-D, C == M == group).
 bool depthwise_fits(const Geometry& g, int64_t C, int64_t M, int64_t group);

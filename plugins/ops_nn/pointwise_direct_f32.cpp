@@ -55,7 +55,7 @@ constexpr int64_t kTileCols = kPointwiseTileCols;  // three vectors of pixels
 // the kernel at a third of the FMA rate.
 template <int NV, bool kTail, Kind A>
 void tile(const float* wp, int64_t K, const float* x, int64_t ldx, const float* bias8, float* y, int64_t ldy,
-          int rows, __mmask16 last, const VecActivation<A>& f) {
+          int rows, __mmask16 last, const VecActivation<A>& f, const float* z) {
   __m512 acc[kRows][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
@@ -64,6 +64,17 @@ void tile(const float* wp, int64_t K, const float* x, int64_t ldx, const float* 
     for (int v = 0; v < NV; ++v) acc[i][v] = b;
   }
   fast::accumulate_rows<kRows, NV, kTail>(wp, x, ldx, K, acc, last);
+  if (z) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) {
+      if (i >= rows) break;
+      const float* zi = z + i * ldy;
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = _mm512_add_ps(acc[i][v], kTail && v == NV - 1 ? _mm512_maskz_loadu_ps(last, zi + 16 * v)
+                                                                  : _mm512_loadu_ps(zi + 16 * v));
+    }
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
     if (i >= rows) break;
@@ -80,7 +91,7 @@ void tile(const float* wp, int64_t K, const float* x, int64_t ldx, const float* 
 
 template <Kind A>
 void run(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int64_t ldx, const float* bias, float* y,
-         int64_t ldy, int64_t cols, const ops::FusedActivation& act) {
+         int64_t ldy, int64_t cols, const ops::FusedActivation& act, const float* z) {
   const VecActivation<A> f(act);
   const int64_t K = w.C, p0 = m0 / kRows, p1 = (m0 + mn + kRows - 1) / kRows;
   for (int64_t c = 0; c < cols; c += kTileCols) {
@@ -94,15 +105,16 @@ void run(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int6
       if (bias) std::copy(bias + first, bias + first + rows, b8);
       const float* wp = w.packed.data() + p * K * kRows;
       float* yp = y + (first - m0) * ldy + c;
+      const float* zp = z ? z + (first - m0) * ldy + c : nullptr;
       const float* xp = x + c;
       if (n == kTileCols)
-        tile<3, false, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f);
+        tile<3, false, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f, zp);
       else if (n > 32)
-        tile<3, true, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f);
+        tile<3, true, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f, zp);
       else if (n > 16)
-        tile<2, true, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f);
+        tile<2, true, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f, zp);
       else
-        tile<1, true, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f);
+        tile<1, true, A>(wp, K, xp, ldx, b8, yp, ldy, rows, last, f, zp);
     }
   }
 }
@@ -110,8 +122,9 @@ void run(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int6
 }  // namespace
 
 void pointwise_direct_f32(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int64_t ldx,
-                          const float* bias, float* y, int64_t ldy, int64_t cols, const ops::FusedActivation& act) {
-  with_kind(act, [&](auto k) { run<decltype(k)::value>(w, m0, mn, x, ldx, bias, y, ldy, cols, act); });
+                          const float* bias, float* y, int64_t ldy, int64_t cols, const ops::FusedActivation& act,
+                          const float* z) {
+  with_kind(act, [&](auto k) { run<decltype(k)::value>(w, m0, mn, x, ldx, bias, y, ldy, cols, act, z); });
 }
 
 SINGA_AVX512_END

@@ -50,9 +50,13 @@ bool pointwise_direct_on();
 // Output channels [m0, m0 + mn) (m0 a multiple of kPointwisePanel) and pixels
 // [0, cols) of one image: y[m * ldy + p] = act(sum_k W[m, k] x[k * ldx + p] +
 // bias[m]) with y and x already offset to the first row and pixel, and y
-// pointing at row m0. bias: all M values (null: none).
+// pointing at row m0. bias: all M values (null: none). z (null: none): a
+// summand laid out like y (rows ldy apart, offset like y), added before the
+// activation while the tile is in registers (a ConvAdd's residual: a
+// separate pass over Y and Z cost ResNet-50 almost as much as the product).
 void pointwise_direct_f32(const PointwiseWeights& w, int64_t m0, int64_t mn, const float* x, int64_t ldx,
-                          const float* bias, float* y, int64_t ldy, int64_t cols, const ops::FusedActivation& act);
+                          const float* bias, float* y, int64_t ldy, int64_t cols, const ops::FusedActivation& act,
+                          const float* z = nullptr);
 
 }  // namespace nn
 }  // namespace singa

@@ -1399,7 +1399,8 @@ TEST(Passes, ResidualAddRunsInsideTheConv) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       auto ops = check_same(m, {random_floats({rc.N, rc.C, rc.H, rc.W}, 120 + unsigned(i))}, 1e-4, o);
-      const std::vector<std::string> want = rc.shortcut_conv ? std::vector<std::string>{"FusedConv", "Conv", "ConvAdd"}
+      // The shortcut writes its output (Z) in 16-channel blocks, as a FusedConv.
+      const std::vector<std::string> want = rc.shortcut_conv ? std::vector<std::string>{"FusedConv", "FusedConv", "ConvAdd"}
                                                              : std::vector<std::string>{"FusedConv", "ConvAdd"};
       EXPECT_EQ(ops, want);
     }
@@ -1525,11 +1526,11 @@ TEST(Passes, ConvsPassBlockedActivationsToConvs) {
   BlockedCase c;
   ModelBuilder m = blocked_stage(c);
   // The Relus, the MaxPool and the Adds fold into the Convs. The last
-  // block's output goes to the GlobalAveragePool in NCHW, and so does its
-  // shortcut, which the ConvAdd b2 adds in its own output's layout.
+  // block's output goes to the GlobalAveragePool in NCHW; its shortcut stays
+  // in blocks, which the ConvAdd b2 adds before its output leaves them.
   EXPECT_EQ(blocked_sides(m), (std::vector<std::string>{"stem:out", "a1:in", "a1:out", "a2:in", "a2:out", "b1:in",
-                                                        "b1:out", "down:in", "b2:in"}));
-  EXPECT_EQ(plugin_count(stats_of(m), "cpu.blocked_layout"), 4);
+                                                        "b1:out", "down:in", "down:out", "b2:in"}));
+  EXPECT_EQ(plugin_count(stats_of(m), "cpu.blocked_layout"), 5);
   std::vector<BlockedCase> cases;
   cases.push_back(c);
   c.stem = 32, c.M1 = 32, c.M2 = 64;  // thin stem with the pool fused
@@ -1618,18 +1619,26 @@ TEST(Passes, BlockedLayoutStaysOffWhereAReaderNeedsNchw) {
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:out"), 0);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:in"), 0);
 
-  // On a plane of 64 pixels and more, a stride-1 1x1 Conv reads NCHW (its
-  // direct kernel, pointwise_direct_f32.hpp), so the pooled stem writes NCHW
-  // and so does the 1x1 Conv; the 3x3 Convs after it still pass blocks.
+  // On a plane of 64 pixels and more, a stride-1 1x1 Conv whose output is
+  // NCHW (here a graph output) reads NCHW (its direct kernel,
+  // pointwise_direct_f32.hpp), so the pooled stem writes NCHW too; the 3x3
+  // Convs after it still pass blocks. From blocks to blocks it reads blocks.
   c = BlockedCase();
   c.stem = 64, c.M1 = 32;
   ModelBuilder pointwise = blocked_stage(c);
+  pointwise.output("widen", SINGA_ONNX_FLOAT, {1, 32, 10, 10});
   sides = blocked_sides(pointwise);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "stem:out"), 0);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:in"), 0);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:out"), 0);
   EXPECT_EQ(std::count(sides.begin(), sides.end(), "a1:out"), 1);
   check_same(pointwise, {random_floats({1, 3, 20, 20}, 333)});
+  ModelBuilder pointwise_blocked = blocked_stage(c);
+  sides = blocked_sides(pointwise_blocked);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "stem:out"), 1);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:in"), 1);
+  EXPECT_EQ(std::count(sides.begin(), sides.end(), "widen:out"), 1);
+  check_same(pointwise_blocked, {random_floats({1, 3, 20, 20}, 334)});
 
   setenv("SINGA_OPTIONS", "pass.cpu.blocked_layout=0", 1);
   EXPECT_EQ(plugin_count(stats_of(blocked_stage(BlockedCase())), "cpu.blocked_layout"), 0);

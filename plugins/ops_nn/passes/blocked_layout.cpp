@@ -5,8 +5,11 @@
 // of one group writes it (a ConvAdd too, a fused MaxPool allowed) with a
 // multiple of 16 channels, it is not a graph output, and every reader is such
 // a Conv reading it as X (other than a stride-1 1x1 Conv on a plane of 64
-// pixels or more, whose direct kernel reads NCHW), or a ConvAdd reading it as
-// Z whose own output is blocked (the kernel adds Z in Y's layout).
+// pixels or more whose output is NCHW, whose direct kernel reads NCHW), or a
+// ConvAdd reading it as Z (the kernel adds Z in Y's layout, or a blocked Z
+// to a blocked result before it moves to an NCHW Y: the last sum of a
+// residual chain that GlobalAveragePool reads, which otherwise took the
+// whole chain back to NCHW through ResNet-50's layer4).
 //
 // The layout is the value's (kBlocked16Layout, set with graph_set_layout):
 // every Conv on either side becomes an ai.singa.cpu FusedConv (or stays a
@@ -42,10 +45,13 @@ bool blockable(const Graph& g, const GraphNode& n) {
   return n.attr_int("group", 1) == 1 && n.num_outputs() == 1 && !n.output_name(0).empty();
 }
 
-// A stride-1 1x1 Conv on a plane of at least 64 pixels: its direct kernel on
-// NCHW (pointwise_direct_f32.hpp) beat oneDNN's 1x1 code on blocks with its
-// output reorder (SqueezeNet's first squeeze and expand1x1 layers at 2
-// threads: 0.025 -> 0.017 and 0.027 -> 0.018 ms).
+// A stride-1 1x1 Conv on a plane of at least 64 pixels: where its own output
+// is NCHW, its direct kernel on NCHW (pointwise_direct_f32.hpp) beat oneDNN's
+// 1x1 code on blocks with its output reorder (SqueezeNet's first squeeze and
+// expand1x1 layers at 2 threads: 0.025 -> 0.017 and 0.027 -> 0.018 ms). From
+// blocks to blocks oneDNN's 1x1 code does no reorder and wins (ResNet-50's
+// bottlenecks, whose 1x1 layers had read and written NCHW around blocked 3x3
+// layers: the whole net ran about 10% faster all blocked).
 bool reads_nchw_faster(const Graph& g, const GraphNode& n) {
   if (cpu_op(n, "ConvAdd") || !pointwise_conv(g, n)) return false;
   const auto x = shape_of(g, n.input_name(0));
@@ -77,13 +83,13 @@ int use_blocked_layout(Graph& g) {
       if (!on) continue;
       bool ok = true;
       for (const GraphNode& c : g.consumers(v)) {
-        if (!node_ok.count(c.raw()) || reads_nchw_faster(g, c)) {
+        if (!node_ok.count(c.raw()) || (reads_nchw_faster(g, c) && !is_blocked(c.output_name(0)))) {
           ok = false;
           break;
         }
         for (size_t k = 0; k < c.num_inputs() && ok; ++k) {
           if (c.input_name(k) != v) continue;
-          ok = k == 0 || (k == 3 && cpu_op(c, "ConvAdd") && is_blocked(c.output_name(0)));
+          ok = k == 0 || (k == 3 && cpu_op(c, "ConvAdd"));
         }
         if (!ok) break;
       }
