@@ -208,22 +208,32 @@ void Executor::plan_memory_of_intermediates() {
 // axis is 1) gets each input placed where it goes in the output, so that the
 // producers write it there and the Concat (plugins/ops_tensor/concat_split.cpp)
 // finds nothing to move: SqueezeNet's eight Concats copied 0.1 ms per run.
-// Only inputs that the Concat alone reads, once, that take no memory over
-// and that nothing takes over, all planned, at 64-byte offsets.
+// Concats are visited last first, and one whose inputs already lie side by
+// side in a later Concat's output is itself placed there: DenseNet's layer k
+// concatenates the features of layers 0..k-1, a prefix of layer k+1's
+// Concat, so a dense block's Concats and features all live in the block's
+// last output and none of its 58 Concats copies (they moved 3.6 ms of
+// 100 per run). Inputs read elsewhere too stay where they are as long as no
+// reader writes over them (takes them over) and the container outlives
+// every reader (memory_plan.cpp). Parts are eligible, take nothing over, are
+// taken over by nothing and sit at 64-byte offsets.
 void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const {
   std::vector<bool> taken_over(values.size(), false);
   for (const PlanValue& p : values)
     if (p.takes_over >= 0) taken_over[size_t(p.takes_over)] = true;
-  for (const ExecNode& e : exec_) {
+  auto movable = [&](int v) {
+    const PlanValue& p = values[size_t(v)];
+    return p.eligible && p.bytes > 0 && p.takes_over < 0 && !taken_over[size_t(v)];
+  };
+  for (auto it = exec_.rbegin(); it != exec_.rend(); ++it) {
+    const ExecNode& e = *it;
     const graph::Node& n = *e.node;
     if (e.core || e.device != cpu_ || n.proto.op_type() != "Concat" || !(n.proto.domain().empty() ||
-        n.proto.domain() == "ai.onnx") || n.outputs.size() != 1 || n.outputs[0] < 0 || n.inputs.size() < 2)
+        n.proto.domain() == "ai.onnx") || n.outputs.size() != 1 || n.outputs[0] < 0 || n.inputs.empty())
       continue;
     const int y = n.outputs[0];
     const graph::Value& out = g_.values[size_t(y)];
-    if (!values[size_t(y)].eligible || values[size_t(y)].bytes == 0 || taken_over[size_t(y)] ||
-        values[size_t(y)].takes_over >= 0 || !out.rank_known)
-      continue;
+    if (!movable(y) || !out.rank_known || !out.layout.empty()) continue;
     int64_t axis = 1;  // Concat-1's default; later opsets require the attribute
     for (const auto& a : n.proto.attribute())
       if (a.name() == "axis") axis = a.i();
@@ -231,23 +241,45 @@ void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const
     if (axis < 0 || axis >= int64_t(out.dims.size())) continue;
     bool ok = true;
     for (int64_t d = 0; d < axis; ++d) ok = ok && out.dims[size_t(d)] == 1;
+    // Each input's offset in the output; a value read twice keeps its memory.
+    std::vector<std::pair<int, size_t>> parts;
     size_t offset = 0;
-    std::vector<std::pair<int, size_t>> parts;  // input, its offset in the output
     for (size_t k = 0; ok && k < n.inputs.size(); ++k) {
       const int v = n.inputs[k];
-      // (a value read twice by the Concat has the Concat once in its consumers)
-      ok = v >= 0 && std::find(n.inputs.begin(), n.inputs.begin() + k, v) == n.inputs.begin() + k;
+      ok = v >= 0 && values[size_t(v)].bytes > 0 && g_.values[size_t(v)].layout.empty();
       if (!ok) break;
-      const PlanValue& p = values[size_t(v)];
-      ok = p.eligible && p.bytes > 0 && p.takes_over < 0 && !taken_over[size_t(v)] && p.part_of < 0 &&
-           g_.values[size_t(v)].consumers.size() == 1 && offset % MemoryPlan::kAlignment == 0;
-      parts.emplace_back(v, offset);
-      offset += p.bytes;
+      if (std::count(n.inputs.begin(), n.inputs.end(), v) == 1) parts.emplace_back(v, offset);
+      offset += values[size_t(v)].bytes;
     }
     if (!ok || offset != values[size_t(y)].bytes) continue;
+    // Where the output goes: inside its own container if it has one; else
+    // where a later Concat's output already holds all of its inputs side by
+    // side (in this order, each once); else it is a container itself.
+    int root = y;
+    size_t base = 0;
+    if (values[size_t(y)].part_of >= 0) {
+      root = values[size_t(y)].part_of;
+      base = values[size_t(y)].part_offset;
+    } else if (parts.size() == n.inputs.size()) {
+      const PlanValue& p0 = values[size_t(parts[0].first)];
+      bool joins = p0.part_of >= 0 && p0.part_offset % MemoryPlan::kAlignment == 0;
+      for (const auto& [v, at] : parts) {
+        const PlanValue& p = values[size_t(v)];
+        joins = joins && p.part_of == p0.part_of && p.part_offset == p0.part_offset + at;
+      }
+      if (joins) {
+        root = p0.part_of;
+        base = p0.part_offset;
+        values[size_t(y)].part_of = root;
+        values[size_t(y)].part_offset = base;
+        continue;  // its inputs are where it reads them already
+      }
+    }
     for (const auto& [v, at] : parts) {
-      values[size_t(v)].part_of = y;
-      values[size_t(v)].part_offset = at;
+      PlanValue& p = values[size_t(v)];
+      if (p.part_of >= 0 || !movable(v) || (base + at) % MemoryPlan::kAlignment != 0) continue;
+      p.part_of = root;
+      p.part_offset = base + at;
     }
   }
 }

@@ -62,7 +62,8 @@ MemoryPlan plan_memory(const std::vector<PlanValue>& values) {
     ch.last = std::max(ch.last, pv.last);
     ch.first = std::min(ch.first, pv.first);
   }
-  // Parts reserve their container's room from their own producer on.
+  // Parts reserve their container's room from their own producer on, and
+  // until their last reader (which may come after the container's).
   std::vector<bool> part_placed(n, false);
   for (size_t v = 0; v < n; ++v) {
     const PlanValue& pv = values[v];
@@ -72,6 +73,7 @@ MemoryPlan plan_memory(const std::vector<PlanValue>& values) {
         pv.part_offset + pv.bytes > values[size_t(pv.part_of)].bytes)
       continue;
     chains[size_t(c)].first = std::min(chains[size_t(c)].first, pv.first);
+    chains[size_t(c)].last = std::max(chains[size_t(c)].last, pv.last);
     part_placed[v] = true;
   }
   // A part whose container is not placed becomes a chain of its own.

@@ -43,7 +43,8 @@ struct MemoryPlan {
 // largest first, each in the smallest gap that is free for its whole life
 // (the end of the arena when no gap fits). A value that is `part_of` another
 // is placed with it: the other's room is reserved from the first part's
-// producer on, and the part gets the other's offset plus its own. Parts must
+// producer until the last part's or its own last reader, and the part gets
+// the other's offset plus its own. Parts must
 // be eligible, take nothing over and be taken over by nothing (the caller
 // checks); a part whose container is not placed is placed on its own.
 MemoryPlan plan_memory(const std::vector<PlanValue>& values);

@@ -1,5 +1,6 @@
 // plugin.cpp - the ops_math pack: elementwise arithmetic, unary math and
 // matrix products on the CPU.
+#include "matmul_bf16.hpp"
 #include "qmatmul.hpp"
 #include "registry.hpp"
 #include "passes/fuse_gemm_activation.hpp"
@@ -22,4 +23,6 @@ SINGA_PLUGIN("ops_math", "0.1.0", "elementwise arithmetic, unary math, MatMul/Ge
   // DequantizeLinear'd int8 MatMul/Gemm -> QDQMatMul, before the float MatMul passes.
   singa::sdk::register_graph_pass(reg, kQdqMatMulPass, "cpu", kQdqMatMulPriority, fuse_qdq_matmuls);
   singa::sdk::register_graph_pass(reg, kDynqMatMulPass, "cpu", kDynqMatMulPriority, fuse_dynq_matmuls);
+  // Bf16MatMul and the pass cpu.bf16_matmuls (cpu.precision=bf16, bfloat16 graphs).
+  register_bf16_matmul(reg);
 }

@@ -1,8 +1,13 @@
 // BatchNormalization: inference with running statistics, and (opset 14+,
 // training_mode=1) normalisation with batch statistics plus updated
 // running mean and variance; and ai.singa.cpu::FusedBatchNorm, an inference
-// one with the activation after it fused (passes/fuse_conv_activation.cpp).
+// one with the activation after it fused (passes/fuse_conv_activation.cpp)
+// and, optionally, the AveragePool after that (pool_kernel_shape and
+// pool_strides: whole windows only, passes/fuse_batch_norm_pool.cpp).
+#include "affine_activation_f32.hpp"
+#include "avg_pool_2d_f32.hpp"
 #include "batch_norm_attrs.hpp"
+#include "batch_norm_conv_f32.hpp"
 #include <cpu_domain.hpp>
 #include "fused_activation.hpp"
 #include "nn_common.hpp"
@@ -18,29 +23,6 @@ namespace {
 
 using ops::FusedActivation;
 
-// y = act(x * a + c) over one float plane, one loop per kind so that each
-// vectorizes (the build's baseline is SSE2; the clones take AVX-512).
-SINGA_VEC_CLONES void affine_plane_f32(const float* __restrict x, float* __restrict y, int64_t n, float a, float c,
-                                       const FusedActivation& act) {
-  switch (act.kind) {
-    case FusedActivation::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i] * a + c, 0.f);
-      return;
-    case FusedActivation::kClip:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i] * a + c, act.lo), act.hi);
-      return;
-    case FusedActivation::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i] * a + c;
-        y[i] = v >= 0.f ? v : act.alpha * v;
-      }
-      return;
-    default:
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + c;
-      if (act.kind != FusedActivation::kNone) act.apply_smooth(y, n);
-  }
-}
-
 class BatchNorm : public NodeKernel {
  public:
   explicit BatchNorm(const sdk::Node& node)
@@ -49,6 +31,14 @@ class BatchNorm : public NodeKernel {
         act_(node.op_type() == "FusedBatchNorm" ? FusedActivation(node) : FusedActivation()) {
     if (act_.kind != FusedActivation::kNone && attrs_.training)
       fail("a fused activation needs inference mode (training_mode=0)");
+    if (node.op_type() == "FusedBatchNorm" && node.has_attr("pool_kernel_shape")) {
+      pool_k_ = node.attr_ints("pool_kernel_shape");
+      pool_s_ = node.has_attr("pool_strides") ? node.attr_ints("pool_strides") : std::vector<int64_t>{1, 1};
+      if (pool_k_.size() != 2 || pool_s_.size() != 2 || std::min({pool_k_[0], pool_k_[1], pool_s_[0], pool_s_[1]}) < 1)
+        fail("pool_kernel_shape and pool_strides must hold 2 positive values each, got " + shape_str(pool_k_) +
+             " and " + shape_str(pool_s_));
+      if (attrs_.training || !attrs_.spatial) fail("a fused pool needs inference mode with spatial statistics");
+    }
   }
 
   void compute(sdk::Context& ctx) const {
@@ -66,7 +56,16 @@ class BatchNorm : public NodeKernel {
       SINGA_CHECK(t->numel() == channels, "scale, B, mean and var must hold " + std::to_string(channels) +
                                               " values for X " + shape_str(xs) + ", got shape " +
                                               shape_str(t->shape()));
-    sdk::Tensor y = ctx.output(0, xs, x.dl_dtype());
+    if (!pool_k_.empty()) SINGA_CHECK(xs.size() == 4 && x.dtype() == SINGA_ONNX_FLOAT,
+                                      "a fused pool needs float X [N, C, H, W], got shape " + shape_str(xs));
+    Shape ys = xs;
+    if (!pool_k_.empty()) {
+      SINGA_CHECK(xs[2] >= pool_k_[0] && xs[3] >= pool_k_[1],
+                  "X " + shape_str(xs) + " is smaller than the fused pool's window " + shape_str(pool_k_));
+      ys[2] = (xs[2] - pool_k_[0]) / pool_s_[0] + 1;
+      ys[3] = (xs[3] - pool_k_[1]) / pool_s_[1] + 1;
+    }
+    sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
     std::vector<double> sc = real_values(scale, where()), b = real_values(bias, where());
     std::vector<double> mu = real_values(mean, where()), vr = real_values(var, where());
 
@@ -86,12 +85,16 @@ class BatchNorm : public NodeKernel {
       c[i] = b[i] - mu[i] * a[i];
     }
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner));
+    if (!pool_k_.empty()) {
+      pooled_f32(ctx, x.data<float>(), y.data<float>(), xs, ys, channels, a, c);
+      return;
+    }
     if (x.dtype() == SINGA_ONNX_FLOAT) {
       const float* px = x.data<float>();
       float* py = y.data<float>();
       ctx.parallel_for(N * channels, grain, [&](int64_t pb, int64_t pe) {
         for (int64_t p = pb; p < pe; ++p)
-          affine_plane_f32(px + p * inner, py + p * inner, inner, float(a[size_t(p % channels)]),
+          affine_activation_f32(px + p * inner, py + p * inner, inner, float(a[size_t(p % channels)]),
                            float(c[size_t(p % channels)]), act_);
       });
       return;
@@ -114,6 +117,29 @@ class BatchNorm : public NodeKernel {
   }
 
  private:
+  // y = AveragePool(act(x * a + c)): each plane is normalized into a scratch
+  // plane that stays in cache and pooled from there, so the full-size
+  // activation never goes to memory (DenseNet's transitions).
+  void pooled_f32(const sdk::Context& ctx, const float* px, float* py, const Shape& xs, const Shape& ys,
+                  int64_t channels, const std::vector<double>& a, const std::vector<double>& c) const {
+    const int64_t H = xs[2], W = xs[3], planes = xs[0] * xs[1], in = H * W, out = ys[2] * ys[3];
+    const PoolAxis ph = pool_axis(H, ys[2], pool_k_[0], pool_s_[0], 1, 0, 0, false);
+    const PoolAxis pw = pool_axis(W, ys[3], pool_k_[1], pool_s_[1], 1, 0, 0, false);
+    const bool two_by_two = pool_k_ == std::vector<int64_t>{2, 2} && pool_s_ == std::vector<int64_t>{2, 2};
+    ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in)), [&](int64_t pb, int64_t pe) {
+      std::vector<float> plane(static_cast<size_t>(in)), row(static_cast<size_t>(avg_pool_buffer_size(pw)));
+      for (int64_t p = pb; p < pe; ++p) {
+        affine_activation_f32(px + p * in, plane.data(), in, float(a[size_t(p % channels)]), float(c[size_t(p % channels)]),
+                         act_);
+        if (two_by_two) {
+          avg_pool_2x2_plane_f32(plane.data(), W, ys[2], ys[3], py + p * out);
+          continue;
+        }
+        for (int64_t oh = 0; oh < ys[2]; ++oh) avg_pool_row_f32(plane.data(), ph, pw, oh, row.data(), py + p * out + oh * ys[3]);
+      }
+    });
+  }
+
   // Mean and (population) variance of each channel over the batch and positions.
   void batch_stats(const sdk::Context& ctx, const sdk::Tensor& x, int64_t N, int64_t channels, int64_t inner,
                    std::vector<double>& mean, std::vector<double>& var) const {
@@ -156,6 +182,7 @@ class BatchNorm : public NodeKernel {
 
   const ops::BatchNormAttrs attrs_;
   const FusedActivation act_;
+  std::vector<int64_t> pool_k_, pool_s_;  // empty: no fused pool
 };
 
 }  // namespace
@@ -172,6 +199,7 @@ void register_batch_norm(sdk::Registrar& reg) {
   reg.kernel<BatchNorm>("", "BatchNormalization", 15, SINGA_VERSION_OPEN, "cpu",
                         {{"T", 0, kRealTypes}, {"T1", 1, kRealTypes}, {"T2", 3, kRealTypes}});
   reg.kernel<BatchNorm>(ops::kCpuDomain, "FusedBatchNorm", 1, 1, "cpu", {{"T", 0, sdk::bit(SINGA_ONNX_FLOAT)}});
+  register_batch_norm_conv(reg);
 }
 
 }  // namespace nn

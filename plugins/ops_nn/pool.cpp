@@ -278,8 +278,14 @@ class MaxPool : public PoolBase {
     const int64_t Hp = (OH - 1) * g.s[1] + g.k[1], Wp = (OW - 1) * g.s[2] + g.k[2];
     // The padded row's slice [c0, c1) holds input columns [0, W), clipped.
     const int64_t c0 = std::min(g.pb[2], Wp), c1 = std::min(Wp, g.pb[2] + W);
+    // Stride 1: the padded plane is one long row whose window i is output
+    // (i / Wp, i % Wp) (the last Wp - OW of each row straddle two rows and are
+    // dropped): one call of the row kernel per plane instead of one per output
+    // row, whose set-up dominated on 7- to 28-wide planes (GoogLeNet's
+    // Inception pools). The last window read ends inside the buffer.
+    const bool flat = g.s[1] == 1 && g.s[2] == 1;
     ctx.parallel_for(planes, grain, [&](int64_t pb, int64_t pe) {
-      std::vector<float> buf(size_t(Hp * Wp));
+      std::vector<float> buf(size_t(Hp * Wp)), rows(flat ? size_t(OH * Wp) : 0);
       const float* r[3];
       for (int64_t p = pb; p < pe; ++p) {
         const float* xp = x + p * H * W;
@@ -289,6 +295,13 @@ class MaxPool : public PoolBase {
           std::fill(dst, dst + c0, src[0]);
           std::copy(src + (c0 - g.pb[2]), src + (c1 - g.pb[2]), dst + c0);
           std::fill(dst + c1, dst + Wp, src[W - 1]);
+        }
+        if (flat) {
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) r[kh] = buf.data() + kh * Wp;
+          row_fn(r, (OH - 1) * Wp + OW, rows.data());
+          for (int64_t oh = 0; oh < OH; ++oh)
+            std::copy(rows.data() + oh * Wp, rows.data() + oh * Wp + OW, y + p * OH * OW + oh * OW);
+          continue;
         }
         for (int64_t oh = 0; oh < OH; ++oh) {
           for (int64_t kh = 0; kh < g.k[1]; ++kh) r[kh] = buf.data() + (oh * g.s[1] + kh) * Wp;
@@ -369,6 +382,17 @@ class AveragePool : public PoolBase {
     const PoolAxis h = pool_axis(g.in[1], g.out[1], g.k[1], g.s[1], g.d[1], g.pb[1], g.pe[1], count_include_pad_);
     const PoolAxis w = pool_axis(g.in[2], g.out[2], g.k[2], g.s[2], g.d[2], g.pb[2], g.pe[2], count_include_pad_);
     const int64_t OH = h.out, OW = w.out, rows = planes * OH;
+    // Whole 2x2/2 windows (no padding, no overhang): one flat loop per plane.
+    bool two_by_two = 2 * OH <= g.in[1] && 2 * OW <= g.in[2];
+    for (int i = 1; i < 3; ++i)
+      two_by_two = two_by_two && g.k[i] == 2 && g.s[i] == 2 && g.d[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
+    if (two_by_two) {
+      const int64_t in = g.in[1] * g.in[2];
+      ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in)), [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) avg_pool_2x2_plane_f32(x + p * in, g.in[2], OH, OW, y + p * OH * OW);
+      });
+      return;
+    }
     const int64_t per_row = std::max<int64_t>(1, (g.k[1] + 1) * g.in[2] + g.k[2] * OW);
     ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / per_row), [&](int64_t b, int64_t e) {
       std::vector<float> buf(size_t(avg_pool_buffer_size(w)));

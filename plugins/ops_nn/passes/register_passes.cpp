@@ -6,6 +6,10 @@
 #include "register_passes.hpp"
 #include "fuse_attention.hpp"
 #include "fuse_passes.hpp"
+#include "../conv_bf16.hpp"
+#include "fuse_batch_norm_conv.hpp"
+#include "fuse_batch_norm_pool.hpp"
+#include "pool_before_conv.hpp"
 
 namespace singa {
 namespace nn {
@@ -38,6 +42,9 @@ void register_graph_passes(sdk::Registrar& reg) {
   };
   // The attention block, among ops_math's MatMul passes (fuse_attention.hpp).
   sdk::register_graph_pass(reg, kAttentionPass, "cpu", kAttentionPriority, fuse_attention);
+  sdk::register_graph_pass(reg, kPoolBeforeConv, "cpu", kPoolBeforeConvPriority, pool_before_convs);
+  sdk::register_graph_pass(reg, kBatchNormPools, "cpu", kBatchNormPoolsPriority, fuse_batch_norm_pools);
+  sdk::register_graph_pass(reg, kBatchNormConvs, "cpu", kBatchNormConvsPriority, fuse_batch_norm_convs);
   // Higher priority runs first; the gaps leave room for other packs' passes.
   int32_t priority = SINGA_PASS_PRIORITY_QUANTIZED + 40;
   for (const Entry& e : quantized) {
@@ -49,6 +56,7 @@ void register_graph_passes(sdk::Registrar& reg) {
     sdk::register_graph_pass(reg, e.name, "cpu", priority, e.fn);
     priority -= 10;
   }
+  register_bf16_conv(reg);  // Bf16Conv and cpu.bf16_convs (at 935: after the fusions, before the layouts)
 }
 
 }  // namespace passes
