@@ -1,5 +1,6 @@
 // Windowed pooling: MaxPool (with Indices), AveragePool and LpPool.
 #include "avg_pool_2d_f32.hpp"
+#include "max_pool_3s1_narrow_f32.hpp"
 #include "nn_common.hpp"
 #include "pool_f32.hpp"
 #include "register.hpp"
@@ -201,6 +202,13 @@ class MaxPool : public PoolBase {
     ow_in1 = ow_in0;
     while (ow_in1 < OW && cols[size_t(ow_in1)].kb == 0 && cols[size_t(ow_in1)].ke == g.k[2]) ++ow_in1;
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OH * OW * g.k[1] * g.k[2]));
+    const int64_t wk[2] = {g.k[1], g.k[2]}, ws[2] = {g.s[1], g.s[2]}, wp[2] = {g.pb[1], g.pb[2]};
+    if (!idx && fast::avx512() && max_pool_3s1_narrow_fits(H, W, OH, OW, wk, ws, wp)) {
+      ctx.parallel_for(planes, grain, [&](int64_t pb, int64_t pe) {
+        max_pool_3s1_narrow_f32(x + pb * H * W, pe - pb, H, W, y + pb * H * W);
+      });
+      return;
+    }
     if (vector_row && replicate_fits(g) && (ow_in0 > 0 || ow_in1 < OW || g.pb[1] > 0 || (OH - 1) * g.s[1] + g.k[1] > H)) {
       max_pool_replicated(ctx, g, planes, grain, vector_row, x, y);
       return;

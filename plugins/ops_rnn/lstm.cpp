@@ -75,6 +75,18 @@ class Lstm {
     const Outputs<T> out = allocate_outputs(ctx, p, dt, 3);
     const int64_t H = p.hidden, G = 4 * H, steps = longest(p.lens);
     std::vector<T> hr(size_t(p.batch * G));
+    if constexpr (std::is_same<T, float>::value) {
+      if (concurrent_ok(ctx, p, P)) {
+        std::vector<float> h[2] = {load_state(p, p.init_h, 0), load_state(p, p.init_h, 1)};
+        std::vector<float> c[2] = {load_state(p, init_c, 0), load_state(p, init_c, 1)};
+        concurrent_directions(ctx, p, h, c, out.Y);
+        for (int64_t d = 0; d < 2; ++d) {
+          store_state(p, h[d], d, out.states[0]);
+          store_state(p, c[d], d, out.states[1]);
+        }
+        return;
+      }
+    }
     for (int64_t d = 0; d < p.dirs; ++d) {
       std::vector<T> h = load_state(p, p.init_h, d);
       std::vector<T> c = load_state(p, init_c, d);
@@ -145,6 +157,23 @@ class Lstm {
     }
   }
 
+  // One direction's recurrence as run by parallel_steps: the state its parts
+  // share (h and h_next alternate by step; z is the gate pre-activations
+  // when oneDNN's product is used), each part owning its own units' columns.
+  struct StepJob {
+    const Problem<float>* p = nullptr;
+    int64_t d = 0, parts = 1;
+    bool rev = false, interleave = false;
+    const float* proj = nullptr;      // the input projection, or own_proj
+    float* own_proj = nullptr;        // non-null: the parts project X themselves (packed_w)
+    const float* packed_w = nullptr;  // W's panels
+    const float* packed = nullptr;    // R's panels; null: oneDNN's per-gate products
+    std::vector<float>* h = nullptr;
+    std::vector<float>* c = nullptr;
+    std::vector<float> h_next, z, bias;
+    float* Y = nullptr;
+  };
+
   // The default float cell with the step split over the pool by hidden
   // units: part q computes the four gates' pre-activations of its units
   // (their rows of R, against the whole previous h), then their cell. One
@@ -159,19 +188,71 @@ class Lstm {
   void parallel_steps(const sdk::Context& ctx, const Problem<float>& p, int64_t d, bool rev, int64_t parts,
                       const float* proj, const float* packed_w, std::vector<float>& h, std::vector<float>& c, float* Y,
                       const float* packed) const {
-    const int64_t H = p.hidden, G = 4 * H, N = p.batch, steps = longest(p.lens), panels = lstm_panels(H);
-    float* own_proj = packed_w ? projection_buffer<float>(size_t(p.seq * N * G)) : nullptr;
-    if (own_proj) proj = own_proj;
-    const float* R = p.R + d * G * H;
-    const float* rb = p.B ? p.B + d * 2 * G + G : nullptr;
-    // Step s reads states[s % 2] and writes the other: after the barrier of
-    // step s nobody reads what step s + 1 overwrites.
-    std::vector<float> h_next(h.size()), z(packed ? 0 : size_t(N * G)), bias;
-    float* states[2] = {h.data(), h_next.data()};
+    float* own_proj = packed_w ? projection_buffer<float>(size_t(p.seq * p.batch * 4 * p.hidden)) : nullptr;
+    StepJob job = make_job(p, d, rev, parts, proj, own_proj, packed_w, h, c, Y, packed);
+    StepBarrier barrier(parts);
+    ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) { run_parts(job, barrier, q0, q1); });
+    finish_job(job);
+  }
+
+  // A bidirectional layer at 2 threads: each direction whole on one
+  // thread, both at once, instead of each direction's steps split over the
+  // threads with a barrier after every step. Same work, but no thread waits
+  // on the other: on a busy machine a descheduled partner held every step up
+  // (crnn's LSTMs at 2 threads took up to 3x their 1-thread time), while here
+  // a late worker's direction is taken by the caller (the pool's stealing),
+  // 1-thread time at worst. Both directions need W's and R's panels (the
+  // parts project X themselves, into buffers of their own).
+  void concurrent_directions(const sdk::Context& ctx, const Problem<float>& p, std::vector<float> (&h)[2],
+                             std::vector<float> (&c)[2], float* Y) const {
+    std::vector<float> own[2];
+    StepJob jobs[2];
+    for (int64_t d = 0; d < 2; ++d) {
+      own[d].resize(size_t(p.seq * p.batch * 4 * p.hidden));
+      jobs[d] = make_job(p, d, attrs_.is_reverse(d), 1, nullptr, own[d].data(),
+                         packed_weights(packed_w_, p, d, p.input), h[d], c[d], Y,
+                         packed_weights(packed_r_, p, d, p.hidden));
+    }
+    StepBarrier b0(1), b1(1);
+    StepBarrier* barriers[2] = {&b0, &b1};
+    ctx.parallel_for(2, 1, [&](int64_t d0, int64_t d1) {
+      for (int64_t d = d0; d < d1; ++d) run_parts(jobs[d], *barriers[d], 0, 1);
+    });
+    for (StepJob& job : jobs) finish_job(job);
+  }
+
+  // Whether concurrent_directions runs this call: two directions, 2 threads
+  // (at 3 the split steps use all three; at 4+ each direction split over half
+  // the threads would need a barrier of its own), our default cell in both,
+  // W and R packed.
+  bool concurrent_ok(const sdk::Context& ctx, const Problem<float>& p, const float* P) const {
+    const int threads = ctx.num_threads();
+    if (p.dirs != 2 || threads != 2 || P || input_forget_ || !fast::avx512()) return false;
+    for (int64_t d = 0; d < 2; ++d) {
+      const Activation& f = attrs_.acts[size_t(3 * d)];
+      const Activation& g = attrs_.acts[size_t(3 * d + 1)];
+      const Activation& hact = attrs_.acts[size_t(3 * d + 2)];
+      if (f.kind != ActKind::Sigmoid || g.kind != ActKind::Tanh || hact.kind != ActKind::Tanh) return false;
+      if (!packed_weights(packed_w_, p, d, p.input) || !packed_weights(packed_r_, p, d, p.hidden)) return false;
+    }
+    return true;
+  }
+
+  StepJob make_job(const Problem<float>& p, int64_t d, bool rev, int64_t parts, const float* proj, float* own_proj,
+                   const float* packed_w, std::vector<float>& h, std::vector<float>& c, float* Y,
+                   const float* packed) const {
+    const int64_t H = p.hidden, G = 4 * H, N = p.batch, panels = lstm_panels(H);
+    StepJob job;
+    job.p = &p, job.d = d, job.rev = rev, job.parts = parts, job.packed_w = packed_w, job.packed = packed;
+    job.own_proj = packed_w ? own_proj : nullptr;
+    job.proj = job.own_proj ? job.own_proj : proj;
+    job.h = &h, job.c = &c, job.Y = Y;
+    job.h_next.resize(h.size());
+    if (!packed) job.z.resize(size_t(N * G));
     if (packed && p.B) {  // Wb + Rb
       const float* wb = p.B + d * 2 * G;
-      bias.resize(size_t(G));
-      for (int64_t i = 0; i < G; ++i) bias[size_t(i)] = wb[i] + wb[G + i];
+      job.bias.resize(size_t(G));
+      for (int64_t i = 0; i < G; ++i) job.bias[size_t(i)] = wb[i] + wb[G + i];
     }
     // One row: the projection of the steps of block b + 1 (4 steps) is
     // computed in the product loops of block b's steps (ProjectionShare);
@@ -181,78 +262,100 @@ class Lstm {
     // stream a quarter of W from L3 beside R, and one product of all the
     // rows, W read once, is faster (crnn's LSTM node at 1 thread ~4x).
     const int64_t part_bytes = (panels + parts - 1) / parts * kUnitsPerPanel * G / H * (H + p.input) * 4;
-    const bool interleave = own_proj && N == 1 && part_bytes <= kInterleaveBytes;
-    const int64_t I = p.input;
+    job.interleave = job.own_proj && N == 1 && part_bytes <= kInterleaveBytes;
+    return job;
+  }
+
+  // The final state into h: step s reads states[s % 2] and writes the other.
+  static void finish_job(StepJob& job) {
+    if (longest(job.p->lens) % 2 == 1) job.h->swap(job.h_next);
+  }
+
+  // Parts [q0, q1) of job's parts, every step, meeting the other parts at
+  // `barrier` after each.
+  void run_parts(StepJob& job, StepBarrier& barrier, int64_t q0, int64_t q1) const {
+    const Problem<float>& p = *job.p;
+    const int64_t H = p.hidden, G = 4 * H, N = p.batch, steps = longest(p.lens), panels = lstm_panels(H);
+    const int64_t parts = job.parts, I = p.input, d = job.d;
+    const bool rev = job.rev, interleave = job.interleave;
+    const float* packed = job.packed;
+    const float* packed_w = job.packed_w;
+    float* own_proj = job.own_proj;
+    const float* proj = job.proj;
+    const float* R = p.R + d * G * H;
+    const float* rb = p.B ? p.B + d * 2 * G + G : nullptr;
+    float* c = job.c->data();
+    float* z = job.z.data();
+    float* Y = job.Y;
+    // Step s reads states[s % 2] and writes the other: after the barrier of
+    // step s nobody reads what step s + 1 overwrites.
+    float* states[2] = {job.h->data(), job.h_next.data()};
     auto block_time = [&](int64_t s) { return step_time(rev, s, p.lens[0]); };  // N = 1: X's row is the time
-    StepBarrier barrier(parts);
-    ctx.parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
-      dnnl_single_thread();
-      std::vector<float> share_acc(interleave ? size_t(panels * 16 * kUnitsPerPanel) : 0);
-      for (int64_t q = q0; q < q1 && own_proj; ++q) {
+    dnnl_single_thread();
+    std::vector<float> share_acc(interleave ? size_t(panels * 16 * kUnitsPerPanel) : 0);
+    for (int64_t q = q0; q < q1 && own_proj; ++q) {
+      const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
+      if (!interleave) {
+        lstm_projection(packed_w, H, I, p.X, p.seq * N, own_proj, u0, u1);
+      } else if (steps > 0) {
+        const int64_t count = std::min<int64_t>(4, steps), t0 = std::min(block_time(0), block_time(count - 1));
+        lstm_projection(packed_w, H, I, p.X + t0 * I, count, own_proj + t0 * G, u0, u1);
+      }
+    }
+    // Each row's projection at this step; null once its sequence has ended.
+    std::vector<const float*> x(static_cast<size_t>(N));
+    for (int64_t s = 0; s < steps; ++s) {
+      const float* hs = states[s % 2];
+      float* hn = states[(s + 1) % 2];
+      for (int64_t b = 0; b < N; ++b) {
+        const int64_t len = p.lens[size_t(b)];
+        x[size_t(b)] = s < len ? proj + p.x_row(step_time(rev, s, len), b) * G : nullptr;
+      }
+      for (int64_t q = q0; q < q1; ++q) {
+        // Whole panels of 16 units; the last may be short.
         const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
-        if (!interleave) {
-          lstm_projection(packed_w, H, I, p.X, p.seq * N, own_proj, u0, u1);
-        } else if (steps > 0) {
-          const int64_t count = std::min<int64_t>(4, steps), t0 = std::min(block_time(0), block_time(count - 1));
-          lstm_projection(packed_w, H, I, p.X + t0 * I, count, own_proj + t0 * G, u0, u1);
-        }
-      }
-      // Each row's projection at this step; null once its sequence has ended.
-      std::vector<const float*> x(static_cast<size_t>(N));
-      for (int64_t s = 0; s < steps; ++s) {
-        const float* hs = states[s % 2];
-        float* hn = states[(s + 1) % 2];
-        for (int64_t b = 0; b < N; ++b) {
-          const int64_t len = p.lens[size_t(b)];
-          x[size_t(b)] = s < len ? proj + p.x_row(step_time(rev, s, len), b) * G : nullptr;
-        }
-        for (int64_t q = q0; q < q1; ++q) {
-          // Whole panels of 16 units; the last may be short.
-          const int64_t u0 = panels * q / parts, u1 = panels * (q + 1) / parts;
-          const int64_t j0 = u0 * kUnitsPerPanel, j1 = std::min(H, u1 * kUnitsPerPanel), n = j1 - j0;
-          const float* bs = bias.empty() ? nullptr : bias.data();
-          if (interleave && 4 * (s / 4 + 1) < steps) {
-            const int64_t next = 4 * (s / 4 + 1), count = std::min<int64_t>(4, steps - next), quarter = s % 4;
-            ProjectionShare share;
-            share.packed_w = packed_w, share.I = I, share.k0 = I * quarter / 4, share.k1 = I * (quarter + 1) / 4;
-            for (int64_t r = 0; r < 4; ++r) {
-              const int64_t t = block_time(next + std::min(r, count - 1));
-              share.x[r] = p.X + t * I;
-              share.proj[r] = r < count ? own_proj + t * G : nullptr;
-            }
-            share.acc = share_acc.data() + u0 * 16 * kUnitsPerPanel;
-            share.first = quarter == 0, share.store = quarter == 3;
-            lstm_step_projecting(packed, H, hs, x[0], bs, attrs_.has_clip, attrs_.clip, c.data(), hn, u0, u1,
-                                 s % 2 == 1, share);
-          } else if (packed) {
-            lstm_step(packed, H, hs, N, x.data(), bs, attrs_.has_clip, attrs_.clip, c.data(), hn, u0, u1, s % 2 == 1);
-          } else {
-            for (int64_t b = 0; b < N; ++b)
-              for (int64_t gate = 0; gate < 4; ++gate) {
-                float* zr = z.data() + b * G + gate * H + j0;
-                if (rb) std::copy(rb + gate * H + j0, rb + gate * H + j1, zr);
-                else std::fill(zr, zr + n, 0.f);
-              }
+        const int64_t j0 = u0 * kUnitsPerPanel, j1 = std::min(H, u1 * kUnitsPerPanel), n = j1 - j0;
+        const float* bs = job.bias.empty() ? nullptr : job.bias.data();
+        if (interleave && 4 * (s / 4 + 1) < steps) {
+          const int64_t next = 4 * (s / 4 + 1), count = std::min<int64_t>(4, steps - next), quarter = s % 4;
+          ProjectionShare share;
+          share.packed_w = packed_w, share.I = I, share.k0 = I * quarter / 4, share.k1 = I * (quarter + 1) / 4;
+          for (int64_t r = 0; r < 4; ++r) {
+            const int64_t t = block_time(next + std::min(r, count - 1));
+            share.x[r] = p.X + t * I;
+            share.proj[r] = r < count ? own_proj + t * G : nullptr;
+          }
+          share.acc = share_acc.data() + u0 * 16 * kUnitsPerPanel;
+          share.first = quarter == 0, share.store = quarter == 3;
+          lstm_step_projecting(packed, H, hs, x[0], bs, attrs_.has_clip, attrs_.clip, c, hn, u0, u1, s % 2 == 1,
+                               share);
+        } else if (packed) {
+          lstm_step(packed, H, hs, N, x.data(), bs, attrs_.has_clip, attrs_.clip, c, hn, u0, u1, s % 2 == 1);
+        } else {
+          for (int64_t b = 0; b < N; ++b)
             for (int64_t gate = 0; gate < 4; ++gate) {
-              check_sgemm(dnnl_sgemm('N', 'T', N, n, H, 1.f, hs, H, R + (gate * H + j0) * H, H, 1.f,
-                                     z.data() + gate * H + j0, G));
+              float* zr = z + b * G + gate * H + j0;
+              if (rb) std::copy(rb + gate * H + j0, rb + gate * H + j1, zr);
+              else std::fill(zr, zr + n, 0.f);
             }
-          }
-          for (int64_t b = 0; b < N; ++b) {
-            float* hb = hn + b * H;
-            if (!x[size_t(b)]) {  // this sequence has ended: its state stays
-              if (!packed) std::copy(hs + b * H + j0, hs + b * H + j1, hb + j0);
-              continue;
-            }
-            if (!packed) default_cell(x[size_t(b)], z.data() + b * G, c.data() + b * H, hb, H, j0, j1);
-            const int64_t len = p.lens[size_t(b)];
-            if (Y) std::copy(hb + j0, hb + j1, Y + p.y_off(step_time(rev, s, len), d, b) + j0);
+          for (int64_t gate = 0; gate < 4; ++gate) {
+            check_sgemm(dnnl_sgemm('N', 'T', N, n, H, 1.f, hs, H, R + (gate * H + j0) * H, H, 1.f, z + gate * H + j0,
+                                   G));
           }
         }
-        barrier.arrive_and_wait(s, q1 - q0);
+        for (int64_t b = 0; b < N; ++b) {
+          float* hb = hn + b * H;
+          if (!x[size_t(b)]) {  // this sequence has ended: its state stays
+            if (!packed) std::copy(hs + b * H + j0, hs + b * H + j1, hb + j0);
+            continue;
+          }
+          if (!packed) default_cell(x[size_t(b)], z + b * G, c + b * H, hb, H, j0, j1);
+          const int64_t len = p.lens[size_t(b)];
+          if (Y) std::copy(hb + j0, hb + j1, Y + p.y_off(step_time(rev, s, len), d, b) + j0);
+        }
       }
-    });
-    if (steps % 2 == 1) h.swap(h_next);
+      barrier.arrive_and_wait(s, q1 - q0);
+    }
   }
 
   // Direction d's panels packed at construction, when the constant had this

@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -291,4 +293,65 @@ TEST(ConvKernels, BottlenecksPassBlocks) {
   const ModelBuilder h = bottlenecks(20, 18, 64, blocks, 60, true);
   EXPECT_EQ(blocked_values(h), 14);  // every Conv output but the head's
   check_against_unfused(h, 20, 18, 61);
+}
+
+// MaxPool 3x3, stride 1, pad 1 on planes up to 32 wide (GoogLeNet's
+// Inception pools on 28x28, 14x14 and 7x7 planes) takes a kernel of its own:
+// each plane row in one or two vectors. Against a scalar evaluation of the ONNX
+// definition (padding never wins, the first of equal maxima, NaN where the
+// first tap of a window is NaN and never chosen otherwise), on widths 1-32
+// and heights 1-18, and on a wider plane that keeps the general path.
+TEST(ConvKernels, MaxPool3x3Stride1OnNarrowPlanes) {
+  testing_util::ensure_loaded();
+  auto reference = [](const std::vector<float>& x, int64_t P, int64_t H, int64_t W) {
+    std::vector<float> y(x.size());
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          bool have = false;
+          float best = 0;
+          for (int64_t a = i - 1; a <= i + 1; ++a)
+            for (int64_t b = j - 1; b <= j + 1; ++b) {
+              if (a < 0 || a >= H || b < 0 || b >= W) continue;
+              const float v = x[size_t((p * H + a) * W + b)];
+              if (!have || v > best) best = v, have = true;
+            }
+          y[size_t((p * H + i) * W + j)] = best;
+        }
+    return y;
+  };
+  std::mt19937 rng(70);
+  for (int64_t W : {1, 2, 3, 5, 7, 8, 13, 14, 15, 16, 17, 18, 23, 28, 31, 32, 33}) {
+    for (int64_t H : {1, 2, 3, 4, 7, 14, 18}) {
+      const int64_t C = 48;  // planes enough for two threads to split them
+      const singa::Shape xs{1, C, H, W};
+      // Values from a small set (ties), with some NaN, -inf and -0.
+      std::vector<float> x(size_t(C * H * W));
+      std::uniform_int_distribution<int> pick(0, 19);
+      for (float& v : x) {
+        const int k = pick(rng);
+        v = k == 0 ? std::nanf("") : k == 1 ? -std::numeric_limits<float>::infinity() : k == 2 ? -0.f : float(k % 6) - 3;
+      }
+      ModelBuilder m(13);
+      m.input("x", SINGA_ONNX_FLOAT, xs);
+      m.node("MaxPool", {"x"}, {"y"}, "pool");
+      add_ints(m.last(), "kernel_shape", {3, 3});
+      add_ints(m.last(), "pads", {1, 1, 1, 1});
+      m.output("y", SINGA_ONNX_FLOAT, xs);
+      const std::vector<float> want = reference(x, C, H, W);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE("H " + std::to_string(H) + " W " + std::to_string(W) + " threads " + std::to_string(threads));
+        singa::onnx::PrepareOptions o;
+        o.threads = threads;
+        const Tensor y = singa::onnx::prepare_bytes(m.bytes(), o)->run({floats(xs, x)})[0].second;
+        ASSERT_EQ(y.shape(), xs);
+        for (size_t i = 0; i < want.size(); ++i) {
+          const float got = y.data<float>()[i];
+          // Bit-exact: -0 against 0 and NaN against NaN included.
+          ASSERT_TRUE(std::memcmp(&got, &want[i], sizeof got) == 0 || (std::isnan(got) && std::isnan(want[i])))
+              << "at " << i << ": " << got << " against " << want[i];
+        }
+      }
+    }
+  }
 }

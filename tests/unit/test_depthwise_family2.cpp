@@ -360,3 +360,120 @@ TEST(DepthwiseFamily2, FusedConvSiluLimits) {
   xs.erase(std::remove_if(xs.begin(), xs.end(), [](float v) { return !std::isfinite(v); }), xs.end());
   check_conv_silu(3, xs);
 }
+
+namespace {
+
+// A classifier head as torch exports x.mean([2, 3]): a 1x1 Conv, Relu,
+// ReduceMean over the spatial axes, then (keepdims = 0) a Gemm.
+struct MeanHead {
+  int64_t N = 1, C = 24, M = 70, H = 7, W = 7, outputs = 37;
+  std::vector<int64_t> axes{2, 3};
+  int64_t keepdims = 0;
+  bool gemm = true, trans_b = true, axes_input = false;  // axes_input: opset 18's axes as an input
+};
+
+// Runs the head and checks it against sums in double; returns the op types run.
+std::vector<std::string> check_mean_head(const MeanHead& h, unsigned seed) {
+  std::mt19937 rng(seed);
+  const std::vector<float> w = uniform(size_t(h.M * h.C), rng, 1.f), b = uniform(size_t(h.M), rng, 1.f);
+  const std::vector<float> wfc = uniform(size_t(h.outputs * h.M), rng, 1.f), bfc = uniform(size_t(h.outputs), rng, 1.f);
+  const std::vector<float> xv = uniform(size_t(h.N * h.C * h.H * h.W), rng, 1.f);
+  ModelBuilder m(h.axes_input ? 18 : 13);
+  m.input("x", SINGA_ONNX_FLOAT, {h.N, h.C, h.H, h.W});
+  m.initializer("w", floats({h.M, h.C, 1, 1}, w)).initializer("b", floats({h.M}, b));
+  m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  m.node("Relu", {"c"}, {"r"});
+  if (h.axes_input) {
+    Tensor a({int64_t(h.axes.size())}, SINGA_ONNX_INT64);
+    std::copy(h.axes.begin(), h.axes.end(), a.data<int64_t>());
+    m.initializer("axes", a);
+    m.node("ReduceMean", {"r", "axes"}, {"mean"});
+  } else {
+    m.node("ReduceMean", {"r"}, {"mean"});
+    add_ints(m.last(), "axes", h.axes);
+  }
+  auto* k = m.last()->add_attribute();
+  k->set_name("keepdims");
+  k->set_type(::onnx::AttributeProto::INT);
+  k->set_i(h.keepdims);
+  // Means [N, M] by the formula.
+  const int64_t P = h.H * h.W;
+  std::vector<double> means(size_t(h.N * h.M));
+  for (int64_t n = 0; n < h.N; ++n)
+    for (int64_t o = 0; o < h.M; ++o) {
+      double s = 0;
+      for (int64_t p = 0; p < P; ++p) {
+        double v = b[size_t(o)];
+        for (int64_t c = 0; c < h.C; ++c) v += double(w[size_t(o * h.C + c)]) * xv[size_t((n * h.C + c) * P + p)];
+        s += std::max(v, 0.0);
+      }
+      means[size_t(n * h.M + o)] = s / double(P);
+    }
+  std::vector<double> want = means;
+  singa::Shape ys = h.keepdims ? singa::Shape{h.N, h.M, 1, 1} : singa::Shape{h.N, h.M};
+  if (h.gemm) {
+    m.initializer("wfc", floats(h.trans_b ? singa::Shape{h.outputs, h.M} : singa::Shape{h.M, h.outputs}, wfc));
+    m.initializer("bfc", floats({h.outputs}, bfc));
+    m.node("Gemm", {"mean", "wfc", "bfc"}, {"y"});
+    auto* t = m.last()->add_attribute();
+    t->set_name("transB");
+    t->set_type(::onnx::AttributeProto::INT);
+    t->set_i(h.trans_b ? 1 : 0);
+    want.assign(size_t(h.N * h.outputs), 0.0);
+    for (int64_t n = 0; n < h.N; ++n)
+      for (int64_t j = 0; j < h.outputs; ++j) {
+        double s = bfc[size_t(j)];
+        for (int64_t o = 0; o < h.M; ++o)
+          s += means[size_t(n * h.M + o)] * wfc[size_t(h.trans_b ? j * h.M + o : o * h.outputs + j)];
+        want[size_t(n * h.outputs + j)] = s;
+      }
+    ys = {h.N, h.outputs};
+  } else {
+    m.node("Identity", {"mean"}, {"y"});
+  }
+  m.output("y", SINGA_ONNX_FLOAT, ys);
+  std::vector<std::string> ops;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    singa::onnx::PrepareOptions o;
+    o.threads = threads;
+    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto out = rep->run({floats({h.N, h.C, h.H, h.W}, xv)});
+    EXPECT_EQ(out.size(), 1u);
+    if (out.size() != 1) return {};
+    const Tensor& y = out[0].second;
+    EXPECT_EQ(y.shape(), ys);
+    if (y.numel() != int64_t(want.size())) return {};
+    for (int64_t i = 0; i < y.numel(); ++i)
+      EXPECT_TRUE(agrees(y.data<float>()[i], want[size_t(i)], 2e-5)) << i << ": " << y.data<float>()[i] << " against "
+                                                                       << want[size_t(i)];
+    ops.clear();
+    for (const auto& p : rep->placement()) ops.push_back(p.op_type);
+  }
+  return ops;
+}
+
+}  // namespace
+
+// A ReduceMean over H and W after a pointwise Conv runs as the pooled head's
+// fused kernels: with keepdims = 0 and a Gemm as one ConvMeanGemm (Wfc either
+// way round, batch 2, axes negative or as opset 18's input), with keepdims = 1
+// as a FusedConv that writes the means; [N, M] means without a Gemm stay a ReduceMean.
+TEST(DepthwiseFamily2, ReduceMeanHeadsRunFused) {
+  testing_util::ensure_loaded();
+  using Ops = std::vector<std::string>;
+  MeanHead h;
+  EXPECT_EQ(check_mean_head(h, 1), (Ops{"ConvMeanGemm"}));
+  h.trans_b = false, h.N = 2, h.axes = {-1, -2};
+  EXPECT_EQ(check_mean_head(h, 2), (Ops{"ConvMeanGemm"}));
+  h = MeanHead();
+  h.axes_input = true, h.M = 130, h.outputs = 1000, h.H = 5, h.W = 3;
+  EXPECT_EQ(check_mean_head(h, 3), (Ops{"ConvMeanGemm"}));
+  h = MeanHead();
+  h.keepdims = 1, h.gemm = false;
+  EXPECT_EQ(check_mean_head(h, 4).at(0), "FusedConv");
+  h = MeanHead();
+  h.gemm = false;  // means [N, M] without a classifier: no fused kernel writes that shape
+  const Ops kept = check_mean_head(h, 5);
+  EXPECT_NE(std::find(kept.begin(), kept.end(), "ReduceMean"), kept.end());
+}

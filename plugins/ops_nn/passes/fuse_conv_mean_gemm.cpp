@@ -18,7 +18,6 @@
 namespace singa {
 namespace nn {
 namespace passes {
-namespace {
 
 // The Gemm computes [N, M] x Wfc + Cfc with nothing the fused kernel leaves out.
 bool classifier_gemm(const Graph& g, const GraphNode& gemm, const std::string& a, int64_t M) {
@@ -36,8 +35,6 @@ bool classifier_gemm(const Graph& g, const GraphNode& gemm, const std::string& a
   if (!c.present()) return false;
   return (c.ndim() == 1 && c.dim(0) == outputs) || (c.ndim() == 2 && c.dim(0) == 1 && c.dim(1) == outputs);
 }
-
-}  // namespace
 
 int fuse_conv_mean_gemms(Graph& g) {
   int fused = 0;

@@ -27,6 +27,9 @@ int fuse_inverted_residuals(sdk::Graph& g); // [expand ->] depthwise -> project 
 int fuse_conv_pools(sdk::Graph& g);         // Conv + MaxPool
 int fuse_conv_means(sdk::Graph& g);         // pointwise Conv + GlobalAveragePool
 int fuse_conv_mean_gemms(sdk::Graph& g);    // ... + Flatten + Gemm
+int fuse_conv_reduce_means(sdk::Graph& g);  // pointwise Conv + ReduceMean over H, W [+ Gemm]
+// The Gemm reads `a` ([N, M]) and computes what ConvMeanGemm's classifier does (fuse_conv_mean_gemm.cpp).
+bool classifier_gemm(const sdk::Graph& g, const sdk::GraphNode& gemm, const std::string& a, int64_t M);
 int fuse_conv_adds(sdk::Graph& g);          // Conv + residual Add [+ activation]
 int use_blocked_layout(sdk::Graph& g);      // 16-channel blocks between Convs
 int use_channels_last(sdk::Graph& g);       // channels-last between ExpandDepthwiseProjects

@@ -18,45 +18,36 @@ namespace passes {
 void register_graph_passes(sdk::Registrar& reg) {
   struct Entry {
     const char* name;
+    int32_t priority;  // higher runs first; the gaps leave room for other packs' passes
     int (*fn)(sdk::Graph&);
   };
   // The 8-bit passes run where the core still shows DequantizeLinear of
   // constant weights (SINGA_PASS_PRIORITY_QUANTIZED and above), before any
   // pass takes the float Conv.
-  const Entry quantized[] = {
-      {"cpu.qdq_conv", fuse_qdq_convs},
-      {"cpu.qdq_elementwise", fuse_qdq_elementwise},
-      {"cpu.qdq_layout", use_qdq_channels_last},
-      {"cpu.dynq_conv", fuse_dynq_convs},
+  constexpr int32_t q = SINGA_PASS_PRIORITY_QUANTIZED;
+  const Entry entries[] = {
+      {kAttentionPass, kAttentionPriority, fuse_attention},  // among ops_math's MatMul passes
+      {"cpu.qdq_conv", q + 40, fuse_qdq_convs},
+      {"cpu.qdq_elementwise", q + 30, fuse_qdq_elementwise},
+      {"cpu.qdq_layout", q + 20, use_qdq_channels_last},
+      {"cpu.dynq_conv", q + 10, fuse_dynq_convs},
+      {kPoolBeforeConv, kPoolBeforeConvPriority, pool_before_convs},  // 1005: before BatchNorm+pool takes the pool
+      {"cpu.squeeze_excites", 1000, fuse_squeeze_excites},
+      {kConvActivations, 990, fuse_conv_activations},
+      {kBatchNormPools, kBatchNormPoolsPriority, fuse_batch_norm_pools},  // 985: with its activation fused
+      {"cpu.inverted_residuals", 980, fuse_inverted_residuals},
+      {"cpu.conv_pools", 970, fuse_conv_pools},
+      {"cpu.conv_reduce_means", 965, fuse_conv_reduce_means},
+      {"cpu.conv_means", 960, fuse_conv_means},
+      {"cpu.conv_mean_gemms", 950, fuse_conv_mean_gemms},
+      {"cpu.conv_adds", 940, fuse_conv_adds},
+      // cpu.bf16_convs at 935 (register_bf16_conv): after the fusions, before the layouts.
+      {"cpu.blocked_layout", 930, use_blocked_layout},
+      {"cpu.channels_last", 920, use_channels_last},
+      {kBatchNormConvs, kBatchNormConvsPriority, fuse_batch_norm_convs},  // 915: on values left plain
   };
-  const Entry order[] = {
-      {"cpu.squeeze_excites", fuse_squeeze_excites},
-      {kConvActivations, fuse_conv_activations},
-      {"cpu.inverted_residuals", fuse_inverted_residuals},
-      {"cpu.conv_pools", fuse_conv_pools},
-      {"cpu.conv_means", fuse_conv_means},
-      {"cpu.conv_mean_gemms", fuse_conv_mean_gemms},
-      {"cpu.conv_adds", fuse_conv_adds},
-      {"cpu.blocked_layout", use_blocked_layout},
-      {"cpu.channels_last", use_channels_last},
-  };
-  // The attention block, among ops_math's MatMul passes (fuse_attention.hpp).
-  sdk::register_graph_pass(reg, kAttentionPass, "cpu", kAttentionPriority, fuse_attention);
-  sdk::register_graph_pass(reg, kPoolBeforeConv, "cpu", kPoolBeforeConvPriority, pool_before_convs);
-  sdk::register_graph_pass(reg, kBatchNormPools, "cpu", kBatchNormPoolsPriority, fuse_batch_norm_pools);
-  sdk::register_graph_pass(reg, kBatchNormConvs, "cpu", kBatchNormConvsPriority, fuse_batch_norm_convs);
-  // Higher priority runs first; the gaps leave room for other packs' passes.
-  int32_t priority = SINGA_PASS_PRIORITY_QUANTIZED + 40;
-  for (const Entry& e : quantized) {
-    sdk::register_graph_pass(reg, e.name, "cpu", priority, e.fn);
-    priority -= 10;
-  }
-  priority = 1000;
-  for (const Entry& e : order) {
-    sdk::register_graph_pass(reg, e.name, "cpu", priority, e.fn);
-    priority -= 10;
-  }
-  register_bf16_conv(reg);  // Bf16Conv and cpu.bf16_convs (at 935: after the fusions, before the layouts)
+  for (const Entry& e : entries) sdk::register_graph_pass(reg, e.name, "cpu", e.priority, e.fn);
+  register_bf16_conv(reg);  // the Bf16Conv kernel and cpu.bf16_convs
 }
 
 }  // namespace passes
