@@ -3,9 +3,11 @@
 // DequantizeLinear'd int8 operands:
 //
 //   QDQMatMul(A, a_scale, a_zero_point?, B, b_scale, b_zero_point?, bias?,
-//             y_scale?, y_zero_point?)
+//             y_scale?, y_zero_point?, y_bias?)  [dequantize_output = 0]
 //     Y = ((A - a_zero_point) a_scale) @ ((B - b_zero_point) b_scale) + bias
 //     then, with y_scale, QuantizeLinear(Y, y_scale, y_zero_point)
+//     then, with dequantize_output = 1, DequantizeLinear of that with the
+//     same scale and zero point, plus y_bias [N] (float output)
 //
 // A is u8 or s8 [..., M, K] with a scalar scale and zero point; B is u8 or
 // s8 [K, N] (a constant, packed at create) with a scale and zero point each

@@ -39,11 +39,14 @@ struct Quant {
   bool is_signed = false;
   float scale = 1.f;
   int32_t zero = 0;
+  bool dequantize = false;           // write (q - zero) * scale (+ post_bias[n]) as float
+  const float* post_bias = nullptr;
 };
 
 class QdqMatMulKernel {
  public:
-  explicit QdqMatMulKernel(const sdk::Node& node) : fast_(node.option_bool("cpu.int8_matmul", true)) {
+  explicit QdqMatMulKernel(const sdk::Node& node)
+      : fast_(node.option_bool("cpu.int8_matmul", true)), dequantize_(node.attr_int("dequantize_output", 0) != 0) {
     if (!fast_ || !vnni_available() || !node.has_input(3)) return;
     const sdk::Tensor b = node.constant(3);
     const sdk::Tensor zb = node.has_input(5) ? node.constant(5) : sdk::Tensor();
@@ -83,12 +86,21 @@ class QdqMatMulKernel {
                       (qz.dtype() == SINGA_ONNX_UINT8 || qz.dtype() == SINGA_ONNX_INT8),
                   "y_scale must be a float scalar and y_zero_point a u8 or s8 scalar");
     }
+    // dequantize_output: the quantized value back to float, plus y_bias.
+    SINGA_CHECK(!dequantize_ || quantized, "dequantize_output needs y_scale and y_zero_point");
+    const sdk::Tensor post = ctx.input(9);
+    if (post.present())
+      SINGA_CHECK(dequantize_ && post.dtype() == SINGA_ONNX_FLOAT && post.numel() == N,
+                  "y_bias must be float with " + std::to_string(N) + " values, with dequantize_output, got " +
+                      shape_str(post.shape()));
     Shape ys = a.shape();
     ys.back() = N;
     if (a.ndim() == 1) ys = {N};
-    sdk::Tensor y = ctx.output(0, ys, quantized ? qz.dtype() : SINGA_ONNX_FLOAT);
+    sdk::Tensor y = ctx.output(0, ys, quantized && !dequantize_ ? qz.dtype() : SINGA_ONNX_FLOAT);
     Quant q;
     if (quantized) q = {qz.dtype() == SINGA_ONNX_INT8, qs.data<float>()[0], int32_t(qz.int_at(0))};
+    q.dequantize = dequantize_;
+    q.post_bias = post.present() ? post.data<float>() : nullptr;
     const int64_t rows = K ? a.numel() / K : sdk::numel(ys) / std::max<int64_t>(N, 1);
     auto* mult = static_cast<float*>(ctx.workspace(size_t(std::max<int64_t>(N, 1)) * sizeof(float)));
     const float a_scale = sa.data<float>()[0];
@@ -113,6 +125,7 @@ class QdqMatMulKernel {
       out.scale = mult, out.bias = bias_data, out.ld = N;
       if (quantized) {
         out.q8 = y.data_ptr(), out.q_signed = q.is_signed, out.q_scale = q.scale, out.q_zero = q.zero;
+        if (dequantize_) out.q8 = nullptr, out.y = y.data<float>(), out.q_float = true, out.post_bias = q.post_bias;
       } else {
         out.y = y.data<float>();
       }
@@ -160,7 +173,11 @@ class QdqMatMulKernel {
           float t = std::nearbyint(v / q->scale) + float(q->zero);
           if (t != t) t = float(q->zero);
           t = std::min(std::max(t, q->is_signed ? -128.f : 0.f), q->is_signed ? 127.f : 255.f);
-          if (q->is_signed)
+          if (q->dequantize) {
+            float d = (t - float(q->zero)) * q->scale;
+            if (q->post_bias) d += q->post_bias[n];
+            static_cast<float*>(y)[r * N + n] = d;
+          } else if (q->is_signed)
             static_cast<int8_t*>(y)[r * N + n] = int8_t(t);
           else
             static_cast<uint8_t*>(y)[r * N + n] = uint8_t(t);
@@ -170,6 +187,7 @@ class QdqMatMulKernel {
   }
 
   bool fast_;
+  bool dequantize_;
   std::unique_ptr<PackedB8> packed_;
   const void* b_data_ = nullptr;
 };

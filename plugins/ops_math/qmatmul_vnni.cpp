@@ -103,7 +103,7 @@ SINGA_VNNI void finish(const int32_t* tile, int rows, int64_t m0, int64_t n0, in
       }
       __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), _mm512_maskz_loadu_ps(mask, out.scale + n));
       if (out.bias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, out.bias + n));
-      if (out.y) {
+      if (out.y && !out.q_float) {
         _mm512_mask_storeu_ps(out.y + at, mask, y);
         continue;
       }
@@ -113,6 +113,12 @@ SINGA_VNNI void finish(const int32_t* tile, int rows, int64_t m0, int64_t n0, in
       r = _mm512_add_ps(r, qz);
       r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q), qz);
       r = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, r, qlo), qhi);
+      if (out.q_float) {  // DequantizeLinear's (q - zero) * scale, then the bias Add
+        __m512 d = _mm512_mul_ps(_mm512_sub_ps(r, qz), qs);
+        if (out.post_bias) d = _mm512_add_ps(d, _mm512_maskz_loadu_ps(mask, out.post_bias + n));
+        _mm512_mask_storeu_ps(out.y + at, mask, d);
+        continue;
+      }
       const __m512i q = _mm512_maskz_cvtps_epi32(all, r);
       if (out.q_signed)
         _mm512_mask_cvtsepi32_storeu_epi8(static_cast<int8_t*>(out.q8) + at, mask, q);

@@ -47,7 +47,9 @@ void pack_b8(PackedB8& p, const void* b, bool b_u8, int64_t K, int64_t N, int64_
 // Where the products go (row stride ld): the exact int32 sums (acc); or
 // y = float(sum) * scale[n] (+ bias[n]) as float (y); or y quantized as
 // QuantizeLinear does, saturate(round_half_even(y / q_scale) + q_zero), to
-// u8 or s8 (q8).
+// u8 or s8 (q8); or, with q_float, that quantized value dequantized again,
+// (q - q_zero) * q_scale (+ post_bias[n]), as float (y): QuantizeLinear,
+// DequantizeLinear and a bias Add in float, as a QDQ exporter writes them.
 struct QGemmOut {
   int32_t* acc = nullptr;
   float* y = nullptr;
@@ -57,6 +59,8 @@ struct QGemmOut {
   int32_t q_zero = 0;
   const float* scale = nullptr;  // N multipliers, for y and q8
   const float* bias = nullptr;   // N values or null, for y and q8
+  bool q_float = false;          // y gets the quantized value dequantized
+  const float* post_bias = nullptr;  // N values or null, with q_float
   int64_t ld = 0;
 };
 

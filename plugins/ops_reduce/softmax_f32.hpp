@@ -62,9 +62,14 @@ inline void softmax_row_avx512(const float* x, float* y, int64_t n) {
     // thirds of its scores subnormal, and the product with V that reads
     // them ran ~100x slower on the CPU's subnormal assists (masked BERT at
     // seq 128: 17 ms per attention x V MatMul).
-    const __m512 inv = _mm512_set1_ps(float(1.0 / sum)), least = _mm512_set1_ps(FLT_MIN), zero = _mm512_setzero_ps();
+    // Lanes whose product would be subnormal are masked off before the
+    // multiply as well (a subnormal result or operand takes an assist too:
+    // 80% of the row's time with a QDQ BERT's scores); the rounding of the
+    // product can still land a lane just under FLT_MIN, hence the second test.
+    const __m512 inv = _mm512_set1_ps(float(1.0 / sum)), least = _mm512_set1_ps(FLT_MIN),
+                 least_e = _mm512_set1_ps(float(FLT_MIN * sum)), zero = _mm512_setzero_ps();
     auto scaled = [&](__m512 e) {
-      const __m512 v = _mm512_mul_ps(e, inv);
+      const __m512 v = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(e, least_e, _CMP_NLT_UQ), e, inv);
       return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, least, _CMP_LT_OQ), zero);  // NaN stays NaN
     };
     for (int64_t i = 0; i < full; i += 16) _mm512_storeu_ps(y + i, scaled(_mm512_loadu_ps(y + i)));

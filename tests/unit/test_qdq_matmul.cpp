@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 using singa::Tensor;
@@ -390,6 +392,122 @@ TEST_F(QdqMatMul, FloatWeightsStayFloat) {
   m.node("DequantizeLinear", {"x8", "sa", "az"}, {"xd"}).node("MatMul", {"xd", "w"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {3, 5});
   EXPECT_EQ(count(*singa::onnx::prepare_bytes(m.bytes()), "QDQMatMul"), 0);
+}
+
+// A QDQ transformer's attention scores, DequantizeLinear -> Div -> Add(mask)
+// -> Softmax -> QuantizeLinear, with scales spreading each row's exps over
+// 110 units of the exponent and rows whose sum reaches ~64: many
+// probabilities lie near and below FLT_MIN, where the Softmax kernel masks
+// lanes off before its multiply. Probabilities are checked against a double
+// reference (never subnormal) and the 8-bit output against the reference
+// quantized.
+TEST_F(QdqMatMul, AttentionScoresSoftmax) {
+  for (int64_t n : {37, 128}) {
+    SCOPED_TRACE("row " + std::to_string(n));
+    const int64_t rows = 2 * 3 * 5;
+    Tensor s = random_q({2, 3, 5, n}, kU8, unsigned(n));
+    for (int64_t r = 0; r < rows; r += 2)  // every other row: half its scores at the maximum
+      for (int64_t i = 0; i < n; i += 2) s.data<uint8_t>()[r * n + i] = 255;
+    std::vector<float> mask(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) mask[size_t(i)] = i % 11 == 5 ? -10000.f : 0.f;
+    const float scale = 3.5f;
+    Tensor zero({}, kU8);
+    zero.data<uint8_t>()[0] = 0;
+    ModelBuilder m(13);
+    m.input("s", kU8, {2, 3, 5, n}).initializer("ss", floats({}, {scale})).initializer("sz", zero);
+    m.initializer("d", floats({}, {8.f})).initializer("mask", floats({1, 1, 1, n}, mask));
+    m.initializer("ps", floats({}, {1.f / 255.f})).initializer("pz", zero);
+    m.node("DequantizeLinear", {"s", "ss", "sz"}, {"sd"}).node("Div", {"sd", "d"}, {"x"});
+    m.node("Add", {"x", "mask"}, {"xm"}).node("Softmax", {"xm"}, {"p"});  // opset 13: the last axis
+    m.node("QuantizeLinear", {"p", "ps", "pz"}, {"pq"});
+    m.output("p", SINGA_ONNX_FLOAT, {2, 3, 5, n}).output("pq", kU8, {2, 3, 5, n});
+    const auto got = singa::onnx::prepare_bytes(m.bytes())->run(std::vector<Tensor>{s});
+    ASSERT_EQ(got.size(), 2u);
+    const Tensor& p = got[0].second;
+    const Tensor& pq = got[1].second;
+    int band = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> x(static_cast<size_t>(n));
+      double mx = -1e300, sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        // The float steps the graph takes, then the rest in double.
+        x[size_t(i)] = double(float(float(s.data<uint8_t>()[r * n + i]) * scale) / 8.f + mask[size_t(i)]);
+        mx = std::max(mx, x[size_t(i)]);
+      }
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(x[size_t(i)] - mx);
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = std::exp(x[size_t(i)] - mx) / sum;
+        const float v = p.data<float>()[r * n + i];
+        const double fmin = double(std::numeric_limits<float>::min());
+        EXPECT_TRUE(v == 0.f || v >= std::numeric_limits<float>::min()) << r << "," << i << ": " << v;
+        // exp16 clamps its argument at -87, hence the absolute e^-87.
+        EXPECT_NEAR(double(v), want, want * 2e-6 + 1.7e-38) << r << "," << i;
+        if (want > fmin && want < fmin * 64) ++band;
+        const double q = std::min(255.0, std::nearbyint(want * 255.0));
+        EXPECT_LE(std::abs(double(pq.data<uint8_t>()[r * n + i]) - q), 1.0) << r << "," << i;
+      }
+    }
+    EXPECT_GT(band, 0) << "no probability fell between FLT_MIN and 64 FLT_MIN: the case tests nothing";
+  }
+}
+
+// MatMul -> QuantizeLinear -> DequantizeLinear -> Add(bias), as a QDQ
+// transformer's projections are exported, becomes one QDQMatMul writing the
+// dequantized float plus the bias. The 8-bit value is checked exactly
+// against float(exact sum) * (a_scale * b_scale[n]) quantized as
+// QuantizeLinear does, the float against (q - zero) * scale + bias, at 1 and
+// 3 threads and on the portable path (cpu.int8_matmul=0).
+TEST_F(QdqMatMul, FakeQuantizedOutputWithBias) {
+  const int64_t M = 37, K = 70, N = 83;
+  const Tensor x = random_q({M, K}, kU8, 21), w = random_q({K, N}, kS8, 22);
+  Tensor az({}, kU8), qz({}, kU8), wz({N}, kS8);
+  az.data<uint8_t>()[0] = 121, qz.data<uint8_t>()[0] = 113;
+  std::vector<float> sw(static_cast<size_t>(N)), bias(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    wz.data<int8_t>()[n] = 0;
+    sw[size_t(n)] = 0.002f + 0.0001f * float(n % 13);
+    bias[size_t(n)] = 0.25f * std::sin(float(n));
+  }
+  const float sa = 0.031f, qs = 0.047f;
+  ModelBuilder m(13);
+  m.input("x8", kU8, {M, K}).initializer("sa", floats({}, {sa})).initializer("az", az);
+  m.initializer("w", w).initializer("sw", floats({N}, sw)).initializer("wz", wz);
+  m.initializer("qs", floats({}, {qs})).initializer("qz", qz).initializer("bias", floats({N}, bias));
+  m.node("DequantizeLinear", {"x8", "sa", "az"}, {"xd"}).node("DequantizeLinear", {"w", "sw", "wz"}, {"wd"});
+  m.node("MatMul", {"xd", "wd"}, {"p"}).node("QuantizeLinear", {"p", "qs", "qz"}, {"pq"});
+  m.node("DequantizeLinear", {"pq", "qs", "qz"}, {"pd"}).node("Add", {"bias", "pd"}, {"y"});
+  m.output("y", SINGA_ONNX_FLOAT, {M, N});
+  std::vector<float> want(size_t(M * N));
+  std::vector<int> want_q(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += (q_at(x, i * K + k) - 121) * q_at(w, k * N + n);
+      const float y = float(acc) * (sa * sw[size_t(n)]);
+      const float q = std::min(std::max(std::nearbyint(y / qs) + 113.f, 0.f), 255.f);
+      want_q[size_t(i * N + n)] = int(q);
+      want[size_t(i * N + n)] = (q - 113.f) * qs + bias[size_t(n)];
+    }
+  for (int variant = 0; variant < 3; ++variant) {
+    singa::onnx::PrepareOptions o;
+    o.threads = variant == 1 ? 3 : 1;
+    if (variant == 2) o.options["cpu.int8_matmul"] = "0";
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    EXPECT_EQ(count(*rep, "QDQMatMul"), 1);
+    EXPECT_EQ(count(*rep, "DequantizeLinear") + count(*rep, "QuantizeLinear") + count(*rep, "Add"), 0);
+    const Tensor y = rep->run(std::vector<Tensor>{x})[0].second;
+    ASSERT_EQ(y.shape(), (singa::Shape{M, N}));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < M * N; ++i) {
+      const float v = y.data<float>()[i];
+      // The quantized integer behind v, exactly; v itself to an ulp or two
+      // (the multiply and the bias add may be one fused multiply-add).
+      const int q = int(std::lround((v - bias[size_t(i % N)]) / qs)) + 113;
+      if (q != want_q[size_t(i)] || std::abs(v - want[size_t(i)]) > 1e-6f * (1.f + std::abs(want[size_t(i)]))) ++bad;
+    }
+    EXPECT_EQ(bad, 0);
+  }
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 using singa::Tensor;
@@ -398,6 +399,50 @@ TEST(Int8Weights, FitS8MatchesDirectLoop) {
       if (count > 1) {
         EXPECT_FALSE(singa::int8::fit_s8(w, stored, zp));
       }
+    }
+}
+
+// QuantizeLinear's vector loop bit for bit against nearbyint(x / scale), on
+// values placed on, and one float either side of, every tie (k + 0.5) *
+// scale (where a loop multiplying by 1 / scale instead of dividing goes
+// wrong), besides random values, NaN, infinities and signed zeros, for u8
+// and s8 outputs and several scales.
+TEST_F(QdqPrepare, QuantizeLinearMatchesDivision) {
+  const float scales[] = {0.0173f, 0.1f, 1.f / 255.f, 3.7e-3f, 0.021f, 1.f};
+  for (float sc : scales)
+    for (int32_t yt : {SINGA_ONNX_UINT8, SINGA_ONNX_INT8}) {
+      const int zp = yt == SINGA_ONNX_UINT8 ? 131 : -7;
+      std::vector<float> xs;
+      for (int k = -300; k <= 300; ++k) {
+        const float t = (float(k) + 0.5f) * sc;
+        xs.push_back(t);
+        xs.push_back(std::nextafter(t, 1e30f));
+        xs.push_back(std::nextafter(t, -1e30f));
+      }
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> u(-400.f * sc, 400.f * sc);
+      for (int i = 0; i < 1001; ++i) xs.push_back(u(rng));
+      for (float v : {0.f, -0.f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity(), 3e38f, -3e38f, 1e-40f})
+        xs.push_back(v);
+      const int64_t n = int64_t(xs.size());
+      SCOPED_TRACE("scale " + std::to_string(sc) + (yt == SINGA_ONNX_INT8 ? " s8" : " u8"));
+      ModelBuilder mb;
+      mb.input("x", SINGA_ONNX_FLOAT, {n})
+          .initializer("s", f32_tensor({}, {sc}))
+          .initializer("z", q_tensor({}, yt, {zp}))
+          .node("QuantizeLinear", {"x", "s", "z"}, {"y"})
+          .output("y", yt, {n});
+      const Tensor x = f32_tensor({n}, xs);
+      const auto y = singa::onnx::prepare_bytes(mb.bytes(), {})->run(std::vector<Tensor>{x});
+      const float lo = yt == SINGA_ONNX_INT8 ? -128.f : 0.f, hi = yt == SINGA_ONNX_INT8 ? 127.f : 255.f;
+      int64_t bad = 0, first = -1;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = std::nearbyint(xs[size_t(i)] / sc) + float(zp);
+        const int want = v != v ? zp : int(std::min(std::max(v, lo), hi));
+        if (q_at(y[0].second, i) != want && bad++ == 0) first = i;
+      }
+      EXPECT_EQ(bad, 0) << "first at " << first << " (x " << (first >= 0 ? xs[size_t(first)] : 0.f) << ")";
     }
 }
 

@@ -16,7 +16,9 @@
 // the same way; its C and a MatMul's following Add of a constant row become
 // the bias; a
 // QuantizeLinear (scalar, u8 or s8) that alone reads the result moves into
-// the node too, which then writes 8 bits. The activation's
+// the node too, which then writes 8 bits; a DequantizeLinear with the same
+// scale and zero point that alone reads those (and a bias row Add after it)
+// moves in as well, and the node writes that float. The activation's
 // DequantizeLinear goes when no other node reads it.
 //
 // Runs before the float MatMul passes (cpu.matmul_bias_rows would take the
@@ -143,6 +145,18 @@ bool output_q(const sdk::Graph& g, const sdk::GraphNode& q) {
          eight_bit(z.dtype());
 }
 
+// A DequantizeLinear of `q`'s output alone with q's scale and zero point
+// (equal constants): the pair is a fake quantization the node can finish in
+// float.
+bool same_dq(const sdk::Graph& g, const sdk::GraphNode& q, const sdk::GraphNode& dq) {
+  sdk::Tensor scale, zp;
+  if (!dq.valid() || !dq_params(g, dq, 1, scale, zp) || !zp.present() || dq.output_name(0).empty() ||
+      dq.input_name(0) != q.output_name(0))
+    return false;
+  const sdk::Tensor qs = g.constant(q.input_name(1)), qz = g.constant(q.input_name(2));
+  return scale.data<float>()[0] == qs.data<float>()[0] && zp.dtype() == qz.dtype() && zp.int_at(0) == qz.int_at(0);
+}
+
 int fuse(sdk::Graph& g, sdk::GraphNode mm) {
   const bool gemm = standard_op(mm, "Gemm");
   if (!gemm && (!standard_op(mm, "MatMul") || mm.num_inputs() != 2)) return 0;
@@ -183,10 +197,30 @@ int fuse(sdk::Graph& g, sdk::GraphNode mm) {
   // A QuantizeLinear that alone reads the product: the node writes 8 bits.
   std::string y_scale, y_zero;
   sdk::GraphNode q = sole_reader(g, out);
+  std::string y_bias;
+  bool dequantize = false;
   if (output_q(g, q)) {
     y_scale = q.input_name(1), y_zero = q.input_name(2);
     out = q.output_name(0);
     group.push_back(q);
+    // Q -> DQ [-> Add(bias row)]: the node writes the dequantized float
+    // (plus the bias) instead of 8 bits for a separate DequantizeLinear.
+    sdk::GraphNode dq = sole_reader(g, out);  // none when out is a graph output
+    if (same_dq(g, q, dq)) {
+      dequantize = true;
+      out = dq.output_name(0);
+      group.push_back(dq);
+      sdk::GraphNode add = sole_reader(g, out);
+      if (standard_op(add, "Add") && add.num_inputs() == 2 && add.num_outputs() == 1 && !add.output_name(0).empty() &&
+          add.input_name(0) != add.input_name(1)) {
+        const std::string c = add.input_name(add.input_name(0) == out ? 1 : 0);
+        if (bias_row(g.constant(c), w.N, std::max<int32_t>(ai.ndim, 1))) {
+          y_bias = c;
+          out = add.output_name(0);
+          group.push_back(add);
+        }
+      }
+    }
   }
   std::vector<std::string> b_names;
   if (!int8::add_s8_weights(g, mm.name().empty() ? out : mm.name(), w.ints, {w.K, w.N}, true, b_names)) return 0;
@@ -198,6 +232,10 @@ int fuse(sdk::Graph& g, sdk::GraphNode mm) {
   const std::string za = dqa.num_inputs() > 2 ? dqa.input_name(2) : "";
   f.inputs = {dqa.input_name(0), dqa.input_name(1), za, b_names[0], b_names[1], b_names[2], bias};
   if (!y_scale.empty()) f.inputs.insert(f.inputs.end(), {y_scale, y_zero});
+  if (dequantize) {
+    f.inputs.push_back(y_bias);
+    f.attrs.push_back(sdk::Attr("dequantize_output", int64_t(1)));
+  }
   f.outputs = {out};
   const std::string a_value = dqa.output_name(0);
   g.replace(group, {f});
