@@ -15,6 +15,8 @@
 #include <singa/graph_pass.hpp>
 #include <singa/kernel.hpp>
 
+#include "cpu_domain.hpp"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
@@ -62,6 +64,25 @@ inline bool bf16_compute_on(const sdk::Graph& g) {
                                 "or AMX, so Conv, MatMul and Gemm stay in float32");
   }
   return false;
+}
+
+// Replaces each live node that `takes` accepts by the CPU domain's `op` with
+// the same inputs, outputs and attributes (the bfloat16 kernels read their
+// float op's attributes); returns the count.
+template <typename Takes> int retype_nodes(sdk::Graph& g, const char* op, Takes takes) {
+  int rewrites = 0;
+  for (sdk::GraphNode n : g.nodes()) {
+    if (!n.alive() || !takes(n)) continue;
+    sdk::NewNode b(kCpuDomain, op);
+    b.name = n.name();
+    b.opset = 1;
+    b.inputs = n.input_names();
+    b.outputs = n.output_names();
+    b.attrs_from = n.raw();
+    g.replace({n}, {b});
+    ++rewrites;
+  }
+  return rewrites;
 }
 
 }  // namespace ops

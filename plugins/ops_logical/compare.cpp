@@ -121,35 +121,30 @@ template <typename Cmp, bool Legacy> class Compare {
       }
       sdk::fail("string inputs are not supported by this comparison");
     }
+    static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
+    // A vector path: each broadcast run of the output through `run_row`.
+    auto by_rows = [&](auto* pa, auto* pb, auto run_row) {
+      auto* pz = reinterpret_cast<uint8_t*>(y.data<bool>());
+      if (sdk::numel(s.out) == 0) return;
+      Broadcaster<2> bc(s.out, {s.a, s.b});
+      run_pieces(ctx, bc, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
+        run_row(pa + off[0], st[0], pb + off[1], st[1], pz + o, n);
+      });
+    };
     sdk::dispatch(
         a.dtype(),
         [&](auto tag) {
           using T = decltype(tag);
           if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
             if (has_avx2()) {
-              static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
-              const T* pa = a.data<T>();
-              const T* pb = b.data<T>();
-              auto* pz = reinterpret_cast<uint8_t*>(y.data<bool>());
-              if (sdk::numel(s.out) == 0) return;
-              Broadcaster<2> bc(s.out, {s.a, s.b});
-              run_pieces(ctx, bc, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
-                compare_run_avx2<Cmp, T>(pa + off[0], st[0], pb + off[1], st[1], pz + o, n);
-              });
+              by_rows(a.data<T>(), b.data<T>(), compare_run_avx2<Cmp, T>);
               return;
             }
           }
 #ifdef SINGA_HAVE_F16C_PATH
           if constexpr (std::is_same<T, sdk::half>::value) {
             if (vec::f16c_supported()) {
-              const T* pa = a.data<T>();
-              const T* pb = b.data<T>();
-              auto* pz = reinterpret_cast<uint8_t*>(y.data<bool>());
-              if (sdk::numel(s.out) == 0) return;
-              Broadcaster<2> bc(s.out, {s.a, s.b});
-              run_pieces(ctx, bc, [&](int64_t o, const int64_t* off, const int64_t* st, int64_t n) {
-                compare_run_half<Cmp>(pa + off[0], st[0], pb + off[1], st[1], pz + o, n);
-              });
+              by_rows(a.data<T>(), b.data<T>(), compare_run_half<Cmp>);
               return;
             }
           }

@@ -149,18 +149,14 @@ std::unique_ptr<DnnlInt8Conv> DnnlInt8Conv::create(const sdk::Tensor& w, const s
 
 namespace {
 
-// The plan for x of shape {N, C, H, W} at `threads` threads; throws
-// dnnl::error when oneDNN has no (non-reference) code for it.
-std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geometry& g, int64_t N, int64_t C,
-                                int threads, bool scaled, bool zp) {
-  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
-  const int64_t sh = g.s[1], sw = g.s[2], dh = g.d[1], dw = g.d[2], pt = g.pb[1], pl = g.pb[2], pr = g.pe[2];
-  const int64_t Mg = s.M / s.group;
+// The primitive attributes of an int8 product: a runtime source zero point
+// when x has one (a zero point of 0 leaves it out: oneDNN's kernels then skip
+// the compensation), a user scratchpad, and for a scaled output the output
+// scales, the destination zero point and the Relu.
+dnnl::primitive_attr int8_attr(const DnnlInt8Conv::State& s, bool scaled, bool zp) {
   dnnl::primitive_attr attr;
-  // A zero point of 0 leaves it out: oneDNN's kernels then skip the compensation.
   if (zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dt out_t = scaled ? s.out_type : dt::s32;
   if (scaled) {
     attr.set_output_scales(s.out_scale.size() == 1 ? 0 : 1 << 1, s.out_scale);
     // Added after the Relu, as QuantizeLinear(Relu(y)) does.
@@ -171,6 +167,18 @@ std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geome
       attr.set_post_ops(ops);
     }
   }
+  return attr;
+}
+
+// The plan for x of shape {N, C, H, W} at `threads` threads; throws
+// dnnl::error when oneDNN has no (non-reference) code for it.
+std::unique_ptr<Plan> make_plan(const DnnlInt8Conv::State& s, dt xt, const Geometry& g, int64_t N, int64_t C,
+                                int threads, bool scaled, bool zp) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t sh = g.s[1], sw = g.s[2], dh = g.d[1], dw = g.d[2], pt = g.pb[1], pl = g.pb[2], pr = g.pe[2];
+  const int64_t Mg = s.M / s.group;
+  const dnnl::primitive_attr attr = int8_attr(s, scaled, zp);
+  const dt out_t = scaled ? s.out_type : dt::s32;
   auto plan = std::make_unique<Plan>();
   const int64_t nparts = std::max<int64_t>(1, std::min<int64_t>(threads, OH));
   const int64_t ext = (s.KH - 1) * dh + 1;
@@ -301,16 +309,7 @@ std::unique_ptr<StemPlan> make_stem_plan(const DnnlInt8Conv::State& s, dt xt, co
                                          int threads, bool zp) {
   const int64_t K = s.Cg * s.KH * s.KW, Kp = (K + 63) / 64 * 64, M = s.M, Q = g.out[1] * g.out[2];
   if (N * Q == 0) throw dnnl::error(dnnl_invalid_arguments, "no output");
-  dnnl::primitive_attr attr;
-  if (zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_output_scales(s.out_scale.size() == 1 ? 0 : 1 << 1, s.out_scale);
-  if (s.out_zp != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
-  if (s.relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
+  const dnnl::primitive_attr attr = int8_attr(s, true, zp);
   auto plan = std::make_unique<StemPlan>();
   plan->Kp = Kp;
   const int64_t per_image = std::min(Q, std::max((Q + kStemRows - 1) / kStemRows, (threads + N - 1) / N));

@@ -10,6 +10,7 @@
 
 #include <bf16_compute.hpp>
 #include <cpu_domain.hpp>
+#include <value_dtype.hpp>
 
 #include <set>
 #include <string>
@@ -21,11 +22,6 @@ namespace math {
 int register_bf16_matmul_pass(sdk::Registrar& reg);
 
 namespace {
-
-int32_t dtype_of(const sdk::Graph& g, const std::string& v) {
-  singa_value_info info;
-  return !v.empty() && g.value_info(v, info) ? info.onnx_dtype : 0;
-}
 
 // Ops whose output has the element type of their first input.
 bool keeps_type(const sdk::GraphNode& p) {
@@ -43,7 +39,7 @@ bool keeps_type(const sdk::GraphNode& p) {
 // Conv's output): those take a Cast's `to` or a type-keeping producer's input
 // type, a few producers up at most; 0 when still unknown.
 int32_t type_of(const sdk::Graph& g, const std::string& v, int depth = 0) {
-  const int32_t t = dtype_of(g, v);
+  const int32_t t = value_dtype(g, v);
   if (t != 0 || depth > 8) return t;
   const sdk::GraphNode p = g.producer(v);
   if (!p.valid() || p.num_inputs() == 0) return 0;
@@ -87,7 +83,7 @@ bool takes(const sdk::Graph& g, const sdk::GraphNode& n, bool float_on, bool bf1
     const sdk::Tensor c = g.constant(n.input_name(2));
     if (!float_or_bf16_constant(g, n.input_name(2)) || c.numel() != N) return false;
   }
-  if (n.num_inputs() > 3 && dtype_of(g, n.input_name(3)) != t) return false;
+  if (n.num_inputs() > 3 && value_dtype(g, n.input_name(3)) != t) return false;
   return true;
 }
 
@@ -95,19 +91,7 @@ int use_bf16_matmuls(sdk::Graph& g) {
   const bool float_on = bf16_compute_on(g);
   const bool bf16_cpu = float_on || cpu_has_bf16();
   if (!bf16_cpu) return 0;
-  int rewrites = 0;
-  for (sdk::GraphNode n : g.nodes()) {
-    if (!n.alive() || !takes(g, n, float_on, bf16_cpu)) continue;
-    sdk::NewNode b(kCpuDomain, kBf16MatMulOp);
-    b.name = n.name();
-    b.opset = 1;
-    b.inputs = n.input_names();
-    b.outputs = n.output_names();
-    b.attrs_from = n.raw();
-    g.replace({n}, {b});
-    ++rewrites;
-  }
-  return rewrites;
+  return retype_nodes(g, kBf16MatMulOp, [&](const sdk::GraphNode& n) { return takes(g, n, float_on, bf16_cpu); });
 }
 
 }  // namespace

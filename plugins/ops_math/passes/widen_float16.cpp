@@ -12,6 +12,8 @@
 // a reduction of the float32 input with the same result (reduce_before_cast).
 #include "matmul_passes.hpp"
 
+#include <value_dtype.hpp>
+
 #include <map>
 #include <set>
 #include <vector>
@@ -59,11 +61,6 @@ bool moves_in_half(const std::string& op) {
   return ops.count(op) != 0;
 }
 
-int32_t dtype_of(const sdk::Graph& g, const std::string& v) {
-  singa_value_info info;
-  return !v.empty() && g.value_info(v, info) ? info.onnx_dtype : 0;
-}
-
 // Inputs whose type is not T: Resize's roi and scales, Upsample's scales,
 // Pow's exponent. They may be float32 beside half data (and are widened when
 // they are half).
@@ -76,10 +73,10 @@ bool own_type(const std::string& op, size_t i) {
 bool wants_widening(const sdk::Graph& g, const sdk::GraphNode& n) {
   if (!n.valid() || !standard_op(n, n.op_type().c_str()) || !widenable().count(n.op_type())) return false;
   for (size_t k = 0; k < n.num_outputs(); ++k)
-    if (!n.output_name(k).empty() && dtype_of(g, n.output_name(k)) != SINGA_ONNX_FLOAT16) return false;
+    if (!n.output_name(k).empty() && value_dtype(g, n.output_name(k)) != SINGA_ONNX_FLOAT16) return false;
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     if (n.input_name(i).empty() || own_type(n.op_type(), i)) continue;
-    const int32_t t = dtype_of(g, n.input_name(i));
+    const int32_t t = value_dtype(g, n.input_name(i));
     if (t == 0) return false;  // unknown: it might be half and stay unconverted
     if (t == SINGA_ONNX_FLOAT || t == SINGA_ONNX_DOUBLE || t == SINGA_ONNX_BFLOAT16)
       return false;  // mixed precision: the exporter meant it
@@ -136,13 +133,13 @@ int reduce_before_cast(sdk::Graph& g) {
   for (sdk::GraphNode c : g.nodes()) {
     if (!c.alive() || !standard_op(c, "Cast") || c.num_inputs() != 1 || c.num_outputs() != 1) continue;
     const std::string in = c.input_name(0), mid = c.output_name(0);
-    if (c.attr_int("to", 0) != SINGA_ONNX_FLOAT16 || dtype_of(g, in) != SINGA_ONNX_FLOAT || g.is_output(mid)) continue;
+    if (c.attr_int("to", 0) != SINGA_ONNX_FLOAT16 || value_dtype(g, in) != SINGA_ONNX_FLOAT || g.is_output(mid)) continue;
     const std::vector<sdk::GraphNode> readers = g.consumers(mid);
     if (readers.size() != 1) continue;
     const sdk::GraphNode r = readers[0];
     const std::string op = r.op_type(), to = reduce_of_half(op);
     if (to.empty() || !standard_op(r, op.c_str()) || r.num_outputs() != 1 || r.input_name(0) != mid ||
-        dtype_of(g, r.output_name(0)) != SINGA_ONNX_FLOAT16)
+        value_dtype(g, r.output_name(0)) != SINGA_ONNX_FLOAT16)
       continue;
     const std::string out = r.output_name(0);
     if (to == op) {
@@ -199,7 +196,7 @@ int widen_float16(sdk::Graph& g) {
     if (moves_in_half(n.op_type())) {
       bool any_wide = false;
       for (const std::string& in : n.input_names())
-        any_wide |= !in.empty() && dtype_of(g, in) == SINGA_ONNX_FLOAT16 && (wide.count(in) || g.constant(in).present());
+        any_wide |= !in.empty() && value_dtype(g, in) == SINGA_ONNX_FLOAT16 && (wide.count(in) || g.constant(in).present());
       if (!any_wide) continue;
     }
     std::vector<sdk::NewNode> with;
@@ -209,7 +206,7 @@ int widen_float16(sdk::Graph& g) {
     f.attrs_from = n.raw();
     f.inputs = n.input_names();
     for (std::string& in : f.inputs) {
-      if (in.empty() || dtype_of(g, in) != SINGA_ONNX_FLOAT16) continue;
+      if (in.empty() || value_dtype(g, in) != SINGA_ONNX_FLOAT16) continue;
       auto it = wide.find(in);
       if (it == wide.end()) {
         const sdk::Tensor c = g.constant(in);

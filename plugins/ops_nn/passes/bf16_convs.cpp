@@ -13,6 +13,7 @@
 #include "../layouts.hpp"
 
 #include <bf16_compute.hpp>
+#include <value_dtype.hpp>
 
 namespace singa {
 namespace nn {
@@ -22,13 +23,8 @@ int register_bf16_conv_pass(sdk::Registrar& reg);
 namespace passes {
 namespace {
 
-int32_t dtype_of(const Graph& g, const std::string& v) {
-  singa_value_info info;
-  return !v.empty() && g.value_info(v, info) ? info.onnx_dtype : 0;
-}
-
 // Of type t and rank 4 (its dims may be symbolic: the kernel plans per run shape).
-bool known_type(const Graph& g, const std::string& v, int32_t t) { return dtype_of(g, v) == t && shape_of(g, v).size() == 4; }
+bool known_type(const Graph& g, const std::string& v, int32_t t) { return ops::value_dtype(g, v) == t && shape_of(g, v).size() == 4; }
 
 // A constant of a float type the kernel reads.
 bool float_or_bf16_constant(const Graph& g, const std::string& v, size_t rank) {
@@ -42,10 +38,10 @@ bool takes(const Graph& g, const GraphNode& n, bool float_on, bool bf16_cpu) {
   if (!(conv || fused || sum) || n.num_outputs() != 1 || n.num_inputs() < 2) return false;
   if (fused && (n.has_attr("pool_kernel_shape") || n.has_attr("global_average_pool"))) return false;
   const std::string x = n.input_name(0), y = n.output_name(0);
-  const int32_t t = dtype_of(g, x);
+  const int32_t t = ops::value_dtype(g, x);
   if (!((t == SINGA_ONNX_FLOAT && float_on) || (t == SINGA_ONNX_BFLOAT16 && bf16_cpu))) return false;
   // Y's shape the kernel works out itself (shape inference may not know a bfloat16 Conv).
-  const int32_t ty = dtype_of(g, y);
+  const int32_t ty = ops::value_dtype(g, y);
   if (!known_type(g, x, t) || (ty != t && ty != 0) || n.attr_int("group", 1) != 1) return false;
   if (!float_or_bf16_constant(g, n.input_name(1), 4)) return false;
   if (n.num_inputs() > 2 && !n.input_name(2).empty() && !float_or_bf16_constant(g, n.input_name(2), 1)) return false;
@@ -73,7 +69,7 @@ void keep_channels_last(Graph& g) {
         if (i != 0) only_x = false;
       }
     }
-    if (all) g.set_layout(y, only_x && dtype_of(g, y) == SINGA_ONNX_FLOAT ? kChannelsLastBf16Layout : kChannelsLastLayout);
+    if (all) g.set_layout(y, only_x && ops::value_dtype(g, y) == SINGA_ONNX_FLOAT ? kChannelsLastBf16Layout : kChannelsLastLayout);
   }
 }
 
@@ -81,18 +77,8 @@ int use_bf16_convs(Graph& g) {
   const bool float_on = ops::bf16_compute_on(g);
   const bool bf16_cpu = float_on || ops::cpu_has_bf16();
   if (!bf16_cpu) return 0;
-  int rewrites = 0;
-  for (GraphNode n : g.nodes()) {
-    if (!n.alive() || !takes(g, n, float_on, bf16_cpu)) continue;
-    NewNode b(kCpuDomain, ops::kBf16ConvOp);
-    b.name = n.name();
-    b.opset = 1;
-    b.inputs = n.input_names();
-    b.outputs = n.output_names();
-    b.attrs_from = n.raw();
-    g.replace({n}, {b});
-    ++rewrites;
-  }
+  const int rewrites =
+      ops::retype_nodes(g, ops::kBf16ConvOp, [&](const GraphNode& n) { return takes(g, n, float_on, bf16_cpu); });
   if (rewrites) keep_channels_last(g);
   return rewrites;
 }
