@@ -24,40 +24,15 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::count_op;
+using testing_util::i64_tensor;
+using testing_util::random_floats;
 
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-Tensor uniform(const singa::Shape& shape, unsigned seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Tensor ints1(std::vector<int64_t> v) { return Tensor::from_vector({int64_t(v.size())}, SINGA_ONNX_INT64, v); }
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-int count(const singa::onnx::Rep& rep, const std::string& op) {
-  int c = 0;
-  for (const auto& p : rep.placement()) c += p.op_type == op;
-  return c;
-}
 
 // Runs `m` with the attention pass on and off; checks the outputs agree
 // (NaN where the reference has NaN) and returns the Attention nodes used.
@@ -67,7 +42,7 @@ int check_against_unfused(const ModelBuilder& m, const std::vector<Tensor>& inpu
   off.options["pass.cpu.attention"] = "0";
   auto fused = singa::onnx::prepare_bytes(m.bytes(), on);
   auto plain = singa::onnx::prepare_bytes(m.bytes(), off);
-  EXPECT_EQ(count(*plain, "Attention"), 0);
+  EXPECT_EQ(count_op(*plain, "Attention"), 0);
   auto a = fused->run(inputs), b = plain->run(inputs);
   EXPECT_EQ(a.size(), b.size());
   for (size_t k = 0; k < std::min(a.size(), b.size()); ++k) {
@@ -86,7 +61,7 @@ int check_against_unfused(const ModelBuilder& m, const std::vector<Tensor>& inpu
     EXPECT_LE(worst, tol) << "output " << a[k].first;
     EXPECT_EQ(nan_mismatch, 0) << "output " << a[k].first;
   }
-  return count(*fused, "Attention");
+  return count_op(*fused, "Attention");
 }
 
 // ---------------------------------------------------------------- HF BERT
@@ -123,12 +98,12 @@ ModelBuilder bert_block(const BertCase& c) {
   const int64_t E = embed(c);
   m.input("x", SINGA_ONNX_FLOAT, {c.B, c.S, E});
   if (c.mask != MaskKind::kNone) m.input("mask", SINGA_ONNX_FLOAT, mask_shape(c));
-  m.initializer("split", ints1({c.B, c.S, c.H, c.D}));
+  m.initializer("split", i64_tensor({c.B, c.S, c.H, c.D}));
   unsigned seed = 10;
   for (const char* p : {"q", "k", "v"}) {
     const std::string n = p;
-    m.initializer("w" + n, uniform({E, E}, seed++, -0.4f, 0.4f));
-    m.initializer("b" + n, uniform({E}, seed++, -0.2f, 0.2f));
+    m.initializer("w" + n, random_floats({E, E}, seed++, -0.4f, 0.4f));
+    m.initializer("b" + n, random_floats({E}, seed++, -0.2f, 0.2f));
     m.node("MatMul", {"x", "w" + n}, {n + "0"}).node("Add", {n + "0", "b" + n}, {n + "1"});
     m.node("Reshape", {n + "1", "split"}, {n + "4"}).node("Transpose", {n + "4"}, {n});
     add_ints(m.last(), "perm", n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
@@ -141,16 +116,16 @@ ModelBuilder bert_block(const BertCase& c) {
   add_int(m.last(), "axis", -1);
   m.node("MatMul", {"p", "v"}, {"ctx"}).node("Transpose", {"ctx"}, {"ctx_t"});
   add_ints(m.last(), "perm", {0, 2, 1, 3});
-  m.initializer("join", ints1({-1, c.S, E})).node("Reshape", {"ctx_t", "join"}, {"y"});
+  m.initializer("join", i64_tensor({-1, c.S, E})).node("Reshape", {"ctx_t", "join"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {c.B, c.S, E});
   return m;
 }
 
 std::vector<Tensor> bert_inputs(const BertCase& c, unsigned seed) {
-  std::vector<Tensor> in{uniform({c.B, c.S, embed(c)}, seed, -2.f, 2.f)};
+  std::vector<Tensor> in{random_floats({c.B, c.S, embed(c)}, seed, -2.f, 2.f)};
   if (c.mask == MaskKind::kNone) return in;
   const singa::Shape ms = mask_shape(c);
-  Tensor mask = uniform(ms, seed + 1, -3.f, 0.f);  // kFull, kTwoDim: any additive values
+  Tensor mask = random_floats(ms, seed + 1, -3.f, 0.f);  // kFull, kTwoDim: any additive values
   float* p = mask.data<float>();
   const int64_t rows = mask.numel() / c.S;
   std::mt19937 rng(seed + 2);
@@ -212,7 +187,7 @@ TEST(AttentionMasked, MasksTheNodeCannotTakeStayUnfused) {
   shape_of(wider.model.mutable_graph()->mutable_input(1))->mutable_dim(0)->set_dim_value(2);
   shape_of(wider.model.mutable_graph()->mutable_output(0))->mutable_dim(0)->set_dim_value(2);
   std::vector<Tensor> in = bert_inputs(c, 90);
-  in[1] = uniform({2, c.H, c.S, c.S}, 91, -1.f, 0.f);
+  in[1] = random_floats({2, c.H, c.S, c.S}, 91, -1.f, 0.f);
   EXPECT_EQ(check_against_unfused(wider, in, 1), 0);
 }
 
@@ -233,10 +208,10 @@ ModelBuilder gpt_block(const GptCase& c) {
   m.input("x", SINGA_ONNX_FLOAT, {c.B, c.S, E});
   m.input("past_k", SINGA_ONNX_FLOAT, {c.B, c.H, c.P, c.D}).input("past_v", SINGA_ONNX_FLOAT, {c.B, c.H, c.P, c.D});
   if (c.mask) m.input("mask", SINGA_ONNX_FLOAT, {c.B, 1, 1, T});
-  m.initializer("w", uniform({E, 3 * E}, 60, -0.4f, 0.4f)).node("MatMul", {"x", "w"}, {"qkv"});
-  m.initializer("thirds", ints1({E, E, E})).node("Split", {"qkv", "thirds"}, {"q0", "k0", "v0"});
+  m.initializer("w", random_floats({E, 3 * E}, 60, -0.4f, 0.4f)).node("MatMul", {"x", "w"}, {"qkv"});
+  m.initializer("thirds", i64_tensor({E, E, E})).node("Split", {"qkv", "thirds"}, {"q0", "k0", "v0"});
   add_int(m.last(), "axis", 2);
-  m.initializer("split", ints1({c.B, c.S, c.H, c.D}));
+  m.initializer("split", i64_tensor({c.B, c.S, c.H, c.D}));
   for (const char* p : {"q", "k", "v"}) {
     const std::string n = p;
     m.node("Reshape", {n + "0", "split"}, {n + "4"}).node("Transpose", {n + "4"}, {n + "h"});
@@ -264,7 +239,7 @@ ModelBuilder gpt_block(const GptCase& c) {
   add_int(m.last(), "axis", -1);
   m.node("MatMul", {"p", "present_v"}, {"ctx"}).node("Transpose", {"ctx"}, {"ctx_t"});
   add_ints(m.last(), "perm", {0, 2, 1, 3});
-  m.initializer("join", ints1({c.B, c.S, E})).node("Reshape", {"ctx_t", "join"}, {"y"});
+  m.initializer("join", i64_tensor({c.B, c.S, E})).node("Reshape", {"ctx_t", "join"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {c.B, c.S, E});
   m.output("present_k", SINGA_ONNX_FLOAT, {c.B, c.H, T, c.D}).output("present_v", SINGA_ONNX_FLOAT, {c.B, c.H, T, c.D});
   return m;
@@ -272,9 +247,9 @@ ModelBuilder gpt_block(const GptCase& c) {
 
 std::vector<Tensor> gpt_inputs(const GptCase& c, unsigned seed) {
   const int64_t T = c.P + c.S;
-  std::vector<Tensor> in{uniform({c.B, c.S, c.H * c.D}, seed, -2.f, 2.f),
-                         uniform({c.B, c.H, c.P, c.D}, seed + 1, -2.f, 2.f),
-                         uniform({c.B, c.H, c.P, c.D}, seed + 2, -2.f, 2.f)};
+  std::vector<Tensor> in{random_floats({c.B, c.S, c.H * c.D}, seed, -2.f, 2.f),
+                         random_floats({c.B, c.H, c.P, c.D}, seed + 1, -2.f, 2.f),
+                         random_floats({c.B, c.H, c.P, c.D}, seed + 2, -2.f, 2.f)};
   if (c.mask) {
     Tensor m(singa::Shape{c.B, 1, 1, T}, SINGA_ONNX_FLOAT);
     for (int64_t b = 0; b < c.B; ++b)
@@ -315,13 +290,13 @@ ModelBuilder mha_block(const MhaCase& c) {
   ModelBuilder m(17);
   const int64_t E = c.H * c.D;
   m.input("x", SINGA_ONNX_FLOAT, {c.S, 1, E});
-  m.initializer("w", uniform({E, 3 * E}, 80, -0.4f, 0.4f)).initializer("b", uniform({3 * E}, 81, -0.2f, 0.2f));
+  m.initializer("w", random_floats({E, 3 * E}, 80, -0.4f, 0.4f)).initializer("b", random_floats({3 * E}, 81, -0.2f, 0.2f));
   m.node("MatMul", {"x", "w"}, {"proj0"}).node("Add", {"proj0", "b"}, {"proj"});
-  m.initializer("axis2", ints1({2})).initializer("heads", ints1({c.S, c.H, c.D}));
+  m.initializer("axis2", i64_tensor({2})).initializer("heads", i64_tensor({c.S, c.H, c.D}));
   const char* names[3] = {"q", "k", "v"};
   for (int64_t i = 0; i < 3; ++i) {
     const std::string n = names[i];
-    m.initializer(n + "_from", ints1({i * E})).initializer(n + "_to", ints1({(i + 1) * E}));
+    m.initializer(n + "_from", i64_tensor({i * E})).initializer(n + "_to", i64_tensor({(i + 1) * E}));
     m.node("Slice", {"proj", n + "_from", n + "_to", "axis2"}, {n + "0"});
     m.node("Reshape", {n + "0", "heads"}, {n + "3"}).node("Transpose", {n + "3"}, {n + "h"});
     add_ints(m.last(), "perm", n == "k" ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2});
@@ -331,7 +306,7 @@ ModelBuilder mha_block(const MhaCase& c) {
   add_int(m.last(), "axis", -1);
   m.node("MatMul", {"p", "vh"}, {"ctx"}).node("Transpose", {"ctx"}, {"ctx_t"});
   add_ints(m.last(), "perm", {1, 0, 2});
-  m.initializer("join", ints1({c.S, E})).node("Reshape", {"ctx_t", "join"}, {"y"});
+  m.initializer("join", i64_tensor({c.S, E})).node("Reshape", {"ctx_t", "join"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {c.S, E});
   return m;
 }
@@ -347,7 +322,7 @@ TEST(AttentionMasked, SequenceFirstMultiheadAttention) {
     SCOPED_TRACE("case " + std::to_string(i));
     const MhaCase& c = cases[i];
     for (int threads : {1, 2})
-      EXPECT_EQ(check_against_unfused(mha_block(c), {uniform({c.S, 1, c.H * c.D}, 85 + unsigned(i), -2.f, 2.f)},
+      EXPECT_EQ(check_against_unfused(mha_block(c), {random_floats({c.S, 1, c.H * c.D}, 85 + unsigned(i), -2.f, 2.f)},
                                       threads),
                 1);
   }
@@ -370,8 +345,8 @@ TEST(AttentionMasked, BadMaskFailsClearly) {
   m.output("y", SINGA_ONNX_FLOAT, {-1, -1, -1}, {"b", "s", "w"});
   try {
     singa::onnx::prepare_bytes(m.bytes())
-        ->run({uniform({1, 3, 8}, 1, -1, 1), uniform({1, 5, 8}, 2, -1, 1), uniform({1, 5, 8}, 3, -1, 1),
-               uniform({1, 1, 1, 4}, 4, -1, 0)});
+        ->run({random_floats({1, 3, 8}, 1, -1, 1), random_floats({1, 5, 8}, 2, -1, 1), random_floats({1, 5, 8}, 3, -1, 1),
+               random_floats({1, 1, 1, 4}, 4, -1, 0)});
     ADD_FAILURE() << "no error";
   } catch (const std::exception& e) {
     const std::string msg = e.what();

@@ -14,19 +14,18 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::f32_tensor;
 
 namespace {
 
 using testing_util::ensure_loaded;
 
-Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
-
 // x[N,4] -> Relu -> Add(b) -> MatMul(W[4,2]) -> Sigmoid -> y[N,2]
 ModelBuilder mlp() {
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {-1, 4}, {"batch"})
-      .initializer("b", floats({4}, {0.5f, -1.f, 2.f, 0.f}))
-      .initializer("W", floats({4, 2}, {1, 0, 0, 1, 1, 1, -1, 2}))
+      .initializer("b", f32_tensor({4}, {0.5f, -1.f, 2.f, 0.f}))
+      .initializer("W", f32_tensor({4, 2}, {1, 0, 0, 1, 1, 1, -1, 2}))
       .node("Relu", {"x"}, {"r"}, "relu")
       .node("Add", {"r", "b"}, {"a"}, "add")
       .node("MatMul", {"a", "W"}, {"m"}, "matmul")
@@ -67,7 +66,7 @@ TEST(Backend, RunsAndBindsBatchAtRunTime) {
   for (size_t n : {1u, 3u}) {
     std::vector<float> x(n * 4);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.37f - 1.f;
-    auto out = rep->run({floats({int64_t(n), 4}, x)});
+    auto out = rep->run({f32_tensor({int64_t(n), 4}, x)});
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].first, "y");
     ASSERT_EQ(out[0].second.shape(), (singa::Shape{int64_t(n), 2}));
@@ -82,7 +81,7 @@ TEST(Backend, DimsBoundAtPrepare) {
   opt.dims["batch"] = 2;
   auto rep = singa::onnx::prepare_bytes(mlp().bytes(), opt);
   EXPECT_EQ(rep->inputs()[0].dims[0], 2);
-  std::string err = error_of([&] { rep->run({floats({3, 4}, std::vector<float>(12, 1.f))}); });
+  std::string err = error_of([&] { rep->run({f32_tensor({3, 4}, std::vector<float>(12, 1.f))}); });
   EXPECT_NE(err.find("input 'x' has shape [3,4]"), std::string::npos) << err;
 }
 
@@ -92,13 +91,13 @@ TEST(Backend, LastLayersStopsBeforeTheEnd) {
   std::vector<float> x = {1, -2, 3, -4};
   singa::onnx::RunOptions ro;
   ro.last_layers = -2;  // stop before MatMul and Sigmoid: output of Add
-  auto out = rep->run({floats({1, 4}, x)}, ro);
+  auto out = rep->run({f32_tensor({1, 4}, x)}, ro);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].first, "a");
   std::vector<float> expect = {1.5f, -1.f, 5.f, 0.f};
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[0].second.data<float>()[i], expect[size_t(i)]);
   ro.last_layers = -4;
-  EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("leaves no node"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep->run({f32_tensor({1, 4}, x)}, ro); }).find("leaves no node"), std::string::npos);
 }
 
 // Rep::nodes() lists the order last_layers counts: the file's order (a
@@ -116,7 +115,7 @@ TEST(Backend, NodesListTheOrderLastLayersCounts) {
   auto* value = m.g->mutable_node(1)->add_attribute();
   value->set_name("value");
   value->set_type(::onnx::AttributeProto::TENSOR);
-  *value->mutable_t() = singa::onnx::to_proto(floats({4}, {1, 1, 1, 1}), "");
+  *value->mutable_t() = singa::onnx::to_proto(f32_tensor({4}, {1, 1, 1, 1}), "");
   auto rep = singa::onnx::prepare_bytes(m.bytes());
   const auto nodes = rep->nodes();
   ASSERT_EQ(nodes.size(), 4u);
@@ -130,21 +129,21 @@ TEST(Backend, NodesListTheOrderLastLayersCounts) {
   std::vector<float> x = {1, -2, 3, -4};
   singa::onnx::RunOptions ro;
   ro.last_layers = -2;  // stops after "bias", the second node in the file
-  auto out = rep->run({floats({1, 4}, x)}, ro);
+  auto out = rep->run({f32_tensor({1, 4}, x)}, ro);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].first, "b");
   ro.last_layers = 0;
   ro.last_node = "add";
-  out = rep->run({floats({1, 4}, x)}, ro);
+  out = rep->run({f32_tensor({1, 4}, x)}, ro);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].first, "a");
   EXPECT_FLOAT_EQ(out[0].second.data<float>()[0], 2.f);
   EXPECT_FLOAT_EQ(out[0].second.data<float>()[1], 1.f);
   ro.last_node = "nowhere";
-  EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("names no node"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep->run({f32_tensor({1, 4}, x)}, ro); }).find("names no node"), std::string::npos);
   ro.last_node = "add";
   ro.last_layers = -1;
-  EXPECT_NE(error_of([&] { rep->run({floats({1, 4}, x)}, ro); }).find("not both"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep->run({f32_tensor({1, 4}, x)}, ro); }).find("not both"), std::string::npos);
 }
 
 TEST(Backend, AllOutputsReturnsEveryIntermediate) {
@@ -152,7 +151,7 @@ TEST(Backend, AllOutputsReturnsEveryIntermediate) {
   auto rep = singa::onnx::prepare_bytes(mlp().bytes());
   singa::onnx::RunOptions ro;
   ro.all_outputs = true;
-  auto out = rep->run({floats({1, 4}, {1, -2, 3, -4})}, ro);
+  auto out = rep->run({f32_tensor({1, 4}, {1, -2, 3, -4})}, ro);
   std::vector<std::string> names;
   for (auto& kv : out) names.push_back(kv.first);
   EXPECT_EQ(names, (std::vector<std::string>{"r", "a", "m", "y"}));
@@ -173,12 +172,12 @@ TEST(Backend, WrongInputsAreRefusedBeforeRunning) {
   EXPECT_NE(error_of([&] { rep->run(std::vector<Tensor>{}); }).find("input 'x' is missing"), std::string::npos);
   auto i64 = Tensor::from_vector<int64_t>({1, 4}, SINGA_ONNX_INT64, {1, 2, 3, 4});
   EXPECT_NE(error_of([&] { rep->run({i64}); }).find("element type int64"), std::string::npos);
-  EXPECT_NE(error_of([&] { rep->run({floats({4}, {1, 2, 3, 4})}); }).find("expects rank 2"), std::string::npos);
-  EXPECT_NE(error_of([&] { rep->run({floats({1, 5}, {1, 2, 3, 4, 5})}); }).find("dimension 1"), std::string::npos);
-  std::map<std::string, Tensor> named{{"x", floats({1, 4}, {1, 2, 3, 4})}, {"bogus", floats({1}, {1})}};
+  EXPECT_NE(error_of([&] { rep->run({f32_tensor({4}, {1, 2, 3, 4})}); }).find("expects rank 2"), std::string::npos);
+  EXPECT_NE(error_of([&] { rep->run({f32_tensor({1, 5}, {1, 2, 3, 4, 5})}); }).find("dimension 1"), std::string::npos);
+  std::map<std::string, Tensor> named{{"x", f32_tensor({1, 4}, {1, 2, 3, 4})}, {"bogus", f32_tensor({1}, {1})}};
   EXPECT_NE(error_of([&] { rep->run(named); }).find("no input named 'bogus'"), std::string::npos);
   // still usable afterwards
-  EXPECT_EQ(rep->run({floats({1, 4}, {1, 2, 3, 4})}).size(), 1u);
+  EXPECT_EQ(rep->run({f32_tensor({1, 4}, {1, 2, 3, 4})}).size(), 1u);
 }
 
 TEST(Backend, BadModelsGiveClearErrors) {
@@ -218,7 +217,7 @@ TEST(Backend, BadModelsGiveClearErrors) {
   EXPECT_NE(err.find("already produced"), std::string::npos) << err;
 
   ModelBuilder badinit;
-  auto p = singa::onnx::to_proto(floats({4}, {1, 2, 3, 4}), "w");
+  auto p = singa::onnx::to_proto(f32_tensor({4}, {1, 2, 3, 4}), "w");
   p.mutable_raw_data()->resize(10);
   badinit.input("x", SINGA_ONNX_FLOAT, {4}).node("Add", {"x", "w"}, {"y"}).output("y", SINGA_ONNX_FLOAT);
   *badinit.g->add_initializer() = p;
@@ -260,7 +259,7 @@ TEST(Backend, ConcurrentRunsGiveSingleThreadedResults) {
   for (int t = 0; t < kThreads; ++t) {
     inputs[size_t(t)].resize(size_t(4 * (t + 1)));
     for (auto& v : inputs[size_t(t)]) v = u(rng);
-    auto out = rep->run({floats({t + 1, 4}, inputs[size_t(t)])});
+    auto out = rep->run({f32_tensor({t + 1, 4}, inputs[size_t(t)])});
     expect[size_t(t)].assign(out[0].second.data<float>(), out[0].second.data<float>() + out[0].second.numel());
   }
   std::vector<int> mismatches(kThreads, 0);
@@ -268,7 +267,7 @@ TEST(Backend, ConcurrentRunsGiveSingleThreadedResults) {
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < kIters; ++i) {
-        auto out = rep->run({floats({t + 1, 4}, inputs[size_t(t)])});
+        auto out = rep->run({f32_tensor({t + 1, 4}, inputs[size_t(t)])});
         const float* y = out[0].second.data<float>();
         for (size_t k = 0; k < expect[size_t(t)].size(); ++k)
           if (y[k] != expect[size_t(t)][k]) ++mismatches[size_t(t)];
@@ -288,7 +287,7 @@ TEST(Backend, FallbackToCpuInsertsCopies) {
     ASSERT_TRUE(info.loaded) << info.error;
   }
   std::vector<float> x = {1, -2, 3, -4, 0.5f, 6, -7, 8};
-  auto cpu = singa::onnx::prepare_bytes(mlp().bytes())->run({floats({2, 4}, x)});
+  auto cpu = singa::onnx::prepare_bytes(mlp().bytes())->run({f32_tensor({2, 4}, x)});
 
   singa::onnx::PrepareOptions opt;
   opt.device = "fakeaccel";
@@ -308,7 +307,7 @@ TEST(Backend, FallbackToCpuInsertsCopies) {
   auto counter = singa::onnx::prepare_bytes(probe.bytes(), nocheck);
   auto copies = [&] { return counter->run(std::vector<Tensor>{})[0].second.data<int64_t>()[0]; };
   int64_t before = copies();
-  auto out = rep->run({floats({2, 4}, x)});
+  auto out = rep->run({f32_tensor({2, 4}, x)});
   // x goes to the device, relu's output comes back for the CPU's Add.
   EXPECT_EQ(copies() - before, 2);
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[0].second.data<float>()[i], cpu[0].second.data<float>()[i]);
@@ -446,18 +445,17 @@ TEST(Backend, ResizeHostileScalesAndRegions) {
     return singa::onnx::prepare_bytes(m.bytes());
   };
   Tensor x = Tensor::from_vector({1, 1, 2, 2}, SINGA_ONNX_FLOAT, std::vector<float>{1, 2, 3, 4});
-  auto floats = [](std::vector<float> v) { return Tensor::from_vector({int64_t(v.size())}, SINGA_ONNX_FLOAT, v); };
   auto half_pixel = build("half_pixel");
   try {
-    half_pixel->run({x, floats({0, 0, 0, 0, 1, 1, 1, 1}), floats({1, 1, INFINITY, 1})});
+    half_pixel->run({x, f32_tensor({8}, {0, 0, 0, 0, 1, 1, 1, 1}), f32_tensor({4}, {1, 1, INFINITY, 1})});
     FAIL() << "an infinite scale was accepted";
   } catch (const singa::Error& e) {
     EXPECT_NE(std::string(e.what()).find("scales give axis 2"), std::string::npos) << e.what();
   }
-  auto ok = half_pixel->run({x, floats({0, 0, 0, 0, 1, 1, 1, 1}), floats({1, 1, 2, 2})});
+  auto ok = half_pixel->run({x, f32_tensor({8}, {0, 0, 0, 0, 1, 1, 1, 1}), f32_tensor({4}, {1, 1, 2, 2})});
   EXPECT_EQ(ok[0].second.shape(), (singa::Shape{1, 1, 4, 4}));
   auto crop = build("tf_crop_and_resize");
-  auto out = crop->run({x, floats({0, 0, NAN, 0, 1, 1, 1, 1}), floats({1, 1, 2, 2})});
+  auto out = crop->run({x, f32_tensor({8}, {0, 0, NAN, 0, 1, 1, 1, 1}), f32_tensor({4}, {1, 1, 2, 2})});
   ASSERT_EQ(out[0].second.shape(), (singa::Shape{1, 1, 4, 4}));
   EXPECT_EQ(out[0].second.data<float>()[0], 0.f);  // extrapolation_value's default
 }
@@ -479,7 +477,7 @@ TEST(Backend, DecliningKernelFallsThrough) {
   auto rep = singa::onnx::prepare_bytes(m.bytes(), opt);
   ASSERT_EQ(rep->placement().size(), 1u);
   EXPECT_EQ(rep->placement()[0].device, "cpu");
-  auto out = rep->run({floats({1, 2, 2}, {1, -2, 3, -4})});
+  auto out = rep->run({f32_tensor({1, 2, 2}, {1, -2, 3, -4})});
   EXPECT_FLOAT_EQ(out[0].second.data<float>()[1], 0.f);
   EXPECT_FLOAT_EQ(out[0].second.data<float>()[2], 3.f);
 

@@ -9,6 +9,7 @@
 // that sum, so a kernel that skipped the rounding, or the option that did
 // nothing, fails. Shapes are odd on purpose (channels not a multiple of 16,
 // uneven pads and strides, rows not a multiple of a part).
+#include "half_tensor.hpp"
 #include "model_builder.hpp"
 
 #include <singa/kernel.hpp>
@@ -32,6 +33,12 @@ namespace {
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_float;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::float_tensor;
+using testing_util::float_values;
 
 bool cpu_has_bf16() { return __builtin_cpu_supports("avx512bf16") && !std::getenv("ONEDNN_MAX_CPU_ISA"); }
 
@@ -43,52 +50,6 @@ std::vector<float> random(size_t n, uint32_t seed, float scale = 1.f) {
   std::vector<float> v(n);
   for (float& x : v) x = d(g);
   return v;
-}
-
-Tensor tensor_of(const std::vector<int64_t>& shape, const std::vector<float>& v, int32_t dtype = SINGA_ONNX_FLOAT) {
-  Tensor t(shape, dtype);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == SINGA_ONNX_BFLOAT16)
-      static_cast<uint16_t*>(t.raw_data())[i] = singa::sdk::bfloat16(v[i]).bits;
-    else
-      static_cast<float*>(t.raw_data())[i] = v[i];
-  }
-  return t;
-}
-
-std::vector<float> values_of(const Tensor& t) {
-  std::vector<float> v(size_t(t.numel()));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t.dtype() == SINGA_ONNX_BFLOAT16) {
-      singa::sdk::bfloat16 b;
-      b.bits = static_cast<const uint16_t*>(t.raw_data())[i];
-      v[i] = float(b);
-    } else {
-      v[i] = static_cast<const float*>(t.raw_data())[i];
-    }
-  }
-  return v;
-}
-
-void ints(ModelBuilder& m, const char* name, const std::vector<int64_t>& v) {
-  auto* a = m.last()->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void one_int(ModelBuilder& m, const char* name, int64_t v) {
-  auto* a = m.last()->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void one_float(ModelBuilder& m, const char* name, float v) {
-  auto* a = m.last()->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
 }
 
 // A reference value and the bound on float accumulation error around it.
@@ -142,7 +103,7 @@ Ran run(const std::string& model, const std::vector<Tensor>& inputs, const char*
   for (const auto& p : rep->placement())
     r.bf16_nodes += (p.op_type == "Bf16Conv" || p.op_type == "Bf16MatMul") ? 1 : 0;
   auto out = rep->run(inputs);
-  r.y = values_of(out.at(0).second);
+  r.y = float_values(out.at(0).second);
   return r;
 }
 
@@ -176,11 +137,11 @@ std::string conv_model(const ConvCase& c, const std::vector<float>& w, const std
                        const std::vector<int64_t>& ys, const char* activation = nullptr, bool add_z = false) {
   ModelBuilder m(13);
   m.input("X", SINGA_ONNX_FLOAT, c.xs);
-  m.initializer("W", tensor_of(c.ws, w));
-  if (c.bias) m.initializer("B", tensor_of({c.ws[0]}, b));
+  m.initializer("W", f32_tensor(c.ws, w));
+  if (c.bias) m.initializer("B", f32_tensor({c.ws[0]}, b));
   m.node("Conv", c.bias ? std::vector<std::string>{"X", "W", "B"} : std::vector<std::string>{"X", "W"}, {"c"});
-  ints(m, "strides", c.strides);
-  ints(m, "pads", c.pads);
+  add_ints(m.last(), "strides", c.strides);
+  add_ints(m.last(), "pads", c.pads);
   std::string y = "c";
   if (add_z) {
     m.input("Z", SINGA_ONNX_FLOAT, ys);
@@ -212,7 +173,7 @@ TEST_F(Bf16Compute, ConvMatchesTheBf16ReferenceOnOddShapes) {
     const Ref f32 = conv_ref(x, c.xs, w, c.ws, c.bias ? b : std::vector<float>(), c.strides, c.pads, false, ys);
     const std::string model = conv_model(c, w, b, ys);
     for (int threads : {1, 2}) {
-      const Ran on = run(model, {tensor_of(c.xs, x)}, "bf16", threads);
+      const Ran on = run(model, {f32_tensor(c.xs, x)}, "bf16", threads);
       EXPECT_EQ(on.bf16_nodes, 1);
       EXPECT_LE(worst(on.y, ref), 1.0) << "W " << c.ws[0] << "x" << c.ws[1] << ", threads " << threads;
       // The float32 result is far outside that bound: the rounding did happen.
@@ -227,7 +188,7 @@ TEST_F(Bf16Compute, FusedActivationAndSummandRideInTheConv) {
   std::vector<int64_t> ys;
   const Ref ref = conv_ref(x, c.xs, w, c.ws, b, c.strides, c.pads, true, ys);
   const auto z = random(size_t(32 * 81), 14);
-  const Ran on = run(conv_model(c, w, b, ys, "Relu", true), {tensor_of(c.xs, x), tensor_of(ys, z)}, "bf16");
+  const Ran on = run(conv_model(c, w, b, ys, "Relu", true), {f32_tensor(c.xs, x), f32_tensor(ys, z)}, "bf16");
   EXPECT_EQ(on.bf16_nodes, 1) << "Conv + Add + Relu: one Bf16Conv";
   Ref want = ref;
   for (size_t i = 0; i < want.y.size(); ++i) {
@@ -250,19 +211,19 @@ TEST_F(Bf16Compute, ConvChainKeepsChannelsLastBetweenConvs) {
   const Ref ref = conv_ref(hf, hs, w2, w2s, b2, {2, 2}, {1, 1, 1, 1}, true, ys);
   ModelBuilder m(13);
   m.input("X", SINGA_ONNX_FLOAT, xs);
-  m.initializer("W1", tensor_of(w1s, w1));
-  m.initializer("B1", tensor_of({20}, b1));
-  m.initializer("W2", tensor_of(w2s, w2));
-  m.initializer("B2", tensor_of({17}, b2));
+  m.initializer("W1", f32_tensor(w1s, w1));
+  m.initializer("B1", f32_tensor({20}, b1));
+  m.initializer("W2", f32_tensor(w2s, w2));
+  m.initializer("B2", f32_tensor({17}, b2));
   m.node("Conv", {"X", "W1", "B1"}, {"c1"});
-  ints(m, "pads", {1, 1, 1, 1});
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
   m.node("Relu", {"c1"}, {"r1"});
   m.node("Conv", {"r1", "W2", "B2"}, {"Y"});
-  ints(m, "pads", {1, 1, 1, 1});
-  ints(m, "strides", {2, 2});
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
+  add_ints(m.last(), "strides", {2, 2});
   m.output("Y", SINGA_ONNX_FLOAT, ys);
   for (int threads : {1, 2}) {
-    const Ran on = run(m.bytes(), {tensor_of(xs, x)}, "bf16", threads);
+    const Ran on = run(m.bytes(), {f32_tensor(xs, x)}, "bf16", threads);
     EXPECT_EQ(on.bf16_nodes, 2);
     // The hidden value differs from the reference's by float accumulation
     // error, which may move its bfloat16 rounding by one step: 2^-7 of |h|
@@ -292,18 +253,18 @@ TEST_F(Bf16Compute, ResidualBetweenConvsIsAddedInFloat) {
   }
   ModelBuilder m(13);
   m.input("X", SINGA_ONNX_FLOAT, xs);
-  m.initializer("W1", tensor_of(w1s, w1));
-  m.initializer("B1", tensor_of({24}, b1));
-  m.initializer("W2", tensor_of(w2s, w2));
-  m.initializer("B2", tensor_of({24}, b2));
+  m.initializer("W1", f32_tensor(w1s, w1));
+  m.initializer("B1", f32_tensor({24}, b1));
+  m.initializer("W2", f32_tensor(w2s, w2));
+  m.initializer("B2", f32_tensor({24}, b2));
   m.node("Conv", {"X", "W1", "B1"}, {"h"});
-  ints(m, "pads", {1, 1, 1, 1});
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
   m.node("Conv", {"h", "W2", "B2"}, {"c"});
   m.node("Add", {"c", "h"}, {"s"});
   m.node("Relu", {"s"}, {"Y"});
   m.output("Y", SINGA_ONNX_FLOAT, ys);
   for (int threads : {1, 2}) {
-    const Ran on = run(m.bytes(), {tensor_of(xs, x)}, "bf16", threads);
+    const Ran on = run(m.bytes(), {f32_tensor(xs, x)}, "bf16", threads);
     EXPECT_EQ(on.bf16_nodes, 2);
     // h itself carries float accumulation error into Conv2's rounding: a
     // bfloat16 step of h (2^-8) at most per term, as in the chain above.
@@ -319,11 +280,11 @@ TEST_F(Bf16Compute, SymbolicBatchIsPlannedPerRunShape) {
   const auto w = random(18 * 45, 81, 0.3f), b = random(18, 82);
   ModelBuilder m(13);
   m.input("X", SINGA_ONNX_FLOAT, c.xs, {"N"});
-  m.initializer("W", tensor_of(c.ws, w));
-  m.initializer("B", tensor_of({18}, b));
+  m.initializer("W", f32_tensor(c.ws, w));
+  m.initializer("B", f32_tensor({18}, b));
   m.node("Conv", {"X", "W", "B"}, {"Y"});
-  ints(m, "strides", c.strides);
-  ints(m, "pads", c.pads);
+  add_ints(m.last(), "strides", c.strides);
+  add_ints(m.last(), "pads", c.pads);
   m.output("Y", SINGA_ONNX_FLOAT, {-1, 18, 7, 3}, {"N"});
   singa::onnx::PrepareOptions o;
   o.options["cpu.precision"] = "bf16";
@@ -336,9 +297,9 @@ TEST_F(Bf16Compute, SymbolicBatchIsPlannedPerRunShape) {
     const auto x = random(size_t(n * 5 * 42), uint32_t(83 + n));
     std::vector<int64_t> ys;
     const Ref ref = conv_ref(x, xs, w, c.ws, b, c.strides, c.pads, true, ys);
-    auto out = rep->run({tensor_of(xs, x)});
+    auto out = rep->run({f32_tensor(xs, x)});
     EXPECT_EQ(out.at(0).second.shape(), ys);
-    EXPECT_LE(worst(values_of(out.at(0).second), ref), 1.0) << "batch " << n;
+    EXPECT_LE(worst(float_values(out.at(0).second), ref), 1.0) << "batch " << n;
   }
 }
 
@@ -370,13 +331,13 @@ TEST_F(Bf16Compute, MatMulAndGemmMatchTheBf16Reference) {
     const auto a = random(size_t(2 * 19 * K), 31), b = random(size_t(K * N), 32, 0.3f);
     ModelBuilder m(13);
     m.input("A", SINGA_ONNX_FLOAT, {2, 19, K});
-    m.initializer("Bw", tensor_of({K, N}, b));
+    m.initializer("Bw", f32_tensor({K, N}, b));
     m.node("MatMul", {"A", "Bw"}, {"Y"});
     m.output("Y", SINGA_ONNX_FLOAT, {2, 19, N});
     const Ref ref = matmul_ref(a, 38, K, b, N, false, 1.f, {}, true);
     const Ref f32 = matmul_ref(a, 38, K, b, N, false, 1.f, {}, false);
     for (int threads : {1, 2}) {
-      const Ran on = run(m.bytes(), {tensor_of({2, 19, K}, a)}, "bf16", threads);
+      const Ran on = run(m.bytes(), {f32_tensor({2, 19, K}, a)}, "bf16", threads);
       EXPECT_EQ(on.bf16_nodes, 1);
       EXPECT_LE(worst(on.y, ref), 1.0);
       EXPECT_GT(worst(on.y, f32), 4.0);
@@ -386,14 +347,14 @@ TEST_F(Bf16Compute, MatMulAndGemmMatchTheBf16Reference) {
     const auto a = random(size_t(7 * K), 33), b = random(size_t(N * K), 34, 0.3f), c = random(size_t(N), 35);
     ModelBuilder m(13);
     m.input("A", SINGA_ONNX_FLOAT, {7, K});
-    m.initializer("Bw", tensor_of({N, K}, b));
-    m.initializer("C", tensor_of({N}, c));
+    m.initializer("Bw", f32_tensor({N, K}, b));
+    m.initializer("C", f32_tensor({N}, c));
     m.node("Gemm", {"A", "Bw", "C"}, {"Y"});
-    one_int(m, "transB", 1);
-    one_float(m, "alpha", 0.5f);
+    add_int(m.last(), "transB", 1);
+    add_float(m.last(), "alpha", 0.5f);
     m.output("Y", SINGA_ONNX_FLOAT, {7, N});
     const Ref ref = matmul_ref(a, 7, K, b, N, true, 0.5f, c, true);
-    const Ran on = run(m.bytes(), {tensor_of({7, K}, a)}, "bf16");
+    const Ran on = run(m.bytes(), {f32_tensor({7, K}, a)}, "bf16");
     EXPECT_EQ(on.bf16_nodes, 1);
     EXPECT_LE(worst(on.y, ref), 1.0);
   }
@@ -405,8 +366,8 @@ TEST_F(Bf16Compute, OptionOffOrFp32ChangesNothing) {
   std::vector<int64_t> ys;
   const Ref f32 = conv_ref(x, c.xs, w, c.ws, b, c.strides, c.pads, false, ys);
   const std::string model = conv_model(c, w, b, ys);
-  const Ran unset = run(model, {tensor_of(c.xs, x)}, nullptr);
-  const Ran fp32 = run(model, {tensor_of(c.xs, x)}, "fp32");
+  const Ran unset = run(model, {f32_tensor(c.xs, x)}, nullptr);
+  const Ran fp32 = run(model, {f32_tensor(c.xs, x)}, "fp32");
   EXPECT_EQ(unset.bf16_nodes, 0);
   EXPECT_EQ(fp32.bf16_nodes, 0);
   EXPECT_EQ(unset.y, fp32.y);
@@ -418,7 +379,7 @@ TEST_F(Bf16Compute, MalformedPrecisionFailsThePrepareNamingTheOption) {
   const ConvCase c{{1, 2, 4, 4}, {3, 2, 1, 1}, {1, 1}, {0, 0, 0, 0}, false};
   std::vector<int64_t> ys{1, 3, 4, 4};
   try {
-    run(conv_model(c, random(6, 51), {}, ys), {tensor_of(c.xs, random(32, 52))}, "bf17");
+    run(conv_model(c, random(6, 51), {}, ys), {f32_tensor(c.xs, random(32, 52))}, "bf17");
     FAIL() << "cpu.precision=bf17 was accepted";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("cpu.precision=bf17"), std::string::npos) << e.what();
@@ -438,12 +399,12 @@ TEST_F(Bf16Compute, Bfloat16GraphsRunOnTheSameKernelsWithoutTheOption) {
   const Ref ref = matmul_ref(h, 18, 3, b, 5, false, 1.f, {}, true);
   ModelBuilder m(22);
   m.input("X", SINGA_ONNX_BFLOAT16, xs);
-  m.initializer("W", tensor_of(ws, w, SINGA_ONNX_BFLOAT16));
-  m.initializer("Bw", tensor_of({3, 5}, b, SINGA_ONNX_BFLOAT16));
+  m.initializer("W", float_tensor(ws, SINGA_ONNX_BFLOAT16, w));
+  m.initializer("Bw", float_tensor({3, 5}, SINGA_ONNX_BFLOAT16, b));
   m.node("Conv", {"X", "W"}, {"c"});
   m.node("MatMul", {"c", "Bw"}, {"Y"});
   m.output("Y", SINGA_ONNX_BFLOAT16, {1, 6, 3, 5});
-  const Ran r = run(m.bytes(), {tensor_of(xs, x, SINGA_ONNX_BFLOAT16)}, nullptr);
+  const Ran r = run(m.bytes(), {float_tensor(xs, SINGA_ONNX_BFLOAT16, x)}, nullptr);
   EXPECT_EQ(r.bf16_nodes, 2);
   // The Conv's own output rounding (one bfloat16 step of h, 2^-8) reaches Y
   // through the MatMul's terms; Y's rounding adds 2^-8 of |Y|.
@@ -485,7 +446,7 @@ TEST(Bf16ComputeFallback, FallsBackWithoutBf16Cpu) {
   const auto x = random(6 * 64, 71), w = random(16 * 54, 72, 0.3f), b = random(16, 73);
   std::vector<int64_t> ys;
   const Ref f32 = conv_ref(x, c.xs, w, c.ws, b, c.strides, c.pads, false, ys);
-  const Ran r = run(conv_model(c, w, b, ys), {tensor_of(c.xs, x)}, "bf16");
+  const Ran r = run(conv_model(c, w, b, ys), {f32_tensor(c.xs, x)}, "bf16");
   EXPECT_EQ(r.bf16_nodes, 0) << "ONEDNN_MAX_CPU_ISA=" << isa << " leaves no bfloat16 code";
   EXPECT_LE(worst(r.y, f32), 64.0) << "the float32 result";
 }

@@ -14,13 +14,13 @@
 using singa::Tensor;
 using singa::Value;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::f32_tensor;
+using testing_util::i64_tensor;
 
 namespace {
 
 using testing_util::ensure_loaded;
-
-Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
-Tensor i64(const singa::Shape& shape, std::vector<int64_t> v) { return Tensor::from_vector(shape, SINGA_ONNX_INT64, v); }
 
 void tensor_vi(::onnx::ValueInfoProto* vi, const std::string& name, int32_t dtype) {
   vi->set_name(name);
@@ -48,13 +48,6 @@ void tensor_vi(::onnx::ValueInfoProto* vi, const std::string& name, int32_t dtyp
 void scalar_output(ModelBuilder& m, const std::string& name, int32_t dtype) {
   m.output(name, dtype);
   m.g->mutable_output(m.g->output_size() - 1)->mutable_type()->mutable_tensor_type()->mutable_shape();
-}
-
-void int_attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
 }
 
 // Loop M times: acc += step * i (step is read from the enclosing graph), and
@@ -90,14 +83,14 @@ ModelBuilder loop_model() {
 TEST(Control, LoopReadsTheEnclosingScopeAndStacksScanOutputs) {
   ensure_loaded();
   auto rep = singa::onnx::prepare(loop_model().model);
-  auto out = rep->run(std::vector<Tensor>{i64({}, {4}), floats({1}, {1.f}), floats({1}, {0.5f})});
+  auto out = rep->run(std::vector<Tensor>{i64_tensor({}, {4}), f32_tensor({1}, {1.f}), f32_tensor({1}, {0.5f})});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_FLOAT_EQ(out[0].second.data<float>()[0], 1.f + 0.5f * (0 + 1 + 2 + 3));
   ASSERT_EQ(out[1].second.shape(), (singa::Shape{4, 1}));
   const float want[] = {1.f, 1.5f, 2.5f, 4.f};
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[1].second.data<float>()[i], want[i]);
   // No iteration: the loop-carried value passes through, the scan output is empty.
-  auto none = rep->run(std::vector<Tensor>{i64({}, {0}), floats({1}, {7.f}), floats({1}, {0.5f})});
+  auto none = rep->run(std::vector<Tensor>{i64_tensor({}, {0}), f32_tensor({1}, {7.f}), f32_tensor({1}, {0.5f})});
   EXPECT_FLOAT_EQ(none[0].second.data<float>()[0], 7.f);
   EXPECT_EQ(none[1].second.numel(), 0);
 }
@@ -109,7 +102,7 @@ TEST(Control, LoopRunsFromManyThreads) {
   std::vector<float> got(8);
   for (int t = 0; t < 8; ++t)
     pool.emplace_back([&, t] {
-      auto out = rep->run(std::vector<Tensor>{i64({}, {int64_t(t + 1)}), floats({1}, {0.f}), floats({1}, {1.f})});
+      auto out = rep->run(std::vector<Tensor>{i64_tensor({}, {int64_t(t + 1)}), f32_tensor({1}, {0.f}), f32_tensor({1}, {1.f})});
       got[size_t(t)] = out[0].second.data<float>()[0];
     });
   for (auto& th : pool) th.join();
@@ -137,11 +130,11 @@ TEST(Control, NestedIfReadsTwoScopesUp) {
   auto rep = singa::onnx::prepare(m.model);
   Tensor cond({}, SINGA_ONNX_BOOL);
   *cond.data<bool>() = true;
-  auto y = rep->run(std::vector<Tensor>{cond, floats({2}, {1.f, -2.f})})[0].second;
+  auto y = rep->run(std::vector<Tensor>{cond, f32_tensor({2}, {1.f, -2.f})})[0].second;
   EXPECT_FLOAT_EQ(y.data<float>()[0], -1.f);
   EXPECT_FLOAT_EQ(y.data<float>()[1], 2.f);
   *cond.data<bool>() = false;
-  y = rep->run(std::vector<Tensor>{cond, floats({2}, {1.f, -2.f})})[0].second;
+  y = rep->run(std::vector<Tensor>{cond, f32_tensor({2}, {1.f, -2.f})})[0].second;
   EXPECT_FLOAT_EQ(y.data<float>()[1], 2.f);
 }
 
@@ -179,7 +172,7 @@ TEST(Control, SequencesInAndOut) {
   m.input("x", SINGA_ONNX_FLOAT, {2, 3});
   add_node(m.g, "SequenceInsert", {"seq", "x"}, {"s2"});
   add_node(m.g, "SequenceLength", {"s2"}, {"len"});
-  int_attr(add_node(m.g, "ConcatFromSequence", {"s2"}, {"cat"}), "axis", 0);
+  add_int(add_node(m.g, "ConcatFromSequence", {"s2"}, {"cat"}), "axis", 0);
   add_node(m.g, "SplitToSequence", {"x"}, {"rows"});
   auto* out = m.g->add_output();
   out->set_name("rows");
@@ -188,8 +181,8 @@ TEST(Control, SequencesInAndOut) {
   m.output("cat", SINGA_ONNX_FLOAT, {-1, 3}, {"rows", ""});
   auto rep = singa::onnx::prepare(m.model);
   ASSERT_EQ(rep->inputs()[0].kind, singa::onnx::ValueInfo::Kind::kSequence);
-  Tensor a = floats({1, 3}, {1, 2, 3});
-  Tensor x = floats({2, 3}, {4, 5, 6, 7, 8, 9});
+  Tensor a = f32_tensor({1, 3}, {1, 2, 3});
+  Tensor x = f32_tensor({2, 3}, {4, 5, 6, 7, 8, 9});
   auto got = rep->run_values({Value::sequence({a}), x});
   ASSERT_EQ(got.size(), 3u);
   ASSERT_TRUE(got[0].second.is_sequence());
@@ -213,16 +206,16 @@ TEST(Control, SequenceAtOutOfRangeNamesTheNode) {
   add_node(m.g, "SequenceAt", {"s", "pos"}, {"y"})->set_name("pick");
   m.output("y", SINGA_ONNX_FLOAT, {2});
   auto rep = singa::onnx::prepare(m.model);
-  auto ok = rep->run(std::vector<Tensor>{floats({2}, {1, 2}), i64({}, {-1})});
+  auto ok = rep->run(std::vector<Tensor>{f32_tensor({2}, {1, 2}), i64_tensor({}, {-1})});
   EXPECT_FLOAT_EQ(ok[0].second.data<float>()[1], 2.f);
   try {
-    rep->run(std::vector<Tensor>{floats({2}, {1, 2}), i64({}, {5})});
+    rep->run(std::vector<Tensor>{f32_tensor({2}, {1, 2}), i64_tensor({}, {5})});
     FAIL() << "expected an error";
   } catch (const singa::Error& err) {
     EXPECT_NE(std::string(err.what()).find("pick"), std::string::npos) << err.what();
   }
   // The Rep still works afterwards.
-  EXPECT_NO_THROW(rep->run(std::vector<Tensor>{floats({2}, {1, 2}), i64({}, {0})}));
+  EXPECT_NO_THROW(rep->run(std::vector<Tensor>{f32_tensor({2}, {1, 2}), i64_tensor({}, {0})}));
 }
 
 TEST(Control, OptionalValues) {
@@ -235,20 +228,20 @@ TEST(Control, OptionalValues) {
   scalar_output(m, "has", SINGA_ONNX_BOOL);
   auto rep = singa::onnx::prepare(m.model);
   EXPECT_FALSE(rep->run_values({Value()})[0].second.tensor().data<bool>()[0]);
-  EXPECT_TRUE(rep->run_values({floats({1}, {3})})[0].second.tensor().data<bool>()[0]);
+  EXPECT_TRUE(rep->run_values({f32_tensor({1}, {3})})[0].second.tensor().data<bool>()[0]);
 }
 
 TEST(Strings, CastWritesTextThatReadsBack) {
   ensure_loaded();
   ModelBuilder m(13);
   m.input("x", SINGA_ONNX_FLOAT, {3});
-  int_attr(add_node(m.g, "Cast", {"x"}, {"s"}), "to", SINGA_ONNX_STRING);
-  int_attr(add_node(m.g, "Cast", {"s"}, {"back"}), "to", SINGA_ONNX_FLOAT);
+  add_int(add_node(m.g, "Cast", {"x"}, {"s"}), "to", SINGA_ONNX_STRING);
+  add_int(add_node(m.g, "Cast", {"s"}, {"back"}), "to", SINGA_ONNX_FLOAT);
   add_node(m.g, "Reshape", {"s", "shape"}, {"s2"});  // copies element pointers: the text must survive
-  m.initializer("shape", i64({2}, {3, 1}));
+  m.initializer("shape", i64_tensor({2}, {3, 1}));
   m.output("s2", SINGA_ONNX_STRING, {3, 1}).output("back", SINGA_ONNX_FLOAT, {3});
   auto rep = singa::onnx::prepare(m.model);
-  auto out = rep->run(std::vector<Tensor>{floats({3}, {0.1f, -2.5f, 1e-7f})});
+  auto out = rep->run(std::vector<Tensor>{f32_tensor({3}, {0.1f, -2.5f, 1e-7f})});
   ASSERT_EQ(out[0].second.dtype(), SINGA_ONNX_STRING);
   EXPECT_EQ(out[0].second.strings()[0], "0.1");
   EXPECT_EQ(out[0].second.strings()[1], "-2.5");

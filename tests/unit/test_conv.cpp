@@ -16,28 +16,11 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::random_floats;
 
 namespace {
-
-Tensor random_floats(const singa::Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  if (v.size() == 1 && std::string(name) == "group") {
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(v[0]);
-    return;
-  }
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
 
 struct Case {
   const char* name;
@@ -107,7 +90,7 @@ void check_against_float64(const Case& c, const char* act, const Pool* pool, dou
         .node("Conv", {"x", "W", "B"}, {conv_out}, "conv");
     add_ints(m.last(), "strides", c.strides);
     add_ints(m.last(), "pads", c.pads);
-    add_ints(m.last(), "group", {c.group});
+    add_int(m.last(), "group", c.group);
     if (a == "Relu") m.node("Relu", {"c"}, {act_out}, "act");
     if (a == "LeakyRelu") {
       m.node("LeakyRelu", {"c"}, {act_out}, "act");
@@ -188,7 +171,7 @@ TEST(ConvDnnl, EverySplitMatchesTheReferencePath) {
     add_ints(m.last(), "strides", c.strides);
     add_ints(m.last(), "pads", c.pads);
     add_ints(m.last(), "dilations", c.dilations);
-    add_ints(m.last(), "group", {c.group});
+    add_int(m.last(), "group", c.group);
     if (c.activation) add_activation(m, c.activation);
     const int64_t OH = (c.H + c.pads[0] + c.pads[2] - (c.KH - 1) * c.dilations[0] - 1) / c.strides[0] + 1;
     const int64_t OW = (c.W + c.pads[1] + c.pads[3] - (c.KW - 1) * c.dilations[1] - 1) / c.strides[1] + 1;

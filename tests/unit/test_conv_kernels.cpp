@@ -27,35 +27,17 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_ints;
+using testing_util::count_op;
+using testing_util::f32_tensor;
+using testing_util::prepare_at;
+using testing_util::random_values;
 
 namespace {
-
-Tensor floats(const singa::Shape& s, const std::vector<float>& v) { return Tensor::from_vector(s, SINGA_ONNX_FLOAT, v); }
-
-std::vector<float> uniform(size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 int64_t numel(const singa::Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
-  return n;
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t i : v) a->add_ints(i);
-}
-
-int count_op(const singa::onnx::Rep& rep, const std::string& op) {
-  int n = 0;
-  for (const auto& p : rep.placement()) n += p.op_type == op;
   return n;
 }
 
@@ -106,14 +88,14 @@ std::vector<double> sum_reference(const SumCase& c, const std::vector<float>& x,
 
 void check_sum(const SumCase& c, unsigned seed, const std::map<std::string, std::string>& options = {}) {
   const singa::Shape xs{c.N, c.C, c.H, c.W}, zs{c.N, c.M, c.OH(), c.OW()}, ws{c.M, c.C, c.k, c.k};
-  const std::vector<float> x = uniform(size_t(numel(xs)), seed, 1.f), z = uniform(size_t(numel(zs)), seed + 1, 1.f);
-  const std::vector<float> w = uniform(size_t(numel(ws)), seed + 2, 0.4f), b = uniform(size_t(c.M), seed + 3, 0.5f);
+  const std::vector<float> x = random_values(size_t(numel(xs)), seed, 1.f), z = random_values(size_t(numel(zs)), seed + 1, 1.f);
+  const std::vector<float> w = random_values(size_t(numel(ws)), seed + 2, 0.4f), b = random_values(size_t(c.M), seed + 3, 0.5f);
   ModelBuilder m(13);
   m.input("x", SINGA_ONNX_FLOAT, xs).input("z", SINGA_ONNX_FLOAT, zs);
-  m.initializer("w", floats(ws, w));
+  m.initializer("w", f32_tensor(ws, w));
   std::vector<std::string> conv_in{"x", "w"};
   if (c.bias) {
-    m.initializer("b", floats({c.M}, b));
+    m.initializer("b", f32_tensor({c.M}, b));
     conv_in.push_back("b");
   }
   m.node("Conv", conv_in, {"c"}, "conv");
@@ -122,19 +104,16 @@ void check_sum(const SumCase& c, unsigned seed, const std::map<std::string, std:
   m.node("Add", {"c", "z"}, {c.act.empty() ? "y" : "s"}, "add");
   if (c.act == "Relu") m.node("Relu", {"s"}, {"y"}, "relu");
   if (c.act == "Clip") {
-    m.initializer("lo", floats({}, {-0.25f})).initializer("hi", floats({}, {0.5f}));
+    m.initializer("lo", f32_tensor({}, {-0.25f})).initializer("hi", f32_tensor({}, {0.5f}));
     m.node("Clip", {"s", "lo", "hi"}, {"y"}, "clip");
   }
   m.output("y", SINGA_ONNX_FLOAT, zs);
   const std::vector<double> want = sum_reference(c, x, w, b, z);
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    o.options = options;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto rep = prepare_at(m, threads, options);
     EXPECT_EQ(count_op(*rep, "ConvAdd"), 1);  // the Add is fused, so the fused paths are what is checked
-    auto out = rep->run(std::vector<Tensor>{floats(xs, x), floats(zs, z)});
+    auto out = rep->run(std::vector<Tensor>{f32_tensor(xs, x), f32_tensor(zs, z)});
     ASSERT_EQ(out.size(), 1u);
     const Tensor& y = out[0].second;
     ASSERT_EQ(y.shape(), zs);
@@ -205,8 +184,8 @@ ModelBuilder bottlenecks(int64_t H, int64_t W, int64_t C0, const std::vector<Blo
   int serial = 0;
   auto conv = [&](const std::string& in, int64_t C, int64_t M, int64_t k, int64_t s, bool relu) {
     const std::string name = "c" + std::to_string(serial++);
-    m.initializer(name + "_w", floats({M, C, k, k}, uniform(size_t(M * C * k * k), seed++, 1.2f / std::sqrt(float(C * k * k)))));
-    m.initializer(name + "_b", floats({M}, uniform(size_t(M), seed++, 0.1f)));
+    m.initializer(name + "_w", f32_tensor({M, C, k, k}, random_values(size_t(M * C * k * k), seed++, 1.2f / std::sqrt(float(C * k * k)))));
+    m.initializer(name + "_b", f32_tensor({M}, random_values(size_t(M), seed++, 0.1f)));
     m.node("Conv", {in, name + "_w", name + "_b"}, {relu ? name + "_c" : name}, name);
     add_ints(m.last(), "pads", std::vector<int64_t>(4, k / 2));
     add_ints(m.last(), "strides", {s, s});
@@ -246,17 +225,14 @@ int blocked_values(const ModelBuilder& m) {
 
 void check_against_unfused(const ModelBuilder& m, int64_t H, int64_t W, unsigned seed,
                            const std::map<std::string, std::string>& options = {}) {
-  const Tensor x = floats({1, 3, H, W}, uniform(size_t(3 * H * W), seed, 1.f));
+  const Tensor x = f32_tensor({1, 3, H, W}, random_values(size_t(3 * H * W), seed, 1.f));
   singa::onnx::PrepareOptions plain;
   plain.optimize = false;
   plain.threads = 1;
   const Tensor want = singa::onnx::prepare_bytes(m.bytes(), plain)->run({x})[0].second;
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    o.options = options;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto rep = prepare_at(m, threads, options);
     EXPECT_GT(count_op(*rep, "ConvAdd"), 0);
     const Tensor y = rep->run({x})[0].second;
     ASSERT_EQ(y.shape(), want.shape());
@@ -341,9 +317,7 @@ TEST(ConvKernels, MaxPool3x3Stride1OnNarrowPlanes) {
       const std::vector<float> want = reference(x, C, H, W);
       for (int threads : {1, 2}) {
         SCOPED_TRACE("H " + std::to_string(H) + " W " + std::to_string(W) + " threads " + std::to_string(threads));
-        singa::onnx::PrepareOptions o;
-        o.threads = threads;
-        const Tensor y = singa::onnx::prepare_bytes(m.bytes(), o)->run({floats(xs, x)})[0].second;
+        const Tensor y = prepare_at(m, threads)->run({f32_tensor(xs, x)})[0].second;
         ASSERT_EQ(y.shape(), xs);
         for (size_t i = 0; i < want.size(); ++i) {
           const float got = y.data<float>()[i];

@@ -9,6 +9,7 @@
 // MaxPool), at 1 to 3 threads.
 #include "test_util.hpp"
 #include "model_builder.hpp"
+#include "run_threads.hpp"
 
 #include <singa/onnx.hpp>
 #include <singa/runtime.hpp>
@@ -25,61 +26,20 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::count_op;
+using testing_util::f32_tensor;
+using testing_util::prepare_at;
+using testing_util::random_values;
+using testing_util::run_threads;
 
 namespace {
-
-Tensor floats(const singa::Shape& s, const std::vector<float>& v) {
-  return Tensor::from_vector(s, SINGA_ONNX_FLOAT, v);
-}
-
-std::vector<float> uniform(size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t i : v) a->add_ints(i);
-}
-
-void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-int count_op(const singa::onnx::Rep& rep, const std::string& op) {
-  int n = 0;
-  for (const auto& p : rep.placement()) n += p.op_type == op;
-  return n;
-}
 
 int64_t numel(const singa::Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
-}
-
-// Runs the model at 1 to 3 threads; calls check(output, rep) for each.
-template <class Check>
-void run_threads(const ModelBuilder& m, const Tensor& x, const std::map<std::string, std::string>& options,
-                 Check&& check) {
-  for (int threads : {1, 2, 3}) {
-    SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    o.options = options;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
-    auto out = rep->run({x});
-    ASSERT_EQ(out.size(), 1u);
-    check(out[0].second, *rep);
-  }
 }
 
 // One Conv (1-D or 2-D), optionally followed by Relu.
@@ -140,12 +100,12 @@ std::vector<double> conv_reference(const ConvCase& c, const std::vector<float>& 
 
 void check_conv(const ConvCase& c, unsigned seed, double tolerance = 1e-4,
                 const std::map<std::string, std::string>& options = {}) {
-  const std::vector<float> x = uniform(size_t(numel(c.x_shape())), seed, 1.f);
-  const std::vector<float> w = uniform(size_t(numel(c.w_shape())), seed + 1, 0.5f);
-  const std::vector<float> b = uniform(size_t(c.M), seed + 2, 0.5f);
+  const std::vector<float> x = random_values(size_t(numel(c.x_shape())), seed, 1.f);
+  const std::vector<float> w = random_values(size_t(numel(c.w_shape())), seed + 1, 0.5f);
+  const std::vector<float> b = random_values(size_t(c.M), seed + 2, 0.5f);
   ModelBuilder m(13);
   m.input("x", SINGA_ONNX_FLOAT, c.x_shape());
-  m.initializer("w", floats(c.w_shape(), w)).initializer("b", floats({c.M}, b));
+  m.initializer("w", f32_tensor(c.w_shape(), w)).initializer("b", f32_tensor({c.M}, b));
   m.node("Conv", {"x", "w", "b"}, {c.relu ? "c" : "y"}, "conv");
   std::vector<int64_t> pads = c.pb;
   pads.insert(pads.end(), c.pe.begin(), c.pe.end());
@@ -156,7 +116,7 @@ void check_conv(const ConvCase& c, unsigned seed, double tolerance = 1e-4,
   if (c.relu) m.node("Relu", {"c"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, c.y_shape());
   const std::vector<double> want = conv_reference(c, x, w, b);
-  run_threads(m, floats(c.x_shape(), x), options, [&](const Tensor& y, const singa::onnx::Rep&) {
+  run_threads(m, f32_tensor(c.x_shape(), x), options, [&](const Tensor& y, const singa::onnx::Rep&) {
     ASSERT_EQ(y.shape(), c.y_shape());
     double worst = 0;
     int64_t at = 0;
@@ -255,7 +215,7 @@ std::vector<float> pool_reference(const PoolCase& p, const std::vector<float>& x
 }
 
 void check_pool(const PoolCase& p, unsigned seed, bool specials) {
-  std::vector<float> x = uniform(size_t(p.planes * p.H * p.W), seed, 1.f);
+  std::vector<float> x = random_values(size_t(p.planes * p.H * p.W), seed, 1.f);
   if (specials) {
     // NaN and -inf on the edges and inside, where a window's first tap and
     // its later ones differ.
@@ -274,7 +234,7 @@ void check_pool(const PoolCase& p, unsigned seed, bool specials) {
   add_int(m.last(), "ceil_mode", p.ceil ? 1 : 0);
   m.output("y", SINGA_ONNX_FLOAT, ys);
   const std::vector<float> want = pool_reference(p, x);
-  run_threads(m, floats(xs, x), {}, [&](const Tensor& y, const singa::onnx::Rep&) {
+  run_threads(m, f32_tensor(xs, x), {}, [&](const Tensor& y, const singa::onnx::Rep&) {
     ASSERT_EQ(y.shape(), ys);
     for (int64_t i = 0; i < y.numel(); ++i) {
       const float got = y.data<float>()[i], w = want[size_t(i)];
@@ -315,25 +275,25 @@ TEST(ConvSmall, BatchNormActivation) {
   testing_util::ensure_loaded();
   const int64_t N = 2, C = 19, H = 7, W = 9;
   const singa::Shape xs{N, C, H, W};
-  const std::vector<float> x = uniform(size_t(numel(xs)), 40, 2.f);
-  const std::vector<float> scale = uniform(size_t(C), 41, 1.f), bias = uniform(size_t(C), 42, 1.f);
-  const std::vector<float> mean = uniform(size_t(C), 43, 1.f);
-  std::vector<float> var = uniform(size_t(C), 44, 1.f);
+  const std::vector<float> x = random_values(size_t(numel(xs)), 40, 2.f);
+  const std::vector<float> scale = random_values(size_t(C), 41, 1.f), bias = random_values(size_t(C), 42, 1.f);
+  const std::vector<float> mean = random_values(size_t(C), 43, 1.f);
+  std::vector<float> var = random_values(size_t(C), 44, 1.f);
   for (float& v : var) v = std::fabs(v) + 0.1f;
   for (const char* act : {"Relu", "Clip"}) {
     SCOPED_TRACE(act);
     ModelBuilder m(13);
     m.input("x", SINGA_ONNX_FLOAT, xs);
-    m.initializer("s", floats({C}, scale)).initializer("b", floats({C}, bias));
-    m.initializer("m", floats({C}, mean)).initializer("v", floats({C}, var));
-    m.initializer("lo", floats({}, {-0.25f})).initializer("hi", floats({}, {0.75f}));
+    m.initializer("s", f32_tensor({C}, scale)).initializer("b", f32_tensor({C}, bias));
+    m.initializer("m", f32_tensor({C}, mean)).initializer("v", f32_tensor({C}, var));
+    m.initializer("lo", f32_tensor({}, {-0.25f})).initializer("hi", f32_tensor({}, {0.75f}));
     m.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"n"}, "bn");
     if (std::string(act) == "Relu")
       m.node("Relu", {"n"}, {"y"});
     else
       m.node("Clip", {"n", "lo", "hi"}, {"y"});
     m.output("y", SINGA_ONNX_FLOAT, xs);
-    run_threads(m, floats(xs, x), {}, [&](const Tensor& y, const singa::onnx::Rep& rep) {
+    run_threads(m, f32_tensor(xs, x), {}, [&](const Tensor& y, const singa::onnx::Rep& rep) {
       EXPECT_EQ(count_op(rep, "FusedBatchNorm"), 1);
       EXPECT_EQ(count_op(rep, "BatchNormalization"), 0);
       ASSERT_EQ(y.shape(), xs);
@@ -357,15 +317,15 @@ TEST(ConvSmall, ThinConvChain) {
   a.C = 16, a.M = 16, a.in = {64, 68}, a.relu = true;
   b = a;
   b.M = 32;
-  const std::vector<float> x = uniform(size_t(numel(a.x_shape())), 50, 1.f);
-  const std::vector<float> wa = uniform(size_t(numel(a.w_shape())), 51, 0.3f), ba = uniform(16, 52, 0.3f);
-  const std::vector<float> wb = uniform(size_t(numel(b.w_shape())), 53, 0.3f), bb = uniform(32, 54, 0.3f);
+  const std::vector<float> x = random_values(size_t(numel(a.x_shape())), 50, 1.f);
+  const std::vector<float> wa = random_values(size_t(numel(a.w_shape())), 51, 0.3f), ba = random_values(16, 52, 0.3f);
+  const std::vector<float> wb = random_values(size_t(numel(b.w_shape())), 53, 0.3f), bb = random_values(32, 54, 0.3f);
   const std::vector<double> mid = conv_reference(a, x, wa, ba);
   const std::vector<double> want = conv_reference(b, std::vector<float>(mid.begin(), mid.end()), wb, bb);
   ModelBuilder m(13);
   m.input("x", SINGA_ONNX_FLOAT, a.x_shape());
-  m.initializer("wa", floats(a.w_shape(), wa)).initializer("ba", floats({16}, ba));
-  m.initializer("wb", floats(b.w_shape(), wb)).initializer("bb", floats({32}, bb));
+  m.initializer("wa", f32_tensor(a.w_shape(), wa)).initializer("ba", f32_tensor({16}, ba));
+  m.initializer("wb", f32_tensor(b.w_shape(), wb)).initializer("bb", f32_tensor({32}, bb));
   for (const char* stage : {"a", "b"}) {
     const std::string s = stage;
     m.node("Conv", {s == "a" ? "x" : "ra", "w" + s, "b" + s}, {"c" + s}, "conv_" + s);
@@ -376,7 +336,7 @@ TEST(ConvSmall, ThinConvChain) {
   m.output("y", SINGA_ONNX_FLOAT, b.y_shape());
   for (const char* blocked : {"1", "0"}) {
     SCOPED_TRACE(std::string("pass.cpu.blocked_layout=") + blocked);
-    run_threads(m, floats(a.x_shape(), x), {{"pass.cpu.blocked_layout", blocked}},
+    run_threads(m, f32_tensor(a.x_shape(), x), {{"pass.cpu.blocked_layout", blocked}},
                 [&](const Tensor& y, const singa::onnx::Rep&) {
                   ASSERT_EQ(y.shape(), b.y_shape());
                   double worst = 0;

@@ -17,30 +17,12 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_float;
+using testing_util::add_ints;
+using testing_util::op_types;
+using testing_util::random_floats;
 
 namespace {
-
-Tensor random_floats(const singa::Shape& shape, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-void ints_attr(::onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void float_attr(::onnx::NodeProto* n, const char* name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
 
 // act(in) -> out: one node, or SiLU as Sigmoid and Mul ("SiLU", "SiLU'" with
 // the Mul's operands swapped).
@@ -53,7 +35,7 @@ void add_activation(ModelBuilder& m, const std::string& act, const std::string& 
       m.node("Mul", {in + "_sig", in}, {out});
   } else {
     m.node(act, {in}, {out});
-    if (act == "HardSigmoid") float_attr(m.last(), "alpha", 0.3f), float_attr(m.last(), "beta", 0.4f);
+    if (act == "HardSigmoid") add_float(m.last(), "alpha", 0.3f), add_float(m.last(), "beta", 0.4f);
   }
 }
 
@@ -69,9 +51,9 @@ ModelBuilder conv_act(const ConvCase& c, const std::string& act) {
       .initializer("w", random_floats({c.M, c.C / c.group, c.K, c.K}, 11))
       .initializer("b", random_floats({c.M}, 12))
       .node("Conv", {"x", "w", "b"}, {"c"}, "conv");
-  ints_attr(m.last(), "kernel_shape", {c.K, c.K});
-  ints_attr(m.last(), "strides", {c.S, c.S});
-  ints_attr(m.last(), "pads", {c.pad, c.pad, c.pad, c.pad});
+  add_ints(m.last(), "kernel_shape", {c.K, c.K});
+  add_ints(m.last(), "strides", {c.S, c.S});
+  add_ints(m.last(), "pads", {c.pad, c.pad, c.pad, c.pad});
   if (c.group != 1) {
     auto* a = m.last()->add_attribute();
     a->set_name("group");
@@ -81,12 +63,6 @@ ModelBuilder conv_act(const ConvCase& c, const std::string& act) {
   add_activation(m, act, "c", "y");
   m.output("y", SINGA_ONNX_FLOAT, {c.N, c.M, OH, OW});
   return m;
-}
-
-std::vector<std::string> ops_of(const singa::onnx::Rep& rep) {
-  std::vector<std::string> ops;
-  for (const auto& p : rep.placement()) ops.push_back(p.op_type);
-  return ops;
 }
 
 bool has(const std::vector<std::string>& ops, const std::string& op) {
@@ -113,8 +89,8 @@ std::vector<std::string> check_against_unfused(const ModelBuilder& m, const Tens
     worst = std::max(worst, std::fabs(r - f) / std::max(1.0, std::fabs(r)));
   }
   EXPECT_LE(worst, tol);
-  EXPECT_FALSE(has(ops_of(*ref), "ChannelGate"));
-  return ops_of(*fused);
+  EXPECT_FALSE(has(op_types(*ref), "ChannelGate"));
+  return op_types(*fused);
 }
 
 const char* const kActivations[] = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "SiLU", "SiLU'"};

@@ -10,6 +10,7 @@
 // planner against unplanned runs bit for bit and by its arena's exact size.
 #include "test_util.hpp"
 #include "model_builder.hpp"
+#include "run_threads.hpp"
 
 #include <singa/onnx.hpp>
 
@@ -24,66 +25,21 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_float;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::op_types;
+using testing_util::prepare_at;
+using testing_util::random_values;
+using testing_util::run_threads;
 
 namespace {
-
-Tensor floats(const singa::Shape& s, const std::vector<float>& v) { return Tensor::from_vector(s, SINGA_ONNX_FLOAT, v); }
-
-std::vector<float> uniform(size_t n, unsigned seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t i : v) a->add_ints(i);
-}
-
-void add_float(::onnx::NodeProto* n, const char* name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-std::vector<std::string> op_types(const singa::onnx::Rep& rep) {
-  std::vector<std::string> ops;
-  for (const auto& p : rep.placement()) ops.push_back(p.op_type);
-  return ops;
-}
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
   return s;
-}
-
-// Runs the model at 1 to 3 threads; calls check(output, rep) for each.
-template <class Check>
-void run_threads(const ModelBuilder& m, const Tensor& x, const std::map<std::string, std::string>& options,
-                 Check&& check) {
-  for (int threads : {1, 2, 3}) {
-    SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    o.options = options;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
-    auto out = rep->run({x});
-    ASSERT_EQ(out.size(), 1u);
-    check(out[0].second, *rep);
-  }
 }
 
 void expect_close(const Tensor& y, const std::vector<double>& want, const singa::Shape& shape) {
@@ -126,19 +82,19 @@ void check_swap(const SwapCase& c, const std::map<std::string, std::string>& opt
                std::to_string(c.H) + "x" + std::to_string(c.W) + " k " + std::to_string(c.k) + " s " +
                std::to_string(c.s) + (c.bias ? " bias" : "") + (c.zero_pad ? " pad" : ""));
   const int64_t Cg = c.C / c.group, Mg = c.M / c.group;
-  const auto x = uniform(size_t(c.N * c.C * c.H * c.W), 1, -1.f, 1.f);
-  const auto w = uniform(size_t(c.M * Cg), 2, -0.5f, 0.5f);
-  const auto b = uniform(size_t(c.M), 3, -1.f, 1.f);
+  const auto x = random_values(size_t(c.N * c.C * c.H * c.W), 1, -1.f, 1.f);
+  const auto w = random_values(size_t(c.M * Cg), 2, -0.5f, 0.5f);
+  const auto b = random_values(size_t(c.M), 3, -1.f, 1.f);
   const bool pads = !c.pool_pads.empty() && c.pool_pads[0] > 0;
   const int64_t P = pads ? c.pool_pads[0] : 0;
   const int64_t OH = (c.H + 2 * P - c.k + (c.ceil_mode ? c.s - 1 : 0)) / c.s + 1;
   const int64_t OW = (c.W + 2 * P - c.k + (c.ceil_mode ? c.s - 1 : 0)) / c.s + 1;
 
   ModelBuilder m;
-  m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W}).initializer("w", floats({c.M, Cg, 1, 1}, w));
+  m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W}).initializer("w", f32_tensor({c.M, Cg, 1, 1}, w));
   std::vector<std::string> conv_in = {"x", "w"};
   if (c.bias) {
-    m.initializer("b", floats({c.M}, b));
+    m.initializer("b", f32_tensor({c.M}, b));
     conv_in.push_back("b");
   }
   m.node("Conv", conv_in, {"c"});
@@ -184,12 +140,14 @@ void check_swap(const SwapCase& c, const std::map<std::string, std::string>& opt
         want.push_back(s / double(count));
       }
   const bool on = options.empty();
-  run_threads(m, floats({c.N, c.C, c.H, c.W}, x), options, [&](const Tensor& y, const singa::onnx::Rep& rep) {
+  run_threads(m, f32_tensor({c.N, c.C, c.H, c.W}, x), options, [&](const Tensor& y, const singa::onnx::Rep& rep) {
     expect_close(y, want, {c.N, c.M, OH, OW});
     const auto ops = op_types(rep);
     const bool pool_first = !ops.empty() && ops.front() == "AveragePool";
     EXPECT_EQ(pool_first, on && c.swapped) << joined(ops);
-    if (on && c.swapped) EXPECT_EQ(std::count(ops.begin(), ops.end(), "Pad"), 0) << joined(ops);
+    if (on && c.swapped) {
+      EXPECT_EQ(std::count(ops.begin(), ops.end(), "Pad"), 0) << joined(ops);
+    }
   });
 }
 
@@ -256,30 +214,30 @@ void check_norm_pool(const NormPoolCase& c, const std::map<std::string, std::str
                std::to_string(c.k) + " s " + std::to_string(c.s) + (c.global ? " global" : "") + " act '" + c.act +
                "'" + (c.conv_between ? " conv" : ""));
   const int64_t M = c.conv_between ? (c.C + 1) / 2 : c.C;
-  const auto x = uniform(size_t(c.N * c.C * c.H * c.W), 4, -2.f, 2.f);
-  const auto scale = uniform(size_t(c.C), 5, 0.5f, 1.5f), bias = uniform(size_t(c.C), 6, -0.5f, 0.5f);
-  const auto mean = uniform(size_t(c.C), 7, -0.3f, 0.3f), var = uniform(size_t(c.C), 8, 0.2f, 2.f);
-  const auto w = uniform(size_t(M * c.C), 9, -0.3f, 0.3f);
+  const auto x = random_values(size_t(c.N * c.C * c.H * c.W), 4, -2.f, 2.f);
+  const auto scale = random_values(size_t(c.C), 5, 0.5f, 1.5f), bias = random_values(size_t(c.C), 6, -0.5f, 0.5f);
+  const auto mean = random_values(size_t(c.C), 7, -0.3f, 0.3f), var = random_values(size_t(c.C), 8, 0.2f, 2.f);
+  const auto w = random_values(size_t(M * c.C), 9, -0.3f, 0.3f);
   const float eps = 1e-5f;
   const int64_t OH = c.global ? 1 : (c.H - c.k) / c.s + 1, OW = c.global ? 1 : (c.W - c.k) / c.s + 1;
 
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W})
-      .initializer("scale", floats({c.C}, scale))
-      .initializer("bias", floats({c.C}, bias))
-      .initializer("mean", floats({c.C}, mean))
-      .initializer("var", floats({c.C}, var))
+      .initializer("scale", f32_tensor({c.C}, scale))
+      .initializer("bias", f32_tensor({c.C}, bias))
+      .initializer("mean", f32_tensor({c.C}, mean))
+      .initializer("var", f32_tensor({c.C}, var))
       .node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"n"});
   std::string v = "n";
   if (c.act == "Relu") {
     m.node("Relu", {"n"}, {"a"});
     v = "a";
   } else if (c.act == "Clip") {
-    m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {1.f})).node("Clip", {"n", "lo", "hi"}, {"a"});
+    m.initializer("lo", f32_tensor({}, {0.f})).initializer("hi", f32_tensor({}, {1.f})).node("Clip", {"n", "lo", "hi"}, {"a"});
     v = "a";
   }
   if (c.conv_between) {
-    m.initializer("w", floats({M, c.C, 1, 1}, w)).node("Conv", {v, "w"}, {"c"});
+    m.initializer("w", f32_tensor({M, c.C, 1, 1}, w)).node("Conv", {v, "w"}, {"c"});
     m.initializer("pads", Tensor::from_vector({8}, SINGA_ONNX_INT64, std::vector<int64_t>(8, 0)));
     m.node("Pad", {"c", "pads"}, {"p"});
     v = "p";
@@ -316,13 +274,15 @@ void check_norm_pool(const NormPoolCase& c, const std::map<std::string, std::str
   const std::vector<double> want = c.global ? average_pool(act, c.N * M, c.H, c.W, c.H, c.W, 1, 1)
                                             : average_pool(act, c.N * M, c.H, c.W, c.k, c.k, c.s, c.s);
   const bool on = options.empty();
-  run_threads(m, floats({c.N, c.C, c.H, c.W}, x), options, [&](const Tensor& y, const singa::onnx::Rep& rep) {
+  run_threads(m, f32_tensor({c.N, c.C, c.H, c.W}, x), options, [&](const Tensor& y, const singa::onnx::Rep& rep) {
     expect_close(y, want, {c.N, M, OH, OW});
     const auto ops = op_types(rep);
     const bool fused = std::count(ops.begin(), ops.end(), "AveragePool") + std::count(ops.begin(), ops.end(), "GlobalAveragePool") == 0;
     EXPECT_EQ(fused, on) << joined(ops);
-    if (on) EXPECT_EQ(ops.front(), "FusedBatchNorm") << joined(ops);
-    if (on) EXPECT_EQ(ops.size(), c.conv_between ? 2u : 1u) << joined(ops);
+    if (on) {
+      EXPECT_EQ(ops.front(), "FusedBatchNorm") << joined(ops);
+      EXPECT_EQ(ops.size(), c.conv_between ? 2u : 1u) << joined(ops);
+    }
   });
 }
 
@@ -369,19 +329,19 @@ void check_norm_conv(const NormConvCase& c, const std::map<std::string, std::str
   SCOPED_TRACE("N " + std::to_string(c.N) + " C " + std::to_string(c.C) + " M " + std::to_string(c.M) + " " +
                std::to_string(c.H) + "x" + std::to_string(c.W) + " act '" + c.act + "'" + (c.bias ? " bias" : "") +
                (c.relu_after ? " relu" : ""));
-  const auto x = uniform(size_t(c.N * c.C * c.H * c.W), 11, -2.f, 2.f);
-  const auto scale = uniform(size_t(c.C), 12, 0.5f, 1.5f), bias = uniform(size_t(c.C), 13, -0.5f, 0.5f);
-  const auto mean = uniform(size_t(c.C), 14, -0.3f, 0.3f), var = uniform(size_t(c.C), 15, 0.2f, 2.f);
-  const auto w = uniform(size_t(c.M * c.C), 16, -0.3f, 0.3f), cb = uniform(size_t(c.M), 17, -0.5f, 0.5f);
+  const auto x = random_values(size_t(c.N * c.C * c.H * c.W), 11, -2.f, 2.f);
+  const auto scale = random_values(size_t(c.C), 12, 0.5f, 1.5f), bias = random_values(size_t(c.C), 13, -0.5f, 0.5f);
+  const auto mean = random_values(size_t(c.C), 14, -0.3f, 0.3f), var = random_values(size_t(c.C), 15, 0.2f, 2.f);
+  const auto w = random_values(size_t(c.M * c.C), 16, -0.3f, 0.3f), cb = random_values(size_t(c.M), 17, -0.5f, 0.5f);
   const float eps = 1e-3f;
   const int64_t S = c.strided ? 2 : 1, OH = (c.H - 1) / S + 1, OW = (c.W - 1) / S + 1;
 
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {c.N, c.C, c.H, c.W})
-      .initializer("scale", floats({c.C}, scale))
-      .initializer("bias", floats({c.C}, bias))
-      .initializer("mean", floats({c.C}, mean))
-      .initializer("var", floats({c.C}, var))
+      .initializer("scale", f32_tensor({c.C}, scale))
+      .initializer("bias", f32_tensor({c.C}, bias))
+      .initializer("mean", f32_tensor({c.C}, mean))
+      .initializer("var", f32_tensor({c.C}, var))
       .node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"n"});
   add_float(m.last(), "epsilon", eps);
   std::string v = "n";
@@ -390,13 +350,13 @@ void check_norm_conv(const NormConvCase& c, const std::map<std::string, std::str
     if (c.act == "LeakyRelu") add_float(m.last(), "alpha", 0.1f);
     v = "a";
   } else if (c.act == "Clip") {
-    m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {1.f})).node("Clip", {"n", "lo", "hi"}, {"a"});
+    m.initializer("lo", f32_tensor({}, {0.f})).initializer("hi", f32_tensor({}, {1.f})).node("Clip", {"n", "lo", "hi"}, {"a"});
     v = "a";
   }
-  m.initializer("w", floats({c.M, c.C, 1, 1}, w));
+  m.initializer("w", f32_tensor({c.M, c.C, 1, 1}, w));
   std::vector<std::string> conv_in = {v, "w"};
   if (c.bias) {
-    m.initializer("cb", floats({c.M}, cb));
+    m.initializer("cb", f32_tensor({c.M}, cb));
     conv_in.push_back("cb");
   }
   m.node("Conv", conv_in, {c.relu_after ? "c" : "y"});
@@ -426,7 +386,7 @@ void check_norm_conv(const NormConvCase& c, const std::map<std::string, std::str
           want.push_back(c.relu_after ? std::max(s, 0.0) : s);
         }
   const bool on = options.empty() && c.fused;
-  run_threads(m, floats({c.N, c.C, c.H, c.W}, x), options, [&](const Tensor& y, const singa::onnx::Rep& rep) {
+  run_threads(m, f32_tensor({c.N, c.C, c.H, c.W}, x), options, [&](const Tensor& y, const singa::onnx::Rep& rep) {
     expect_close(y, want, {c.N, c.M, OH, OW});
     const auto ops = op_types(rep);
     EXPECT_EQ(ops == std::vector<std::string>{"BatchNormConv"}, on) << joined(ops);
@@ -491,20 +451,20 @@ ModelBuilder dense_block(const BlockCase& c, int64_t& last_bytes) {
     add_int(m.last(), "axis", 1);
     if (k == c.layers) break;
     const std::string w = "w" + std::to_string(k), h = "h" + std::to_string(k + 1);
-    m.initializer(w, floats({c.growth, channels, 1, 1}, uniform(size_t(c.growth * channels), 20 + unsigned(k), -0.3f, 0.3f)));
+    m.initializer(w, f32_tensor({c.growth, channels, 1, 1}, random_values(size_t(c.growth * channels), 20 + unsigned(k), -0.3f, 0.3f)));
     m.node("Conv", {last, w}, {h});
     feats.push_back(h);
     channels += c.growth;
   }
   last_bytes = c.N * channels * c.H * c.W * 4;
-  m.initializer("wy", floats({channels, channels, 1, 1}, uniform(size_t(channels * channels), 40, -0.2f, 0.2f)));
+  m.initializer("wy", f32_tensor({channels, channels, 1, 1}, random_values(size_t(channels * channels), 40, -0.2f, 0.2f)));
   m.node("Conv", {last, "wy"}, {"t"});
   if (c.late) {
     // u is new memory after the block's last Concat dies: without the block's
     // room held until h1's last reader, it could land on h1.
-    m.initializer("wu", floats({channels, channels, 1, 1}, uniform(size_t(channels * channels), 41, -0.2f, 0.2f)));
+    m.initializer("wu", f32_tensor({channels, channels, 1, 1}, random_values(size_t(channels * channels), 41, -0.2f, 0.2f)));
     m.node("Conv", {"t", "wu"}, {"u"}).node("Conv", {"u", "wu"}, {"y"});
-    m.initializer("wz", floats({c.growth, c.growth, 1, 1}, uniform(size_t(c.growth * c.growth), 42, -0.5f, 0.5f)))
+    m.initializer("wz", f32_tensor({c.growth, c.growth, 1, 1}, random_values(size_t(c.growth * c.growth), 42, -0.5f, 0.5f)))
         .node("Conv", {"h1", "wz"}, {"z"});
     m.output("z", SINGA_ONNX_FLOAT, {c.N, c.growth, c.H, c.W});
   } else {

@@ -23,6 +23,12 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_ints;
+using testing_util::count_op;
+using testing_util::f32_tensor;
+using testing_util::prepare_at;
+using testing_util::random_floats;
+using testing_util::random_values;
 
 namespace {
 
@@ -56,27 +62,20 @@ struct Weights {
   std::vector<float> w1, b1, wd, bd, w2, b2, s1, sb1, s2, sb2;  // s*: the SE's squeeze and excite
 };
 
-std::vector<float> uniform(size_t n, std::mt19937& rng, float scale) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 Weights make_weights(const Block& b, unsigned seed) {
   std::mt19937 rng(seed);
   Weights w;
   const int64_t r = std::max<int64_t>(1, b.Me / 4);
-  w.w1 = uniform(size_t(b.Me * b.C * (b.stem ? 9 : 1)), rng, 0.5f);
-  w.b1 = uniform(size_t(b.Me), rng, 0.5f);
-  w.wd = uniform(size_t(b.Me * b.K * b.K), rng, 0.5f);
-  w.bd = uniform(size_t(b.Me), rng, 0.5f);
-  w.w2 = uniform(size_t(b.M * b.Me), rng, 0.3f);
-  w.b2 = uniform(size_t(b.M), rng, 0.5f);
-  w.s1 = uniform(size_t(r * b.Me), rng, 0.5f);
-  w.sb1 = uniform(size_t(r), rng, 0.5f);
-  w.s2 = uniform(size_t(b.Me * r), rng, 0.5f);
-  w.sb2 = uniform(size_t(b.Me), rng, 0.5f);
+  w.w1 = random_values(size_t(b.Me * b.C * (b.stem ? 9 : 1)), rng, 0.5f);
+  w.b1 = random_values(size_t(b.Me), rng, 0.5f);
+  w.wd = random_values(size_t(b.Me * b.K * b.K), rng, 0.5f);
+  w.bd = random_values(size_t(b.Me), rng, 0.5f);
+  w.w2 = random_values(size_t(b.M * b.Me), rng, 0.3f);
+  w.b2 = random_values(size_t(b.M), rng, 0.5f);
+  w.s1 = random_values(size_t(r * b.Me), rng, 0.5f);
+  w.sb1 = random_values(size_t(r), rng, 0.5f);
+  w.s2 = random_values(size_t(b.Me * r), rng, 0.5f);
+  w.sb2 = random_values(size_t(b.Me), rng, 0.5f);
   return w;
 }
 
@@ -156,17 +155,6 @@ std::vector<double> reference(const Block& b, const Weights& w, const float* x) 
   return y;
 }
 
-Tensor floats(const singa::Shape& s, const std::vector<float>& v) {
-  return Tensor::from_vector(s, SINGA_ONNX_FLOAT, v);
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t i : v) a->add_ints(i);
-}
-
 // Appends `kind` after value `from` (SiLU as the exporters write it:
 // Sigmoid then Mul); returns the activated value's name.
 std::string append_act(ModelBuilder& m, const std::string& kind, const std::string& from) {
@@ -188,18 +176,18 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
   m.input("x", SINGA_ONNX_FLOAT, b.in_shape());
   std::string v = "x";
   if (b.stem) {
-    m.initializer("w1", floats({Me, b.C, 3, 3}, w.w1)).initializer("b1", floats({Me}, w.b1));
+    m.initializer("w1", f32_tensor({Me, b.C, 3, 3}, w.w1)).initializer("b1", f32_tensor({Me}, w.b1));
     m.node("Conv", {v, "w1", "b1"}, {"e"}, "stem");
     add_ints(m.last(), "pads", {1, 1, 1, 1});
     add_ints(m.last(), "strides", {2, 2});
     add_ints(m.last(), "kernel_shape", {3, 3});
     v = append_act(m, b.expand_act, "e");
   } else if (b.expand) {
-    m.initializer("w1", floats({Me, b.C, 1, 1}, w.w1)).initializer("b1", floats({Me}, w.b1));
+    m.initializer("w1", f32_tensor({Me, b.C, 1, 1}, w.w1)).initializer("b1", f32_tensor({Me}, w.b1));
     m.node("Conv", {v, "w1", "b1"}, {"e"}, "expand");
     v = append_act(m, b.expand_act, "e");
   }
-  m.initializer("wd", floats({Me, 1, b.K, b.K}, w.wd)).initializer("bd", floats({Me}, w.bd));
+  m.initializer("wd", f32_tensor({Me, 1, b.K, b.K}, w.wd)).initializer("bd", f32_tensor({Me}, w.bd));
   m.node("Conv", {v, "wd", "bd"}, {"d"}, "dw");
   add_ints(m.last(), "pads", b.pads);
   add_ints(m.last(), "strides", {b.S, b.S});
@@ -210,8 +198,8 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
   g->set_i(Me);
   v = append_act(m, b.dw_act, "d");
   if (b.se) {
-    m.initializer("s1", floats({r, Me, 1, 1}, w.s1)).initializer("sb1", floats({r}, w.sb1));
-    m.initializer("s2", floats({Me, r, 1, 1}, w.s2)).initializer("sb2", floats({Me}, w.sb2));
+    m.initializer("s1", f32_tensor({r, Me, 1, 1}, w.s1)).initializer("sb1", f32_tensor({r}, w.sb1));
+    m.initializer("s2", f32_tensor({Me, r, 1, 1}, w.s2)).initializer("sb2", f32_tensor({Me}, w.sb2));
     m.node("GlobalAveragePool", {v}, {"mean"});
     m.node("Conv", {"mean", "s1", "sb1"}, {"h"});
     const std::string h = append_act(m, b.se_act, "h");
@@ -227,7 +215,7 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
     v = "gated";
   }
   if (b.project) {
-    m.initializer("w2", floats({b.M, Me, 1, 1}, w.w2)).initializer("b2", floats({b.M}, w.b2));
+    m.initializer("w2", f32_tensor({b.M, Me, 1, 1}, w.w2)).initializer("b2", f32_tensor({b.M}, w.b2));
     m.node("Conv", {v, "w2", "b2"}, {"p"}, "project");
     v = append_act(m, b.project_act, "p");
     if (b.skip) {
@@ -240,34 +228,17 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
   return m;
 }
 
-Tensor random_input(const singa::Shape& s, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  Tensor t(s, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-int count_op(const singa::onnx::Rep& rep, const std::string& op) {
-  int n = 0;
-  for (const auto& p : rep.placement()) n += p.op_type == op;
-  return n;
-}
-
 // Runs the block prepared with `options` at 1 to 3 threads against the
 // reference; returns the ExpandDepthwiseProject nodes of the last prepare.
 int check_block(const Block& b, unsigned seed, const std::map<std::string, std::string>& options = {}) {
   const Weights w = make_weights(b, seed);
   const ModelBuilder m = block_model(b, w);
-  const Tensor x = random_input(b.in_shape(), seed + 1);
+  const Tensor x = random_floats(b.in_shape(), seed + 1);
   const std::vector<double> want = reference(b, w, x.data<float>());
   int fused = -1;
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    o.options = options;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto rep = prepare_at(m, threads, options);
     auto out = rep->run({x});
     EXPECT_EQ(out.size(), 1u);
     if (out.size() != 1) return -1;
@@ -415,7 +386,7 @@ TEST(DepthwiseFamily, SqueezeExciteNodeLoadsAgain) {
   singa::onnx::PrepareOptions o;
   o.optimize = false;
   auto rep = singa::onnx::prepare_bytes(bytes, o);
-  const Tensor x = random_input(b.in_shape(), 8);
+  const Tensor x = random_floats(b.in_shape(), 8);
   const std::vector<double> want = reference(b, w, x.data<float>());
   auto y = rep->run({x});
   ASSERT_EQ(y.size(), 1u);
@@ -496,7 +467,7 @@ void check_chain(const std::vector<Block>& blocks, unsigned seed, int want_fused
   for (size_t i = 0; i < blocks.size(); ++i) ws.push_back(make_weights(blocks[i], seed + unsigned(i)));
   const ModelBuilder m = chain_model(blocks, ws);
   const Block& first = blocks.front();
-  const Tensor x = random_input(first.in_shape(), seed + 50);
+  const Tensor x = random_floats(first.in_shape(), seed + 50);
   std::vector<float> in(x.data<float>(), x.data<float>() + x.numel());
   std::vector<double> want;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -505,9 +476,7 @@ void check_chain(const std::vector<Block>& blocks, unsigned seed, int want_fused
   }
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto rep = prepare_at(m, threads);
     EXPECT_EQ(count_op(*rep, "ExpandDepthwiseProject"), want_fused);
     auto out = rep->run({x});
     ASSERT_EQ(out.size(), 1u);
@@ -571,11 +540,11 @@ TEST(DepthwiseFamily, SqueezeExciteNodeChecksItsWeights) {
   op->set_version(1);
   const int64_t C = 16, Me = 32, M = 16, R = 8;
   m.input("x", SINGA_ONNX_FLOAT, {1, C, 6, 6});
-  m.initializer("w1", floats({Me, C, 1, 1}, std::vector<float>(size_t(Me * C), 0.1f)));
-  m.initializer("wd", floats({Me, 1, 3, 3}, std::vector<float>(size_t(Me * 9), 0.1f)));
-  m.initializer("w2", floats({M, Me, 1, 1}, std::vector<float>(size_t(M * Me), 0.1f)));
-  m.initializer("s1", floats({R, Me + 1, 1, 1}, std::vector<float>(size_t(R * (Me + 1)), 0.1f)));  // one too many
-  m.initializer("s2", floats({Me, R, 1, 1}, std::vector<float>(size_t(Me * R), 0.1f)));
+  m.initializer("w1", f32_tensor({Me, C, 1, 1}, std::vector<float>(size_t(Me * C), 0.1f)));
+  m.initializer("wd", f32_tensor({Me, 1, 3, 3}, std::vector<float>(size_t(Me * 9), 0.1f)));
+  m.initializer("w2", f32_tensor({M, Me, 1, 1}, std::vector<float>(size_t(M * Me), 0.1f)));
+  m.initializer("s1", f32_tensor({R, Me + 1, 1, 1}, std::vector<float>(size_t(R * (Me + 1)), 0.1f)));  // one too many
+  m.initializer("s2", f32_tensor({Me, R, 1, 1}, std::vector<float>(size_t(Me * R), 0.1f)));
   m.node("ExpandDepthwiseProject", {"x", "w1", "", "wd", "", "w2", "", "s1", "", "s2", ""}, {"y"}, "edp");
   m.last()->set_domain("ai.singa.cpu");
   add_ints(m.last(), "pads", {1, 1, 1, 1});
@@ -584,7 +553,7 @@ TEST(DepthwiseFamily, SqueezeExciteNodeChecksItsWeights) {
   o.optimize = false;
   try {
     auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
-    rep->run({random_input({1, C, 6, 6}, 1)});
+    rep->run({random_floats({1, C, 6, 6}, 1)});
     ADD_FAILURE() << "a wrong S1 ran";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("S1"), std::string::npos) << e.what();

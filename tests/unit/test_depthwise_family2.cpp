@@ -25,6 +25,12 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_ints;
+using testing_util::count_op;
+using testing_util::f32_tensor;
+using testing_util::prepare_at;
+using testing_util::random_floats;
+using testing_util::random_values;
 
 namespace {
 
@@ -44,26 +50,19 @@ struct Weights {
   std::vector<float> w1, b1, wd, bd, w2, b2, s1, sb1, s2, sb2;
 };
 
-std::vector<float> uniform(size_t n, std::mt19937& rng, float scale) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 Weights make_weights(const Block& b, unsigned seed) {
   std::mt19937 rng(seed);
   Weights w;
-  w.w1 = uniform(size_t(b.Me * b.C), rng, b.scale);
-  w.b1 = uniform(size_t(b.Me), rng, 1.f);
-  w.wd = uniform(size_t(b.Me * b.K * b.K), rng, 1.f);
-  w.bd = uniform(size_t(b.Me), rng, 1.f);
-  w.w2 = uniform(size_t(b.M * b.Me), rng, 0.3f);
-  w.b2 = uniform(size_t(b.M), rng, 0.5f);
-  w.s1 = uniform(size_t(b.R() * b.Me), rng, 0.05f);
-  w.sb1 = uniform(size_t(b.R()), rng, 0.5f);
-  w.s2 = uniform(size_t(b.Me * b.R()), rng, 0.5f);
-  w.sb2 = uniform(size_t(b.Me), rng, 0.5f);
+  w.w1 = random_values(size_t(b.Me * b.C), rng, b.scale);
+  w.b1 = random_values(size_t(b.Me), rng, 1.f);
+  w.wd = random_values(size_t(b.Me * b.K * b.K), rng, 1.f);
+  w.bd = random_values(size_t(b.Me), rng, 1.f);
+  w.w2 = random_values(size_t(b.M * b.Me), rng, 0.3f);
+  w.b2 = random_values(size_t(b.M), rng, 0.5f);
+  w.s1 = random_values(size_t(b.R() * b.Me), rng, 0.05f);
+  w.sb1 = random_values(size_t(b.R()), rng, 0.5f);
+  w.s2 = random_values(size_t(b.Me * b.R()), rng, 0.5f);
+  w.sb2 = random_values(size_t(b.Me), rng, 0.5f);
   return w;
 }
 
@@ -117,17 +116,6 @@ std::vector<double> reference(const Block& b, const Weights& w, const float* x) 
   return y;
 }
 
-Tensor floats(const singa::Shape& s, const std::vector<float>& v) {
-  return Tensor::from_vector(s, SINGA_ONNX_FLOAT, v);
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t i : v) a->add_ints(i);
-}
-
 // SiLU as the exporters write it: Sigmoid, then Mul.
 std::string silu_nodes(ModelBuilder& m, const std::string& from) {
   m.node("Sigmoid", {from}, {from + "_sig"});
@@ -139,10 +127,10 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
   ModelBuilder m(13);
   const int64_t Me = b.Me, R = b.R();
   m.input("x", SINGA_ONNX_FLOAT, {1, b.C, b.H, b.W});
-  m.initializer("w1", floats({Me, b.C, 1, 1}, w.w1)).initializer("b1", floats({Me}, w.b1));
+  m.initializer("w1", f32_tensor({Me, b.C, 1, 1}, w.w1)).initializer("b1", f32_tensor({Me}, w.b1));
   m.node("Conv", {"x", "w1", "b1"}, {"e"}, "expand");
   const std::string e = silu_nodes(m, "e");
-  m.initializer("wd", floats({Me, 1, b.K, b.K}, w.wd)).initializer("bd", floats({Me}, w.bd));
+  m.initializer("wd", f32_tensor({Me, 1, b.K, b.K}, w.wd)).initializer("bd", f32_tensor({Me}, w.bd));
   m.node("Conv", {e, "wd", "bd"}, {"d"}, "dw");
   add_ints(m.last(), "pads", {b.pad(), b.pad(), b.pad(), b.pad()});
   add_ints(m.last(), "strides", {b.S, b.S});
@@ -153,8 +141,8 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
   g->set_i(Me);
   std::string v = silu_nodes(m, "d");
   if (b.se) {
-    m.initializer("s1", floats({R, Me, 1, 1}, w.s1)).initializer("sb1", floats({R}, w.sb1));
-    m.initializer("s2", floats({Me, R, 1, 1}, w.s2)).initializer("sb2", floats({Me}, w.sb2));
+    m.initializer("s1", f32_tensor({R, Me, 1, 1}, w.s1)).initializer("sb1", f32_tensor({R}, w.sb1));
+    m.initializer("s2", f32_tensor({Me, R, 1, 1}, w.s2)).initializer("sb2", f32_tensor({Me}, w.sb2));
     m.node("GlobalAveragePool", {v}, {"mean"});
     m.node("Conv", {"mean", "s1", "sb1"}, {"h"});
     const std::string h = silu_nodes(m, "h");
@@ -163,7 +151,7 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
     m.node("Mul", {v, "gate"}, {"gated"});
     v = "gated";
   }
-  m.initializer("w2", floats({b.M, Me, 1, 1}, w.w2)).initializer("b2", floats({b.M}, w.b2));
+  m.initializer("w2", f32_tensor({b.M, Me, 1, 1}, w.w2)).initializer("b2", f32_tensor({b.M}, w.b2));
   m.node("Conv", {v, "w2", "b2"}, {"p"}, "project");
   v = "p";
   if (b.skip) {
@@ -173,12 +161,6 @@ ModelBuilder block_model(const Block& b, const Weights& w) {
   m.node("Identity", {v}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {1, b.M, b.OH(), b.OW()});
   return m;
-}
-
-int count_op(const singa::onnx::Rep& rep, const std::string& op) {
-  int n = 0;
-  for (const auto& p : rep.placement()) n += p.op_type == op;
-  return n;
 }
 
 // Agreement where both are finite (relative to max(1, |want|)), the same
@@ -198,9 +180,7 @@ int check_block(const Block& b, const Tensor& x, unsigned seed) {
   int fused = -1;
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto rep = prepare_at(m, threads);
     auto out = rep->run({x});
     EXPECT_EQ(out.size(), 1u);
     if (out.size() != 1) return -1;
@@ -215,14 +195,6 @@ int check_block(const Block& b, const Tensor& x, unsigned seed) {
     fused = count_op(*rep, "ExpandDepthwiseProject");
   }
   return fused;
-}
-
-Tensor random_input(const Block& b, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  Tensor t({1, b.C, b.H, b.W}, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
 }
 
 std::vector<Block> windows() {
@@ -250,7 +222,7 @@ TEST(DepthwiseFamily2, SiluSaturatesLikeTheFormula) {
       b.skip = b.S == 1 && se;
       b.M = b.skip ? b.C : 12;
       SCOPED_TRACE("K " + std::to_string(b.K) + " S " + std::to_string(b.S) + (se ? " SE" : ""));
-      EXPECT_EQ(check_block(b, random_input(b, seed), seed), 1);
+      EXPECT_EQ(check_block(b, random_floats({1, b.C, b.H, b.W}, seed), seed), 1);
       ++seed;
     }
   }
@@ -261,7 +233,7 @@ TEST(DepthwiseFamily2, SiluSaturatesLikeTheFormula) {
 TEST(DepthwiseFamily2, InputsReachTheClamp) {
   const Block b;
   const Weights w = make_weights(b, 300);
-  const Tensor x = random_input(b, 300);
+  const Tensor x = random_floats({1, b.C, b.H, b.W}, 300);
   double lo = 0, hi = 0;
   const int64_t HW = b.H * b.W;
   for (int64_t m = 0; m < b.Me; ++m)
@@ -280,7 +252,7 @@ TEST(DepthwiseFamily2, InfinitiesAndNanPropagate) {
   testing_util::ensure_loaded();
   Block b;
   b.K = 5, b.H = 12, b.W = 12, b.scale = 1.f;
-  Tensor x = random_input(b, 400);
+  Tensor x = random_floats({1, b.C, b.H, b.W}, 400);
   const float inf = std::numeric_limits<float>::infinity();
   float* v = x.data<float>();
   v[0 * 144 + 2 * 12 + 3] = inf;  // channel 0, pixel (2, 3)
@@ -295,10 +267,10 @@ TEST(DepthwiseFamily2, OddShapes) {
   testing_util::ensure_loaded();
   Block b;
   b.C = b.M = 13, b.Me = 51, b.H = 5, b.W = 17, b.K = 5, b.skip = true;
-  EXPECT_EQ(check_block(b, random_input(b, 500), 500), 1);
+  EXPECT_EQ(check_block(b, random_floats({1, b.C, b.H, b.W}, 500), 500), 1);
   b = Block();
   b.C = 3, b.Me = 17, b.M = 5, b.H = 9, b.W = 6, b.K = 7, b.S = 2, b.se = true;
-  EXPECT_EQ(check_block(b, random_input(b, 501), 501), 1);
+  EXPECT_EQ(check_block(b, random_floats({1, b.C, b.H, b.W}, 501), 501), 1);
   // Outputs that end in 8 channels: after one whole vector (a half vector
   // of 256-bit FMAs), after two, three, or a group of four and three (a
   // masked vector).
@@ -306,7 +278,7 @@ TEST(DepthwiseFamily2, OddShapes) {
     b = Block();
     b.M = M, b.Me = 48, b.H = 8, b.W = 7, b.scale = 2.f;
     SCOPED_TRACE("M " + std::to_string(M));
-    EXPECT_EQ(check_block(b, random_input(b, 502), 502), 1);
+    EXPECT_EQ(check_block(b, random_floats({1, b.C, b.H, b.W}, 502), 502), 1);
   }
 }
 
@@ -322,14 +294,14 @@ void check_conv_silu(int64_t K, const std::vector<float>& xs) {
   for (int64_t m = 0; m < M; ++m) w[size_t(m * K * K + pad * K + pad)] = (m % 2 ? -1.f : 1.f) * (m % 4 < 2 ? 1.f : 3.f);
   ModelBuilder mb(13);
   mb.input("x", SINGA_ONNX_FLOAT, {1, 1, 1, W});
-  mb.initializer("w", floats({M, 1, K, K}, w)).initializer("b", floats({M}, bias));
+  mb.initializer("w", f32_tensor({M, 1, K, K}, w)).initializer("b", f32_tensor({M}, bias));
   mb.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
   add_ints(mb.last(), "pads", {pad, pad, pad, pad});
   add_ints(mb.last(), "kernel_shape", {K, K});
   mb.node("Identity", {silu_nodes(mb, "c")}, {"y"});
   mb.output("y", SINGA_ONNX_FLOAT, {1, M, 1, W});
   auto rep = singa::onnx::prepare_bytes(mb.bytes());
-  const Tensor x = floats({1, 1, 1, W}, xs);
+  const Tensor x = f32_tensor({1, 1, 1, W}, xs);
   auto out = rep->run({x});
   ASSERT_EQ(out.size(), 1u);
   const Tensor& y = out[0].second;
@@ -375,12 +347,12 @@ struct MeanHead {
 // Runs the head and checks it against sums in double; returns the op types run.
 std::vector<std::string> check_mean_head(const MeanHead& h, unsigned seed) {
   std::mt19937 rng(seed);
-  const std::vector<float> w = uniform(size_t(h.M * h.C), rng, 1.f), b = uniform(size_t(h.M), rng, 1.f);
-  const std::vector<float> wfc = uniform(size_t(h.outputs * h.M), rng, 1.f), bfc = uniform(size_t(h.outputs), rng, 1.f);
-  const std::vector<float> xv = uniform(size_t(h.N * h.C * h.H * h.W), rng, 1.f);
+  const std::vector<float> w = random_values(size_t(h.M * h.C), rng, 1.f), b = random_values(size_t(h.M), rng, 1.f);
+  const std::vector<float> wfc = random_values(size_t(h.outputs * h.M), rng, 1.f), bfc = random_values(size_t(h.outputs), rng, 1.f);
+  const std::vector<float> xv = random_values(size_t(h.N * h.C * h.H * h.W), rng, 1.f);
   ModelBuilder m(h.axes_input ? 18 : 13);
   m.input("x", SINGA_ONNX_FLOAT, {h.N, h.C, h.H, h.W});
-  m.initializer("w", floats({h.M, h.C, 1, 1}, w)).initializer("b", floats({h.M}, b));
+  m.initializer("w", f32_tensor({h.M, h.C, 1, 1}, w)).initializer("b", f32_tensor({h.M}, b));
   m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
   m.node("Relu", {"c"}, {"r"});
   if (h.axes_input) {
@@ -412,8 +384,8 @@ std::vector<std::string> check_mean_head(const MeanHead& h, unsigned seed) {
   std::vector<double> want = means;
   singa::Shape ys = h.keepdims ? singa::Shape{h.N, h.M, 1, 1} : singa::Shape{h.N, h.M};
   if (h.gemm) {
-    m.initializer("wfc", floats(h.trans_b ? singa::Shape{h.outputs, h.M} : singa::Shape{h.M, h.outputs}, wfc));
-    m.initializer("bfc", floats({h.outputs}, bfc));
+    m.initializer("wfc", f32_tensor(h.trans_b ? singa::Shape{h.outputs, h.M} : singa::Shape{h.M, h.outputs}, wfc));
+    m.initializer("bfc", f32_tensor({h.outputs}, bfc));
     m.node("Gemm", {"mean", "wfc", "bfc"}, {"y"});
     auto* t = m.last()->add_attribute();
     t->set_name("transB");
@@ -435,10 +407,8 @@ std::vector<std::string> check_mean_head(const MeanHead& h, unsigned seed) {
   std::vector<std::string> ops;
   for (int threads : {1, 2}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
-    auto out = rep->run({floats({h.N, h.C, h.H, h.W}, xv)});
+    auto rep = prepare_at(m, threads);
+    auto out = rep->run({f32_tensor({h.N, h.C, h.H, h.W}, xv)});
     EXPECT_EQ(out.size(), 1u);
     if (out.size() != 1) return {};
     const Tensor& y = out[0].second;

@@ -17,31 +17,16 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::i64_tensor;
 
 namespace {
 
 using testing_util::ensure_loaded;
 
 constexpr int64_t kD = 8, kHeads = 2, kHead = 4;
-
-Tensor ints(const singa::Shape& shape, std::vector<int64_t> v) { return Tensor::from_vector(shape, SINGA_ONNX_INT64, v); }
-Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
-
-void ints_attr(::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void int_attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-::onnx::NodeProto* last(ModelBuilder& m) { return m.g->mutable_node(m.g->node_size() - 1); }
 
 // One self-attention layer as transformers exports it: the head split's
 // target shape is computed from Shape(x) at run time (Gather, Unsqueeze,
@@ -51,27 +36,28 @@ ModelBuilder attention_model() {
   m.input("x", SINGA_ONNX_FLOAT, {-1, -1, kD}, {"batch", "seq"});
   m.input("mask", SINGA_ONNX_FLOAT, {-1, -1}, {"batch", "seq"});
   for (const char* w : {"Wq", "Wk", "Wv"}) m.initializer(w, testing_util::randn({kD, kD}, unsigned(w[1])));
-  m.initializer("i0", ints({}, {0})).initializer("i1", ints({}, {1})).initializer("ax0", ints({1}, {0}));
-  m.initializer("ax12", ints({2}, {1, 2})).initializer("heads", ints({1}, {kHeads})).initializer("head", ints({1}, {kHead}));
-  m.initializer("d", ints({1}, {kD})).initializer("one", floats({}, {1.f})).initializer("big", floats({}, {-10000.f}));
-  m.initializer("scale", floats({}, {0.5f}));
+  m.initializer("i0", i64_tensor({}, {0})).initializer("i1", i64_tensor({}, {1})).initializer("ax0", i64_tensor({1}, {0}));
+  m.initializer("ax12", i64_tensor({2}, {1, 2})).initializer("heads", i64_tensor({1}, {kHeads}));
+  m.initializer("head", i64_tensor({1}, {kHead}));
+  m.initializer("d", i64_tensor({1}, {kD})).initializer("one", f32_tensor({}, {1.f})).initializer("big", f32_tensor({}, {-10000.f}));
+  m.initializer("scale", f32_tensor({}, {0.5f}));
   m.node("Shape", {"x"}, {"s"}).node("Gather", {"s", "i0"}, {"b"}).node("Gather", {"s", "i1"}, {"n"});
   m.node("Unsqueeze", {"b", "ax0"}, {"bu"}).node("Unsqueeze", {"n", "ax0"}, {"nu"});
   m.node("Concat", {"bu", "nu", "heads", "head"}, {"shape4"});
-  int_attr(last(m), "axis", 0);
+  add_int(m.last(), "axis", 0);
   m.node("Concat", {"bu", "nu", "d"}, {"shape3"});
-  int_attr(last(m), "axis", 0);
+  add_int(m.last(), "axis", 0);
   for (const char* p : {"q", "k", "v"}) {
     const std::string s(p);
     m.node("MatMul", {"x", "W" + s}, {s}).node("Reshape", {s, "shape4"}, {s + "4"}).node("Transpose", {s + "4"}, {s + "h"});
-    ints_attr(last(m), "perm", s == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+    add_ints(m.last(), "perm", s == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
   }
   m.node("MatMul", {"qh", "kh"}, {"sc"}).node("Mul", {"sc", "scale"}, {"scs"});
   m.node("Unsqueeze", {"mask", "ax12"}, {"m4"}).node("Sub", {"one", "m4"}, {"inv"}).node("Mul", {"inv", "big"}, {"madd"});
   m.node("Add", {"scs", "madd"}, {"masked"}).node("Softmax", {"masked"}, {"p"});
-  int_attr(last(m), "axis", -1);
+  add_int(m.last(), "axis", -1);
   m.node("MatMul", {"p", "vh"}, {"o"}).node("Transpose", {"o"}, {"ot"});
-  ints_attr(last(m), "perm", {0, 2, 1, 3});
+  add_ints(m.last(), "perm", {0, 2, 1, 3});
   m.node("Reshape", {"ot", "shape3"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {-1, -1, kD}, {"batch", "seq"});
   return m;
@@ -253,7 +239,7 @@ TEST(DynamicShapes, NothingToFoldKeepsNoPlan) {
   auto rep = singa::onnx::prepare(m.model);
   EXPECT_EQ(rep->shape_cache().capacity, 8u);
   for (int r = 0; r < 4; ++r) {
-    const auto y = rep->run(std::vector<Tensor>{floats({2, 3}, {-1, 2, -3, 4, -5, 6})})[0].second;
+    const auto y = rep->run(std::vector<Tensor>{f32_tensor({2, 3}, {-1, 2, -3, 4, -5, 6})})[0].second;
     EXPECT_EQ(y.shape(), (singa::Shape{2, 3}));
     EXPECT_FLOAT_EQ(y.data<float>()[0], 0.f);
     EXPECT_FLOAT_EQ(y.data<float>()[5], 6.f);
@@ -272,13 +258,13 @@ TEST(DynamicShapes, IfAndLoopBodiesSurviveSpecialization) {
   ensure_loaded();
   ModelBuilder m;
   m.input("c", SINGA_ONNX_BOOL, {}).input("x", SINGA_ONNX_FLOAT, {-1}, {"n"});
-  m.initializer("i0", ints({}, {0})).initializer("two", floats({}, {2.f})).initializer("zeros", floats({1}, {0.f}));
+  m.initializer("i0", i64_tensor({}, {0})).initializer("two", f32_tensor({}, {2.f})).initializer("zeros", f32_tensor({1}, {0.f}));
   m.node("Shape", {"x"}, {"s"}).node("Cast", {"s"}, {"sf"});
-  int_attr(last(m), "to", SINGA_ONNX_FLOAT);
+  add_int(m.last(), "to", SINGA_ONNX_FLOAT);
   m.node("Gather", {"s", "i0"}, {"len"});
   m.node("Mul", {"x", "zeros"}, {"acc0"});
   m.node("If", {"c"}, {"iy"});
-  auto* if_node = last(m);
+  auto* if_node = m.last();
   auto branch = [&](const char* name, const char* op, std::vector<std::string> ins) {
     auto* a = if_node->add_attribute();
     a->set_name(name);
@@ -298,7 +284,7 @@ TEST(DynamicShapes, IfAndLoopBodiesSurviveSpecialization) {
   m.node("Add", {"iy", "sf"}, {"z"});
   m.node("Loop", {"len", "", "acc0"}, {"w"});
   {
-    auto* a = last(m)->add_attribute();
+    auto* a = m.last()->add_attribute();
     a->set_name("body");
     a->set_type(::onnx::AttributeProto::GRAPH);
     auto* g = a->mutable_g();

@@ -2,6 +2,7 @@
 // widen_float16.cpp): a float16 graph runs as one float32 region between two
 // Casts, its weights widened at prepare, and its result stays within half
 // precision's rounding of the float32 model's, as the half kernels' does.
+#include "half_tensor.hpp"
 #include "model_builder.hpp"
 
 #include <singa/kernel.hpp>
@@ -17,31 +18,8 @@ namespace {
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
-
-Tensor tensor_of(const std::vector<int64_t>& shape, int32_t dtype, const std::vector<float>& v) {
-  Tensor t(shape, dtype);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == SINGA_ONNX_FLOAT16)
-      static_cast<uint16_t*>(t.raw_data())[i] = singa::sdk::half(v[i]).bits;
-    else
-      static_cast<float*>(t.raw_data())[i] = v[i];
-  }
-  return t;
-}
-
-std::vector<float> values_of(const Tensor& t) {
-  std::vector<float> v(size_t(t.numel()));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t.dtype() == SINGA_ONNX_FLOAT16) {
-      singa::sdk::half h;
-      h.bits = static_cast<const uint16_t*>(t.raw_data())[i];
-      v[i] = float(h);
-    } else {
-      v[i] = static_cast<const float*>(t.raw_data())[i];
-    }
-  }
-  return v;
-}
+using testing_util::float_tensor;
+using testing_util::float_values;
 
 std::vector<float> random(size_t n, uint32_t seed, float scale) {
   std::mt19937 g(seed);
@@ -55,10 +33,10 @@ std::vector<float> random(size_t n, uint32_t seed, float scale) {
 std::string model(int32_t dtype) {
   ModelBuilder m(13);
   m.input("X", dtype, {1, 8, 16, 16});
-  m.initializer("W", tensor_of({16, 8, 3, 3}, dtype, random(16 * 8 * 9, 1, 0.2f)));
-  m.initializer("B", tensor_of({16}, dtype, random(16, 2, 0.1f)));
-  m.initializer("C", tensor_of({16, 1, 1}, dtype, random(16, 3, 0.5f)));
-  m.initializer("S", tensor_of({4}, SINGA_ONNX_FLOAT, {1, 1, 2, 2}));
+  m.initializer("W", float_tensor({16, 8, 3, 3}, dtype, random(16 * 8 * 9, 1, 0.2f)));
+  m.initializer("B", float_tensor({16}, dtype, random(16, 2, 0.1f)));
+  m.initializer("C", float_tensor({16, 1, 1}, dtype, random(16, 3, 0.5f)));
+  m.initializer("S", float_tensor({4}, SINGA_ONNX_FLOAT, {1, 1, 2, 2}));
   m.node("Conv", {"X", "W", "B"}, {"c"});
   auto* pads = m.last()->add_attribute();
   pads->set_name("pads");
@@ -94,10 +72,10 @@ Ran run(int32_t dtype, bool widen) {
   auto rep = singa::onnx::prepare_bytes(model(dtype), o);
   Ran r;
   for (const auto& p : rep->placement()) r.casts += p.op_type == "Cast" ? 1 : 0;
-  auto out = rep->run({tensor_of({1, 8, 16, 16}, dtype, random(8 * 16 * 16, 4, 1.0f))});
+  auto out = rep->run({float_tensor({1, 8, 16, 16}, dtype, random(8 * 16 * 16, 4, 1.0f))});
   const Tensor& y = out.at(0).second;
   EXPECT_EQ(y.dtype(), dtype);
-  r.y = values_of(y);
+  r.y = float_values(y);
   return r;
 }
 

@@ -3,6 +3,7 @@
 // direction and layout, with sequence lengths, each output as the loss path.
 // Then an imported LSTM classifier trains through ImportedModel and SGD.
 #include "model_builder.hpp"
+#include "grad_check.hpp"
 #include "test_util.hpp"
 #include <singa/autograd.hpp>
 #include <singa/layer.hpp>
@@ -24,14 +25,7 @@ using namespace singa::autograd;
 namespace {
 
 using testing_util::ensure_loaded;
-
-Tensor random(const Shape& s, double lo, double hi, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<double> d(lo, hi);
-  Tensor t(s, SINGA_ONNX_DOUBLE);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = d(g);
-  return t;
-}
+using testing_util::random_doubles;
 
 Tensor lens_tensor(const std::vector<int32_t>& v) {
   Tensor t({int64_t(v.size())}, SINGA_ONNX_INT32);
@@ -87,15 +81,15 @@ Built build_inputs(const Case& c, unsigned seed) {
   Built b;
   const Shape x = c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input};
   const Shape st = c.layout == 0 ? Shape{D, c.batch, c.hidden} : Shape{c.batch, D, c.hidden};
-  b.inputs.push_back(random(x, -1, 1, seed));
-  b.inputs.push_back(random({D, G, c.input}, -0.7, 0.7, seed + 1));
-  b.inputs.push_back(random({D, G, c.hidden}, -0.7, 0.7, seed + 2));
-  b.inputs.push_back(c.with_bias ? random({D, 2 * G}, -0.5, 0.5, seed + 3) : Tensor());
+  b.inputs.push_back(random_doubles(x, -1, 1, seed));
+  b.inputs.push_back(random_doubles({D, G, c.input}, -0.7, 0.7, seed + 1));
+  b.inputs.push_back(random_doubles({D, G, c.hidden}, -0.7, 0.7, seed + 2));
+  b.inputs.push_back(c.with_bias ? random_doubles({D, 2 * G}, -0.5, 0.5, seed + 3) : Tensor());
   b.inputs.push_back(c.lens.empty() ? Tensor() : lens_tensor(c.lens));
-  b.inputs.push_back(c.with_init ? random(st, -0.8, 0.8, seed + 4) : Tensor());
+  b.inputs.push_back(c.with_init ? random_doubles(st, -0.8, 0.8, seed + 4) : Tensor());
   if (c.op == "LSTM") {
-    b.inputs.push_back(c.with_init ? random(st, -0.8, 0.8, seed + 5) : Tensor());
-    if (c.peepholes) b.inputs.push_back(random({D, 3 * c.hidden}, -0.5, 0.5, seed + 6));
+    b.inputs.push_back(c.with_init ? random_doubles(st, -0.8, 0.8, seed + 5) : Tensor());
+    if (c.peepholes) b.inputs.push_back(random_doubles({D, 3 * c.hidden}, -0.5, 0.5, seed + 6));
   }
   for (size_t i = 0; i < b.inputs.size(); ++i) b.differentiable.push_back(i != 4 && b.inputs[i].defined());
   return b;
@@ -190,7 +184,7 @@ void check(const Case& c, unsigned seed = 1, double tol = 1e-6) {
   for (size_t k = 0; k < nout; ++k) {
     ASSERT_TRUE(ys[k].defined()) << "output " << k;
     if (!in_loss(k)) continue;
-    weights[k] = random(ys[k].shape(), -1, 1, seed + 10 + unsigned(k));
+    weights[k] = random_doubles(ys[k].shape(), -1, 1, seed + 10 + unsigned(k));
     Variable term = reduce_sum(mul(ys[k], Variable(weights[k])), {});
     loss = loss.defined() ? add(loss, term) : term;
   }

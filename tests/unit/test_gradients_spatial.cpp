@@ -3,6 +3,7 @@
 // positions (the node suites' cases sit on pixel corners, where many elements
 // are kinks), and the gradient checker's verdict on one element
 // (tools/gradient_check.hpp): a jump is skipped, a wrong derivative is not.
+#include "grad_check.hpp"
 #include "test_util.hpp"
 #include "../../tools/gradient_check.hpp"
 
@@ -23,16 +24,10 @@ using singa::cli::PointVerdict;
 
 namespace {
 
-using Fn = std::function<Variable(const std::vector<Variable>&)>;
+using testing_util::check_grad;
 using testing_util::ensure_loaded;
-
-Tensor random(const Shape& s, double lo, double hi, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<double> d(lo, hi);
-  Tensor t(s, SINGA_ONNX_DOUBLE);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = d(g);
-  return t;
-}
+using testing_util::onnx_op;
+using testing_util::random_doubles;
 
 Tensor doubles(const Shape& s, const std::vector<double>& v) {
   Tensor t(s, SINGA_ONNX_DOUBLE);
@@ -44,47 +39,6 @@ Tensor int64s(const std::vector<int64_t>& v) {
   Tensor t({int64_t(v.size())}, SINGA_ONNX_INT64);
   for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
   return t;
-}
-
-double weighted_sum(const Tensor& y, const Tensor& r) {
-  double s = 0;
-  for (int64_t i = 0; i < y.numel(); ++i) s += y.data<double>()[i] * r.data<double>()[i];
-  return s;
-}
-
-// Checks d(sum(f(x) * R))/dx for the inputs marked in `wrt` (the others are
-// constants) against central differences, element by element.
-void check_grad(const Fn& f, const std::vector<Tensor>& xs, const std::vector<bool>& wrt, double tol = 1e-6) {
-  ensure_loaded();
-  std::vector<Variable> vars;
-  for (size_t i = 0; i < xs.size(); ++i) vars.emplace_back(xs[i].clone(), bool(wrt[i]));
-  Variable y = f(vars);
-  ASSERT_EQ(y.dtype(), SINGA_ONNX_DOUBLE);
-  Tensor r = random(y.shape(), -1, 1, 7);
-  backward(y, r);
-  const double eps = 1e-6;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (!wrt[i]) continue;
-    ASSERT_TRUE(vars[i].grad().defined()) << "no gradient for input " << i;
-    ASSERT_EQ(vars[i].grad().shape(), xs[i].shape()) << "input " << i;
-    double* p = vars[i].data().data<double>();
-    for (int64_t j = 0; j < xs[i].numel(); ++j) {
-      const double keep = p[j];
-      NoGradGuard ng;
-      p[j] = keep + eps;
-      const double up = weighted_sum(f(vars).data(), r);
-      p[j] = keep - eps;
-      const double down = weighted_sum(f(vars).data(), r);
-      p[j] = keep;
-      const double numeric = (up - down) / (2 * eps);
-      ASSERT_NEAR(vars[i].grad().data<double>()[j], numeric, tol * std::max(1.0, std::abs(numeric)))
-          << "input " << i << " element " << j;
-    }
-  }
-}
-
-Fn op(const std::string& type, int64_t opset, Attrs a = {}) {
-  return [=](const std::vector<Variable>& v) { return apply(type, v, a, 1, "", opset)[0]; };
 }
 
 // Regions inside and partly outside a 7x6 image, at non-integer corners.
@@ -104,14 +58,14 @@ TEST(GradientsSpatial, RoiAlignAverageAndMaxBothCoordinateModes) {
                       .set("output_height", int64_t(3))
                       .set("output_width", int64_t(2))
                       .set("spatial_scale", 0.9f);
-        check_grad(op("RoiAlign", 16, a), {random({2, 3, 7, 6}, -1, 1, 1), rois(), int64s({1, 0, 1})},
+        check_grad(onnx_op("RoiAlign", 16, a), {random_doubles({2, 3, 7, 6}, -1, 1, 1), rois(), int64s({1, 0, 1})},
                    {true, false, false});
       }
 }
 
 TEST(GradientsSpatial, RoiAlignOpset10) {
   Attrs a = Attrs().set("output_height", int64_t(2)).set("output_width", int64_t(2)).set("sampling_ratio", int64_t(0));
-  check_grad(op("RoiAlign", 10, a), {random({1, 2, 7, 6}, -1, 1, 2), rois(), int64s({0, 0, 0})}, {true, false, false});
+  check_grad(onnx_op("RoiAlign", 10, a), {random_doubles({1, 2, 7, 6}, -1, 1, 2), rois(), int64s({0, 0, 0})}, {true, false, false});
 }
 
 TEST(GradientsSpatial, DeformConvWithGroupsOffsetGroupsMaskAndBias) {
@@ -124,20 +78,22 @@ TEST(GradientsSpatial, DeformConvWithGroupsOffsetGroupsMaskAndBias) {
                 .set("dilations", std::vector<int64_t>{1, 2})
                 .set("pads", std::vector<int64_t>{1, 1, 1, 1});
   const int64_t K = 2 * 3;
-  check_grad(op("DeformConv", 19, a),
-             {random({2, 4, 5, 6}, -1, 1, 3), random({6, 2, 2, 3}, -1, 1, 4), random({2, 2 * K * 2, 3, 4}, -1.7, 1.7, 5),
-              random({6}, -1, 1, 6), random({2, 2 * K, 3, 4}, 0, 1, 7)},
+  check_grad(onnx_op("DeformConv", 19, a),
+             {random_doubles({2, 4, 5, 6}, -1, 1, 3), random_doubles({6, 2, 2, 3}, -1, 1, 4),
+              random_doubles({2, 2 * K * 2, 3, 4}, -1.7, 1.7, 5), random_doubles({6}, -1, 1, 6),
+              random_doubles({2, 2 * K, 3, 4}, 0, 1, 7)},
              {true, true, true, true, true});
 }
 
 TEST(GradientsSpatial, DeformConvWithoutMaskOrBias) {
-  check_grad(op("DeformConv", 22), {random({1, 2, 4, 4}, -1, 1, 8), random({3, 2, 2, 2}, -1, 1, 9),
-                                    random({1, 8, 3, 3}, -2.5, 2.5, 10)},
+  check_grad(onnx_op("DeformConv", 22),
+             {random_doubles({1, 2, 4, 4}, -1, 1, 8), random_doubles({3, 2, 2, 2}, -1, 1, 9),
+              random_doubles({1, 8, 3, 3}, -2.5, 2.5, 10)},
              {true, true, true});
 }
 
 TEST(GradientsSpatial, OptionalGetElementOfATensorPassesTheGradientOn) {
-  check_grad(op("OptionalGetElement", 18), {random({2, 3}, -1, 1, 11)}, {true});
+  check_grad(onnx_op("OptionalGetElement", 18), {random_doubles({2, 3}, -1, 1, 11)}, {true});
 }
 
 // L(x) for the element set to x, as the checker sees it.

@@ -12,10 +12,9 @@
 namespace {
 
 using singa::Tensor;
-using testing_util::ensure_loaded;
 using testing_util::ModelBuilder;
-
-Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
+using testing_util::ensure_loaded;
+using testing_util::f32_tensor;
 
 void load_fuser() {
   ensure_loaded();
@@ -31,8 +30,8 @@ void load_fuser() {
 std::string model() {
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {2, 3})
-      .initializer("b", floats({2, 3}, {1, -2, 3, -4, 5, -6}))
-      .initializer("b2", floats({2, 3}, {-1, 2, -3, 4, -5, 6}))
+      .initializer("b", f32_tensor({2, 3}, {1, -2, 3, -4, 5, -6}))
+      .initializer("b2", f32_tensor({2, 3}, {-1, 2, -3, 4, -5, 6}))
       .node("Add", {"x", "b"}, {"s"}, "add1")
       .node("Relu", {"s"}, {"r"}, "relu1")
       .node("Sigmoid", {"r"}, {"y"}, "sig")
@@ -48,7 +47,7 @@ std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data<fl
 
 TEST(GraphPass, DeviceClaimsAndFusesAndResultsMatchThePlainPath) {
   load_fuser();
-  const Tensor x = floats({2, 3}, {0.5f, 1, -2, 3, -0.25f, 7});
+  const Tensor x = f32_tensor({2, 3}, {0.5f, 1, -2, 3, -0.25f, 7});
   auto plain = singa::onnx::prepare_bytes(model())->run({x});
 
   singa::onnx::PrepareOptions o;
@@ -98,12 +97,12 @@ std::string dq_matmul_model(bool quantized_x) {
   ModelBuilder m;
   std::vector<int8_t> w = {1, -2, 3, 4, -5, 6, -7, 8, 9, 10, -11, 12};
   m.initializer("W8", Tensor::from_vector({4, 3}, SINGA_ONNX_INT8, w))
-      .initializer("ws", floats({}, {0.5f}))
+      .initializer("ws", f32_tensor({}, {0.5f}))
       .initializer("wz", Tensor::from_vector({}, SINGA_ONNX_INT8, std::vector<int8_t>{0}))
       .node("DequantizeLinear", {"W8", "ws", "wz"}, {"W"}, "dq_w");
   if (quantized_x) {
     m.input("x8", SINGA_ONNX_UINT8, {2, 4})
-        .initializer("xs", floats({}, {0.25f}))
+        .initializer("xs", f32_tensor({}, {0.25f}))
         .initializer("xz", Tensor::from_vector({}, SINGA_ONNX_UINT8, std::vector<uint8_t>{128}))
         .node("DequantizeLinear", {"x8", "xs", "xz"}, {"x"}, "dq_x");
   } else {
@@ -120,7 +119,7 @@ TEST(GraphPass, DequantizedWeightsKeptForQuantizedPassesThenFolded) {
   {  // float activation: folded, no DequantizeLinear left to run
     const auto rep = singa::onnx::prepare_bytes(dq_matmul_model(false));
     for (const auto& p : rep->placement()) EXPECT_NE(p.op_type, "DequantizeLinear") << p.node;
-    const Tensor x = floats({2, 4}, {1, 2, 3, 4, -1, 0.5f, 0, 2});
+    const Tensor x = f32_tensor({2, 4}, {1, 2, 3, 4, -1, 0.5f, 0, 2});
     auto out = rep->run({x});
     const std::vector<float> y = values(out[0].second);
     for (int i = 0; i < 2; ++i)
@@ -175,13 +174,13 @@ TEST(GraphPass, FoldedDequantizedWeightsStillFuseWithBatchNorm) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(i % 7) - 3);
   m.input("x", SINGA_ONNX_FLOAT, {1, 3, 5, 5})
       .initializer("W8", Tensor::from_vector({2, 3, 3, 3}, SINGA_ONNX_INT8, w))
-      .initializer("ws", floats({}, {0.125f}))
+      .initializer("ws", f32_tensor({}, {0.125f}))
       .node("DequantizeLinear", {"W8", "ws"}, {"W"}, "dq_w")
       .node("Conv", {"x", "W"}, {"c"}, "conv")
-      .initializer("scale", floats({2}, {1.5f, 0.5f}))
-      .initializer("bias", floats({2}, {0.25f, -1}))
-      .initializer("mean", floats({2}, {0.1f, -0.2f}))
-      .initializer("var", floats({2}, {2, 0.5f}))
+      .initializer("scale", f32_tensor({2}, {1.5f, 0.5f}))
+      .initializer("bias", f32_tensor({2}, {0.25f, -1}))
+      .initializer("mean", f32_tensor({2}, {0.1f, -0.2f}))
+      .initializer("var", f32_tensor({2}, {2, 0.5f}))
       .node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"}, "bn")
       .output("y", SINGA_ONNX_FLOAT, {1, 2, 3, 3});
   const auto rep = singa::onnx::prepare_bytes(m.bytes());

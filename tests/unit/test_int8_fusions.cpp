@@ -23,6 +23,12 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::count_op;
+using testing_util::f32_tensor;
+using testing_util::q_at;
+using testing_util::random_q;
 namespace i8 = singa::int8;
 
 namespace {
@@ -147,55 +153,12 @@ class Int8Fusions : public ::testing::Test {
   }
 };
 
-int count(const singa::onnx::Rep& rep, const std::string& op) {
-  int c = 0;
-  for (const auto& p : rep.placement()) c += p.op_type == op;
-  return c;
-}
-
-Tensor random_floats(const singa::Shape& shape, unsigned seed, float sd, float mean = 0.f) {
+Tensor normal_floats(const singa::Shape& shape, unsigned seed, float sd, float mean = 0.f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(mean, sd);
   Tensor t(shape, kF32);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(rng);
   return t;
-}
-
-Tensor random_q(const singa::Shape& shape, int32_t dtype, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(dtype == kU8 ? 0 : -128, dtype == kU8 ? 255 : 127);
-  Tensor t(shape, dtype);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == kU8)
-      t.data<uint8_t>()[i] = uint8_t(u(rng));
-    else
-      t.data<int8_t>()[i] = int8_t(u(rng));
-  }
-  return t;
-}
-
-int32_t q_at(const Tensor& t, int64_t i) {
-  return t.dtype() == kU8 ? int32_t(t.data<uint8_t>()[i]) : int32_t(t.data<int8_t>()[i]);
-}
-
-Tensor scalar_f(float v) {
-  Tensor t({}, kF32);
-  t.data<float>()[0] = v;
-  return t;
-}
-
-void set_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void set_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
 }
 
 // DynamicQuantizeLinear as ONNX defines it: the range of x and 0 onto [0, 255].
@@ -234,7 +197,7 @@ TEST_F(Int8Fusions, DynamicQuantizeLinearMatchesFormula) {
       m.output("q", kU8, {n}).output("s", kF32, {}).output("z", kU8, {});
       for (int o : {1, 2}) m.g->mutable_output(o)->mutable_type()->mutable_tensor_type()->mutable_shape();  // scalars
       auto rep = singa::onnx::prepare_bytes(m.bytes());
-      const Tensor x = random_floats({n}, unsigned(n), 1.5f, mean);
+      const Tensor x = normal_floats({n}, unsigned(n), 1.5f, mean);
       const auto out = rep->run({x});
       const DynQ want = dynamic_quantize(x);
       EXPECT_EQ(out[1].second.data<float>()[0], want.scale);
@@ -260,9 +223,9 @@ int check_dynq_matmul(const MatMulCase& c, int threads) {
   const Tensor w = random_q({K, N}, c.wt, 11);
   const Tensor wz = random_q(c.per_column_zp ? singa::Shape{N} : singa::Shape{}, c.wt, 12);
   const float ws = 0.0071f;
-  const Tensor bias = random_floats({N}, 13, 0.3f), x = random_floats(c.x, 14, 1.f, 0.2f);
+  const Tensor bias = normal_floats({N}, 13, 0.3f), x = normal_floats(c.x, 14, 1.f, 0.2f);
   ModelBuilder m(13);
-  m.input("x", kF32, c.x).initializer("w", w).initializer("wz", wz).initializer("ws", scalar_f(ws));
+  m.input("x", kF32, c.x).initializer("w", w).initializer("wz", wz).initializer("ws", f32_tensor({}, {ws}));
   m.initializer("b", bias);
   m.node("DynamicQuantizeLinear", {"x"}, {"q", "qs", "qz"});
   if (c.w_zero_point)
@@ -270,7 +233,7 @@ int check_dynq_matmul(const MatMulCase& c, int threads) {
   else
     m.node("MatMulInteger", {"q", "w", "qz"}, {"acc"});
   m.node("Cast", {"acc"}, {"f"});
-  set_int(m.last(), "to", kF32);
+  add_int(m.last(), "to", kF32);
   m.node("Mul", {"qs", "ws"}, {"s"}).node("Mul", {"f", "s"}, {c.bias ? "m" : "y"});
   if (c.bias) m.node("Add", {"m", "b"}, {"y"});
   singa::Shape ys = c.x;
@@ -281,8 +244,8 @@ int check_dynq_matmul(const MatMulCase& c, int threads) {
   on.threads = off.threads = threads;
   off.options["pass.cpu.dynq_matmul"] = "0";
   auto fused = singa::onnx::prepare_bytes(m.bytes(), on), plain = singa::onnx::prepare_bytes(m.bytes(), off);
-  EXPECT_EQ(count(*plain, "QDQMatMul"), 0);
-  EXPECT_EQ(count(*fused, "MatMulInteger"), 0);
+  EXPECT_EQ(count_op(*plain, "QDQMatMul"), 0);
+  EXPECT_EQ(count_op(*fused, "MatMulInteger"), 0);
   const Tensor got = fused->run({x})[0].second, base = plain->run({x})[0].second;
   EXPECT_EQ(got.shape(), ys);
   EXPECT_EQ(bits_differ(got, base), 0) << "fused vs unfused";
@@ -301,7 +264,7 @@ int check_dynq_matmul(const MatMulCase& c, int threads) {
       off_ref += got.data<float>()[r * N + n] != want;
     }
   EXPECT_EQ(off_ref, 0) << "fused vs the reference";
-  return count(*fused, "QDQMatMul");
+  return count_op(*fused, "QDQMatMul");
 }
 
 TEST_F(Int8Fusions, DynamicQuantMatMulFusedExactly) {
@@ -332,16 +295,16 @@ int check_dynq_conv(const ConvCase& c, int threads) {
   const int64_t C = c.x[1], Cg = C / c.group;
   const Tensor w = random_q({c.M, Cg, c.kernel, c.kernel}, c.wt, 21);
   const Tensor wz = random_q(c.per_channel_zp ? singa::Shape{c.M} : singa::Shape{}, c.wt, 22);
-  const Tensor bias = random_floats({1, c.M, 1, 1}, 23, 0.3f), x = random_floats(c.x, 24, 1.f, 0.1f);
+  const Tensor bias = normal_floats({1, c.M, 1, 1}, 23, 0.3f), x = normal_floats(c.x, 24, 1.f, 0.1f);
   ModelBuilder m(13);
-  m.input("x", kF32, c.x).initializer("w", w).initializer("wz", wz).initializer("ws", scalar_f(0.013f));
+  m.input("x", kF32, c.x).initializer("w", w).initializer("wz", wz).initializer("ws", f32_tensor({}, {0.013f}));
   m.initializer("b", bias);
   m.node("DynamicQuantizeLinear", {"x"}, {"q", "qs", "qz"}).node("ConvInteger", {"q", "w", "qz", "wz"}, {"acc"});
-  set_ints(m.last(), "pads", {c.pad, c.pad, c.pad, c.pad});
-  set_ints(m.last(), "strides", {c.stride, c.stride});
-  set_int(m.last(), "group", c.group);
+  add_ints(m.last(), "pads", {c.pad, c.pad, c.pad, c.pad});
+  add_ints(m.last(), "strides", {c.stride, c.stride});
+  add_int(m.last(), "group", c.group);
   m.node("Cast", {"acc"}, {"f"});
-  set_int(m.last(), "to", kF32);
+  add_int(m.last(), "to", kF32);
   m.node("Mul", {"qs", "ws"}, {"s"}).node("Mul", {"f", "s"}, {"m"});
   std::string y = "m";
   if (c.bias) m.node("Add", {y, "b"}, {"a"}), y = "a";
@@ -353,8 +316,8 @@ int check_dynq_conv(const ConvCase& c, int threads) {
   on.threads = off.threads = threads;
   off.options["pass.cpu.dynq_conv"] = "0";
   auto fused = singa::onnx::prepare_bytes(m.bytes(), on), plain = singa::onnx::prepare_bytes(m.bytes(), off);
-  EXPECT_EQ(count(*plain, "QdqConv"), 0);
-  EXPECT_EQ(count(*fused, "ConvInteger"), 0);
+  EXPECT_EQ(count_op(*plain, "QdqConv"), 0);
+  EXPECT_EQ(count_op(*fused, "ConvInteger"), 0);
   const Tensor got = fused->run({x})[0].second, base = plain->run({x})[0].second;
   EXPECT_EQ(got.shape(), (singa::Shape{c.x[0], c.M, OH, OW}));
   EXPECT_EQ(bits_differ(got, base), 0) << "fused vs unfused";
@@ -384,7 +347,7 @@ int check_dynq_conv(const ConvCase& c, int threads) {
           off_ref += got.data<float>()[((n * c.M + m) * OH + oh) * OW + ow] != want;
         }
   EXPECT_EQ(off_ref, 0) << "fused vs the reference";
-  return count(*fused, "QdqConv");
+  return count_op(*fused, "QdqConv");
 }
 
 TEST_F(Int8Fusions, DynamicQuantConvFusedExactly) {

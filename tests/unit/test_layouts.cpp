@@ -18,8 +18,8 @@
 namespace {
 
 using singa::Tensor;
-using testing_util::ensure_loaded;
 using testing_util::ModelBuilder;
+using testing_util::ensure_loaded;
 using testing_util::randn;
 
 void load_pack() {

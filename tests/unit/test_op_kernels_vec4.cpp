@@ -30,15 +30,8 @@
 namespace {
 
 namespace r = singa::ops::reduce;
+using testing_util::random_values;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-std::vector<float> values(int64_t n, unsigned seed, float scale = 10.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // Small integers, so that ties are common.
 std::vector<float> ties(int64_t n, unsigned seed) {
@@ -75,7 +68,7 @@ int64_t arg_ref(const float* x, int64_t n, int64_t stride, bool is_max, bool las
 TEST(OpKernelsVec4, SumFoldMatchesDoubleAtEveryTail) {
   SKIP_WITHOUT_AVX512();
   for (int64_t n = 0; n <= 140; ++n) {
-    const std::vector<float> x = values(n, unsigned(n));
+    const std::vector<float> x = random_values(n, unsigned(n), 10.f);
     double s = 0, sq = 0, ab = 0;
     for (float v : x) s += v, sq += double(v) * v, ab += std::fabs(v);
     // float32 lanes over at most 64 adds each: well within 1e-5 of the scale.
@@ -103,7 +96,7 @@ TEST(OpKernelsVec4, SumFoldLongRunKeepsDoubleAccuracy) {
 TEST(OpKernelsVec4, MinMaxFloat64FoldAndRowsWithNaN) {
   SKIP_WITHOUT_AVX512();
   for (int64_t n = 0; n <= 40; ++n) {
-    const std::vector<float> f = values(n, unsigned(n) + 100);
+    const std::vector<float> f = random_values(n, unsigned(n) + 100, 10.f);
     std::vector<double> x(f.begin(), f.end());
     double mx = -INFINITY, mn = INFINITY;
     for (double v : x) mx = std::max(mx, v), mn = std::min(mn, v);
@@ -134,7 +127,8 @@ TEST(OpKernelsVec4, MinMaxFloat64FoldAndRowsWithNaN) {
 TEST(OpKernelsVec4, SumRowAndFlushMatchScalar) {
   SKIP_WITHOUT_AVX512();
   for (int64_t n = 1; n <= 70; ++n) {
-    const std::vector<float> a = values(n, 11), b = values(n + 1, 12);  // row longer than n: the tail must not read it
+    // b's row is longer than n: the tail must not read it.
+    const std::vector<float> a = random_values(n, 11, 10.f), b = random_values(n + 1, 12, 10.f);
     std::vector<float> acc(size_t(n), 0.f);
     std::vector<double> wide(size_t(n), 1.0);
     r::sum_row_f32<r::SumTerm::kPlain>(acc.data(), a.data(), n);
@@ -152,7 +146,7 @@ TEST(OpKernelsVec4, ArgExtremeRowMatchesSequentialWalk) {
   SKIP_WITHOUT_AVX512();
   for (int64_t n = 1; n <= 70; ++n) {
     for (unsigned seed = 0; seed < 3; ++seed) {
-      std::vector<float> x = seed == 0 ? values(n, unsigned(n)) : ties(n, unsigned(n * 7 + seed));
+      std::vector<float> x = seed == 0 ? random_values(n, unsigned(n), 10.f) : ties(n, unsigned(n * 7 + seed));
       if (seed == 2 && n > 3) x[size_t(n / 3)] = -0.f, x[size_t(n / 2)] = 0.f;  // signed zeros tie
       for (int last = 0; last < 2; ++last) {
         EXPECT_EQ(r::arg_extreme_row_f32<true>(x.data(), n, last != 0), arg_ref(x.data(), n, 1, true, last != 0))
@@ -205,7 +199,7 @@ TEST(OpKernelsVec4, CumSumRowIsFloatRunningSum) {
   SKIP_WITHOUT_AVX512();
   for (int64_t n = 1; n <= 40; ++n) {
     const int64_t rows = 5;
-    const std::vector<float> x = values(n * rows, unsigned(n));
+    const std::vector<float> x = random_values(n * rows, unsigned(n), 10.f);
     for (int ex = 0; ex < 2; ++ex) {
       std::vector<float> acc(size_t(n), 0.f), y(size_t(n * rows + 1), -7.f);
       for (int64_t j = 0; j < rows; ++j) {
@@ -233,7 +227,7 @@ TEST(OpKernelsVec4, CastFloatToIntSaturatesLikeScalar) {
   std::vector<float> x = {0.f, -0.f, 1.9f, -1.9f, 2.5f, -2.5f, kNaN, -kNaN, inf, -inf, 9.2233720368547758e18f,
                           -9.2233720368547758e18f, 3e19f, -3e19f, 2147483648.f, -2147483648.f, 2147483520.f,
                           -2147483904.f, 16777217.f, 1e-30f};
-  const std::vector<float> more = values(53, 4, 1e6f);
+  const std::vector<float> more = random_values(53, 4, 1e6f);
   x.insert(x.end(), more.begin(), more.end());
   for (int64_t n = 0; n <= int64_t(x.size()); ++n) {
     std::vector<int64_t> y64(size_t(n) + 1, 77);
@@ -265,7 +259,7 @@ TEST(OpKernelsVec4, TopKSelectMatchesStableSort) {
     for (int64_t k : {int64_t(1), int64_t(3), std::min<int64_t>(n, 16), n}) {
       if (k > n || k > r::kTopKSelectMax) continue;
       for (unsigned seed = 0; seed < 4; ++seed) {
-        std::vector<float> x = seed < 2 ? ties(n, seed + unsigned(n)) : values(n, seed);
+        std::vector<float> x = seed < 2 ? ties(n, seed + unsigned(n)) : random_values(n, seed, 10.f);
         if (seed == 3)
           for (int64_t i = 2; i < n; i += 7) x[size_t(i)] = kNaN;
         for (int largest = 0; largest < 2; ++largest) {
@@ -297,6 +291,9 @@ TEST(OpKernelsVec4, TopKSelectMatchesStableSort) {
 // ---- The ops through the runtime, on strided axes and long runs. ----
 
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::f32_tensor;
+using testing_util::i64_tensor;
 
 class OpKernelsVec4Model : public ::testing::Test {
  protected:
@@ -306,22 +303,6 @@ class OpKernelsVec4Model : public ::testing::Test {
   }
 };
 
-singa::Tensor f32_tensor(const std::vector<int64_t>& shape, const std::vector<float>& v) {
-  singa::Tensor t(shape, SINGA_ONNX_FLOAT);
-  std::copy(v.begin(), v.end(), static_cast<float*>(t.raw_data()));
-  return t;
-}
-singa::Tensor i64_tensor(const std::vector<int64_t>& v) {
-  singa::Tensor t({int64_t(v.size())}, SINGA_ONNX_INT64);
-  std::copy(v.begin(), v.end(), static_cast<int64_t*>(t.raw_data()));
-  return t;
-}
-void set_int(ModelBuilder& m, const char* name, int64_t v) {
-  auto* a = m.last()->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
 std::vector<singa::Tensor> run_model(const ModelBuilder& m, const singa::Tensor& x) {
   auto rep = singa::onnx::prepare_bytes(m.bytes());
   auto out = rep->run({x});
@@ -334,7 +315,7 @@ std::vector<singa::Tensor> run_model(const ModelBuilder& m, const singa::Tensor&
 constexpr int64_t kA = 3, kN = 150, kB = 300;
 
 TEST_F(OpKernelsVec4Model, SumsAndLogSumExpOverBothLayouts) {
-  const std::vector<float> x = values(kA * kN * kB, 21);
+  const std::vector<float> x = random_values(kA * kN * kB, 21, 10.f);
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSumExp"}) {
     for (int axis : {1, 2}) {
       ModelBuilder m(18);
@@ -372,7 +353,7 @@ TEST_F(OpKernelsVec4Model, SumsAndLogSumExpOverBothLayouts) {
 
 // float16 reductions run on the float32 kernels a converted block at a time.
 TEST_F(OpKernelsVec4Model, Float16ReductionsMatchDouble) {
-  std::vector<float> x = values(kA * kN * kB, 27);
+  std::vector<float> x = random_values(kA * kN * kB, 27, 10.f);
   singa::Tensor xt({kA, kN, kB}, SINGA_ONNX_FLOAT16);
   for (size_t i = 0; i < x.size(); ++i) {
     const singa::sdk::half h(x[i]);
@@ -415,8 +396,8 @@ TEST_F(OpKernelsVec4Model, ArgMaxArgMinOverBothLayouts) {
         ModelBuilder m(13);
         m.input("X", SINGA_ONNX_FLOAT, {kA, kN, kB});
         m.node(op, {"X"}, {"Y"});
-        set_int(m, "axis", axis);
-        set_int(m, "select_last_index", last);
+        add_int(m.last(), "axis", axis);
+        add_int(m.last(), "select_last_index", last);
         m.output("Y", SINGA_ONNX_INT64, {kA, axis == 1 ? 1 : kN, axis == 1 ? kB : 1});
         const singa::Tensor y = run_model(m, f32_tensor({kA, kN, kB}, x)).at(0);
         const int64_t* yp = static_cast<const int64_t*>(y.raw_data());
@@ -429,15 +410,15 @@ TEST_F(OpKernelsVec4Model, ArgMaxArgMinOverBothLayouts) {
 }
 
 TEST_F(OpKernelsVec4Model, CumSumStridedMatchesFloatRunningSum) {
-  const std::vector<float> x = values(kA * kN * kB, 23);
+  const std::vector<float> x = random_values(kA * kN * kB, 23, 10.f);
   for (int ex = 0; ex < 2; ++ex)
     for (int rev = 0; rev < 2; ++rev) {
       ModelBuilder m(14);
       m.input("X", SINGA_ONNX_FLOAT, {kA, kN, kB});
       m.initializer("axis", i64_tensor({1}));
       m.node("CumSum", {"X", "axis"}, {"Y"});
-      set_int(m, "exclusive", ex);
-      set_int(m, "reverse", rev);
+      add_int(m.last(), "exclusive", ex);
+      add_int(m.last(), "reverse", rev);
       m.output("Y", SINGA_ONNX_FLOAT, {kA, kN, kB});
       const singa::Tensor y = run_model(m, f32_tensor({kA, kN, kB}, x)).at(0);
       const float* yp = static_cast<const float*>(y.raw_data());
@@ -465,8 +446,8 @@ TEST_F(OpKernelsVec4Model, TopKAlongStridedAndLastAxis) {
       m.input("X", SINGA_ONNX_FLOAT, {kA, kN, kB});
       m.initializer("K", i64_tensor({k}));
       m.node("TopK", {"X", "K"}, {"V", "I"});
-      set_int(m, "axis", axis);
-      set_int(m, "largest", largest);
+      add_int(m.last(), "axis", axis);
+      add_int(m.last(), "largest", largest);
       const std::vector<int64_t> dims = {kA, axis == 1 ? k : kN, axis == 1 ? kB : k};
       m.output("V", SINGA_ONNX_FLOAT, dims);
       m.output("I", SINGA_ONNX_INT64, dims);
@@ -507,12 +488,12 @@ TEST_F(OpKernelsVec4Model, HardmaxRowIsOneHotOfFirstMaximum) {
 }
 
 TEST_F(OpKernelsVec4Model, CastFloatToInt64) {
-  std::vector<float> x = values(1000, 26, 1e4f);
+  std::vector<float> x = random_values(1000, 26, 1e4f);
   x[3] = kNaN, x[500] = 1e30f, x[999] = -1e30f;
   ModelBuilder m(19);
   m.input("X", SINGA_ONNX_FLOAT, {1000});
   m.node("Cast", {"X"}, {"Y"});
-  set_int(m, "to", SINGA_ONNX_INT64);
+  add_int(m.last(), "to", SINGA_ONNX_INT64);
   m.output("Y", SINGA_ONNX_INT64, {1000});
   const singa::Tensor y = run_model(m, f32_tensor({1000}, x)).at(0);
   const int64_t* yp = static_cast<const int64_t*>(y.raw_data());

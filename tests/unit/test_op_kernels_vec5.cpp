@@ -33,6 +33,11 @@ namespace {
 using singa::Shape;
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::i64_tensor;
+using testing_util::prepare_at;
 
 class OpKernelsVec5 : public ::testing::Test {
  protected:
@@ -56,42 +61,13 @@ std::vector<float> values(int64_t n, unsigned seed, float scale = 1.f) {
   return v;
 }
 
-Tensor f32_tensor(const Shape& shape, const std::vector<float>& v) {
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  std::copy(v.begin(), v.end(), static_cast<float*>(t.raw_data()));
-  return t;
-}
-
-Tensor i64_tensor(const std::vector<int64_t>& v) {
-  Tensor t({int64_t(v.size())}, SINGA_ONNX_INT64);
-  std::copy(v.begin(), v.end(), static_cast<int64_t*>(t.raw_data()));
-  return t;
-}
-
-void set_ints(ModelBuilder& m, const char* name, const std::vector<int64_t>& v) {
-  auto* a = m.last()->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void set_int(ModelBuilder& m, const char* name, int64_t v) {
-  auto* a = m.last()->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
 // Runs the model at 1 to 3 threads; calls check(output, rep) for each.
 template <class Check>
 void run_threads(const ModelBuilder& m, const std::vector<Tensor>& inputs, Check&& check,
                  const std::map<std::string, std::string>& options = {}) {
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    singa::onnx::PrepareOptions o;
-    o.threads = threads;
-    o.options = options;
-    auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+    auto rep = prepare_at(m, threads, options);
     auto out = rep->run(inputs);
     ASSERT_EQ(out.size(), 1u);
     check(out[0].second, *rep);
@@ -259,7 +235,7 @@ TEST_F(OpKernelsVec5, TransposeEveryFourDPermutation) {
       ModelBuilder m(13);
       m.input("X", dtype, in);
       m.node("Transpose", {"X"}, {"Y"});
-      set_ints(m, "perm", perm);
+      add_ints(m.last(), "perm", perm);
       Shape out(4);
       for (size_t k = 0; k < 4; ++k) out[k] = in[size_t(perm[k])];
       m.output("Y", dtype, out);
@@ -295,7 +271,7 @@ TEST_F(OpKernelsVec5, TransposeLargeAndTwoDimensional) {
       ModelBuilder m(13);
       m.input("X", dtype, c.in);
       m.node("Transpose", {"X"}, {"Y"});
-      set_ints(m, "perm", c.perm);
+      add_ints(m.last(), "perm", c.perm);
       Shape out(c.in.size());
       for (size_t k = 0; k < out.size(); ++k) out[k] = c.in[size_t(c.perm[k])];
       m.output("Y", dtype, out);
@@ -318,9 +294,9 @@ TEST_F(OpKernelsVec5, LoneHalfTransposeIsNotWidened) {
   ModelBuilder m(13);
   m.input("X", SINGA_ONNX_FLOAT, in);
   m.node("Cast", {"X"}, {"H"});
-  set_int(m, "to", SINGA_ONNX_FLOAT16);
+  add_int(m.last(), "to", SINGA_ONNX_FLOAT16);
   m.node("Transpose", {"H"}, {"Y"});
-  set_ints(m, "perm", {0, 2, 3, 1});
+  add_ints(m.last(), "perm", {0, 2, 3, 1});
   const Shape out = {2, 20, 18, 32};
   m.output("Y", SINGA_ONNX_FLOAT16, out);
   run_threads(m, {f32_tensor(in, x)}, [&](const Tensor& y, const singa::onnx::Rep& rep) {
@@ -413,13 +389,13 @@ TEST_F(OpKernelsVec5, ConvTransposeWithoutOverlapMatchesDefinition) {
     if (c.bias) m.initializer("B", f32_tensor({c.M}, b));
     m.node("ConvTranspose", c.bias ? std::vector<std::string>{"X", "W", "B"} : std::vector<std::string>{"X", "W"},
            {"Y"});
-    set_ints(m, "kernel_shape", c.k);
-    set_ints(m, "strides", c.s);
+    add_ints(m.last(), "kernel_shape", c.k);
+    add_ints(m.last(), "strides", c.s);
     std::vector<int64_t> pads = c.pb;
     pads.insert(pads.end(), c.pe.begin(), c.pe.end());
-    set_ints(m, "pads", pads);
-    set_ints(m, "output_padding", c.op);
-    set_int(m, "group", c.group);
+    add_ints(m.last(), "pads", pads);
+    add_ints(m.last(), "output_padding", c.op);
+    add_int(m.last(), "group", c.group);
     Shape ys = {c.N, c.M};
     for (int64_t d : c.out()) ys.push_back(d);
     m.output("Y", SINGA_ONNX_FLOAT, ys);
@@ -516,15 +492,15 @@ TEST_F(OpKernelsVec5, CastToHalfThenReduceIsBitIdenticalToHalfKernels) {
     ModelBuilder m(c.opset);
     m.input("X", SINGA_ONNX_FLOAT, in);
     m.node("Cast", {"X"}, {"H"});
-    set_int(m, "to", SINGA_ONNX_FLOAT16);
+    add_int(m.last(), "to", SINGA_ONNX_FLOAT16);
     if (axes_input && !c.axes.empty()) {
       m.initializer("A", i64_tensor(c.axes));
       m.node(c.op, {"H", "A"}, {"Y"});
     } else {
       m.node(c.op, {"H"}, {"Y"});
-      if (!c.axes.empty()) set_ints(m, "axes", c.axes);
+      if (!c.axes.empty()) add_ints(m.last(), "axes", c.axes);
     }
-    set_int(m, "keepdims", c.keepdims);
+    add_int(m.last(), "keepdims", c.keepdims);
     Shape ys;
     for (size_t d = 0; d < in.size(); ++d) {
       const bool reduced = c.axes.empty() || std::count(c.axes.begin(), c.axes.end(), int64_t(d)) != 0;
@@ -565,7 +541,7 @@ TEST_F(OpKernelsVec5, CastToHalfThenReduceIsBitIdenticalToHalfKernels) {
   ModelBuilder m(13);
   m.input("X", SINGA_ONNX_FLOAT, in);
   m.node("Cast", {"X"}, {"H"});
-  set_int(m, "to", SINGA_ONNX_FLOAT16);
+  add_int(m.last(), "to", SINGA_ONNX_FLOAT16);
   m.initializer("A", i64_tensor({2}));
   m.node("ReduceSum", {"H", "A"}, {"Y"});
   m.output("Y", SINGA_ONNX_FLOAT16, {in[0], in[1], 1});

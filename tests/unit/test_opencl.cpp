@@ -25,6 +25,10 @@ namespace {
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_float;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::add_string;
 
 constexpr int32_t kF = SINGA_ONNX_FLOAT;
 
@@ -49,37 +53,10 @@ std::string opencl_missing() {
     if (!why.empty()) GTEST_SKIP() << "no OpenCL device: " << why; \
   } while (0)
 
+// Random floats whose seed also depends on the size, so that inputs of
+// different shapes differ.
 Tensor random_tensor(const std::vector<int64_t>& dims, float lo = -1.f, float hi = 1.f, unsigned seed = 7) {
-  std::mt19937 rng(seed + unsigned(singa::shape_numel(dims)));
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(size_t(singa::shape_numel(dims)));
-  for (float& x : v) x = u(rng);
-  return Tensor::from_vector(dims, kF, v);
-}
-
-void attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void attr(::onnx::NodeProto* n, const std::string& name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-void attr(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void attr(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::STRING);
-  a->set_s(v);
+  return testing_util::random_floats(dims, seed + unsigned(singa::shape_numel(dims)), lo, hi);
 }
 
 // A graph output of known rank and unknown (symbolic) dims.
@@ -249,11 +226,11 @@ TEST(OpenCLKernels, Conv) {
       ins.push_back("b");
     }
     m.node("Conv", ins, {"y"});
-    if (c.group != 1) attr(m.last(), "group", c.group);
-    if (!c.strides.empty()) attr(m.last(), "strides", c.strides);
-    if (!c.pads.empty()) attr(m.last(), "pads", c.pads);
-    if (!c.dilations.empty()) attr(m.last(), "dilations", c.dilations);
-    if (!c.auto_pad.empty()) attr(m.last(), "auto_pad", c.auto_pad);
+    if (c.group != 1) add_int(m.last(), "group", c.group);
+    if (!c.strides.empty()) add_ints(m.last(), "strides", c.strides);
+    if (!c.pads.empty()) add_ints(m.last(), "pads", c.pads);
+    if (!c.dilations.empty()) add_ints(m.last(), "dilations", c.dilations);
+    if (!c.auto_pad.empty()) add_string(m.last(), "auto_pad", c.auto_pad);
     expect_same_as_cpu(m, {random_tensor(c.x)});
   }
 }
@@ -271,10 +248,10 @@ TEST(OpenCLKernels, GemmWithTransposesAndBias) {
         m.initializer("b", random_tensor(tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}));
         m.initializer("c", random_tensor({N}));
         m.node("Gemm", {"a", "b", "c"}, {"y"});
-        attr(m.last(), "transA", int64_t(ta));
-        attr(m.last(), "transB", int64_t(tb));
-        attr(m.last(), "alpha", 0.5f);
-        attr(m.last(), "beta", 2.0f);
+        add_int(m.last(), "transA", int64_t(ta));
+        add_int(m.last(), "transB", int64_t(tb));
+        add_float(m.last(), "alpha", 0.5f);
+        add_float(m.last(), "beta", 2.0f);
         expect_same_as_cpu(m, {random_tensor(ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K})});
       }
 }
@@ -307,10 +284,10 @@ TEST(OpenCLKernels, Pools) {
     out(m, "y", 4);
     out(m, "i", 4, SINGA_ONNX_INT64);
     m.node("MaxPool", {"x"}, {"y", "i"});
-    attr(m.last(), "kernel_shape", std::vector<int64_t>{3, 2});
-    attr(m.last(), "strides", std::vector<int64_t>{2, 2});
-    attr(m.last(), "pads", std::vector<int64_t>{1, 0, 1, 1});
-    attr(m.last(), "ceil_mode", int64_t(1));
+    add_ints(m.last(), "kernel_shape", {3, 2});
+    add_ints(m.last(), "strides", {2, 2});
+    add_ints(m.last(), "pads", {1, 0, 1, 1});
+    add_int(m.last(), "ceil_mode", 1);
     expect_same_as_cpu(m, {random_tensor({2, 3, 9, 8})});
   }
   for (int64_t include_pad : {0, 1}) {
@@ -318,10 +295,10 @@ TEST(OpenCLKernels, Pools) {
     m.input("x", kF, {1, 2, 7, 7});
     out(m, "y", 4);
     m.node("AveragePool", {"x"}, {"y"});
-    attr(m.last(), "kernel_shape", std::vector<int64_t>{3, 3});
-    attr(m.last(), "strides", std::vector<int64_t>{2, 2});
-    attr(m.last(), "pads", std::vector<int64_t>{1, 1, 1, 1});
-    attr(m.last(), "count_include_pad", include_pad);
+    add_ints(m.last(), "kernel_shape", {3, 3});
+    add_ints(m.last(), "strides", {2, 2});
+    add_ints(m.last(), "pads", {1, 1, 1, 1});
+    add_int(m.last(), "count_include_pad", include_pad);
     expect_same_as_cpu(m, {random_tensor({1, 2, 7, 7})});
   }
   {
@@ -360,7 +337,7 @@ TEST(OpenCLKernels, UnaryActivations) {
     out(m, op, 2);
     m.node(op, {"x"}, {op});
   }
-  attr(m.g->mutable_node(3), "alpha", 0.2f);
+  add_float(m.g->mutable_node(3), "alpha", 0.2f);
   for (const char* o : {"Log", "Sqrt", "Clip", "ClipLow"}) out(m, o, 2);
   m.node("Log", {"pos"}, {"Log"});
   m.node("Sqrt", {"pos"}, {"Sqrt"});
@@ -378,7 +355,7 @@ TEST(OpenCLKernels, SoftmaxBothForms) {
     out(m, "a", 3);
     out(m, "b", 3);
     m.node("Softmax", {"x"}, {"a"});
-    attr(m.last(), "axis", int64_t(1));
+    add_int(m.last(), "axis", 1);
     m.node("Softmax", {"x"}, {"b"});
     expect_same_as_cpu(m, {random_tensor({2, 3, 5}, -3, 3)});
   }
@@ -391,12 +368,12 @@ TEST(OpenCLKernels, Reductions) {
   out(m, "mean", 2);
   for (const char* o : {"sum", "max", "all"}) out(m, o, 4);
   m.node("ReduceMean", {"x"}, {"mean"});
-  attr(m.last(), "axes", std::vector<int64_t>{1, -1});
-  attr(m.last(), "keepdims", int64_t(0));
+  add_ints(m.last(), "axes", {1, -1});
+  add_int(m.last(), "keepdims", 0);
   m.initializer("axes", Tensor::from_vector<int64_t>({2}, SINGA_ONNX_INT64, {0, 2}));
   m.node("ReduceSum", {"x", "axes"}, {"sum"});
   m.node("ReduceMax", {"x"}, {"max"});
-  attr(m.last(), "axes", std::vector<int64_t>{2});
+  add_ints(m.last(), "axes", {2});
   m.node("ReduceMean", {"x"}, {"all"});
   expect_same_as_cpu(m, {random_tensor({2, 3, 4, 5})});
 }
@@ -409,9 +386,9 @@ TEST(OpenCLKernels, ShapeOpsConcatTranspose) {
   out(m, "flat", 2);
   out(m, "sq", 2);
   m.node("Concat", {"x", "y", "x"}, {"cat"});
-  attr(m.last(), "axis", int64_t(1));
+  add_int(m.last(), "axis", 1);
   m.node("Transpose", {"cat"}, {"tr"});
-  attr(m.last(), "perm", std::vector<int64_t>{2, 0, 1});
+  add_ints(m.last(), "perm", {2, 0, 1});
   m.initializer("shape", Tensor::from_vector<int64_t>({3}, SINGA_ONNX_INT64, {4, 1, -1}));
   m.node("Reshape", {"tr", "shape"}, {"r"});
   m.initializer("ax", Tensor::from_vector<int64_t>({1}, SINGA_ONNX_INT64, {1}));
@@ -433,7 +410,7 @@ TEST(OpenCLKernels, BatchNormInference) {
   m.initializer("mu", random_tensor({4}));
   m.initializer("var", random_tensor({4}, 0.5f, 2.f));
   m.node("BatchNormalization", {"x", "s", "b", "mu", "var"}, {"y"});
-  attr(m.last(), "epsilon", 1e-3f);
+  add_float(m.last(), "epsilon", 1e-3f);
   expect_same_as_cpu(m, {random_tensor({2, 4, 3, 3})});
 }
 
@@ -468,14 +445,14 @@ TEST(OpenCLKernels, ConcurrentRunsOfOneRep) {
   m.initializer("w", random_tensor({16, 4, 3, 3}));
   m.initializer("fw", random_tensor({10, 16 * 36}));
   m.node("Conv", {"x", "w"}, {"c"});
-  attr(m.last(), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  add_ints(m.last(), "pads", {1, 1, 1, 1});
   m.node("Relu", {"c"}, {"r"});
   m.node("MaxPool", {"r"}, {"p"});
-  attr(m.last(), "kernel_shape", std::vector<int64_t>{2, 2});
-  attr(m.last(), "strides", std::vector<int64_t>{2, 2});
+  add_ints(m.last(), "kernel_shape", {2, 2});
+  add_ints(m.last(), "strides", {2, 2});
   m.node("Flatten", {"p"}, {"f"});
   m.node("Gemm", {"f", "fw"}, {"y"});
-  attr(m.last(), "transB", int64_t(1));
+  add_int(m.last(), "transB", 1);
   auto cpu = prepare(m, "cpu", false);
   auto cl = prepare(m, "opencl", false);
   std::vector<Tensor> inputs;

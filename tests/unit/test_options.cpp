@@ -26,6 +26,8 @@ namespace {
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_ints;
+using testing_util::random_floats;
 
 // Every test sees the build's plugins plus the option probe, and an
 // environment without SINGA_OPTIONS unless it sets one.
@@ -215,21 +217,6 @@ TEST_F(Options, MalformedRuntimeOptionsNameTheKey) {
 }
 
 // ---------------------------------------------------- the CPU kernels' switches
-
-Tensor random_floats(const singa::Shape& s, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  Tensor t(s, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
-  return t;
-}
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
 
 struct ConvCase {
   int64_t C, M, H, K, group;

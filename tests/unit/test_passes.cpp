@@ -20,27 +20,18 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_float;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::i64_tensor;
+using testing_util::op_types;
+using testing_util::prepare_at;
+using testing_util::random_floats;
 
 namespace {
 
 using testing_util::ensure_loaded;
-
-Tensor random_floats(const singa::Shape& shape, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-Tensor floats(const singa::Shape& shape, std::vector<float> v) { return Tensor::from_vector(shape, SINGA_ONNX_FLOAT, v); }
-Tensor ints(const singa::Shape& shape, std::vector<int64_t> v) { return Tensor::from_vector(shape, SINGA_ONNX_INT64, v); }
-
-std::vector<std::string> ops_of(const singa::onnx::Rep& rep) {
-  std::vector<std::string> ops;
-  for (const auto& p : rep.placement()) ops.push_back(p.op_type);
-  return ops;
-}
 
 // The passes' counters for the model, run on the core's graph directly.
 singa::passes::PassStats stats_of(const ModelBuilder& m, const singa::onnx::PrepareOptions& opts = {}) {
@@ -98,7 +89,7 @@ std::vector<std::string> check_same(const ModelBuilder& m, const std::vector<Ten
       worst = std::max(worst, double(std::fabs(a[k].second.data<float>()[i] - b[k].second.data<float>()[i])));
     EXPECT_LE(worst, tol) << "output " << a[k].first;
   }
-  return ops_of(*fast);
+  return op_types(*fast);
 }
 
 // Both Reps give one output, equal within tol, for input x.
@@ -145,7 +136,7 @@ ModelBuilder conv_bn(const std::string& act, int64_t batch, int64_t opset = 13) 
   for (int i = 0; i < 4; ++i) pads->add_ints(1);
   m.node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"bn"}, "bn");
   if (act == "Clip") {
-    m.initializer("lo", floats({}, {-0.25f})).initializer("hi", floats({}, {0.5f}));
+    m.initializer("lo", f32_tensor({}, {-0.25f})).initializer("hi", f32_tensor({}, {0.5f}));
     m.node("Clip", {"bn", "lo", "hi"}, {"y"}, "act");
   } else {
     m.node(act, {"bn"}, {"y"}, "act");
@@ -271,8 +262,8 @@ struct EpilogueCase {
 };
 
 void add_gelu(ModelBuilder& m, std::string& y) {
-  m.initializer("sqrt2", floats({}, {std::sqrt(2.f)})).initializer("one", floats({}, {1.f}));
-  m.initializer("half", floats({}, {0.5f}));
+  m.initializer("sqrt2", f32_tensor({}, {std::sqrt(2.f)})).initializer("one", f32_tensor({}, {1.f}));
+  m.initializer("half", f32_tensor({}, {0.5f}));
   m.node("Div", {y, "sqrt2"}, {"t"}).node("Erf", {"t"}, {"e"}).node("Add", {"e", "one"}, {"a"});
   m.node("Mul", {y, "a"}, {"p"}).node("Mul", {"p", "half"}, {"g"});
   y = "g";
@@ -429,9 +420,9 @@ TEST(Passes, BoundDimsLetEachLayersShapeArithmeticFoldInTurn) {
   // both MatMul+Adds then see a known rank.
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {-1, 64}, {"N"})
-      .initializer("zero", ints({}, {0}))
-      .initializer("axes0", ints({1}, {0}))
-      .initializer("rest", ints({2}, {4, 16}))
+      .initializer("zero", i64_tensor({}, {0}))
+      .initializer("axes0", i64_tensor({1}, {0}))
+      .initializer("rest", i64_tensor({2}, {4, 16}))
       .initializer("W1", random_floats({16, 16}, 31))
       .initializer("b1", random_floats({16}, 32))
       .initializer("W2", random_floats({16, 16}, 33))
@@ -468,12 +459,12 @@ TEST(Passes, ShapeArithmeticFoldsToAConstantReshapeTarget) {
   // Reshape(x, Concat(Gather(Shape(x), 0), [-1])): what exporters write for flatten.
   ModelBuilder m;
   m.input("x", SINGA_ONNX_FLOAT, {2, 3, 4})
-      .initializer("zero", ints({}, {0}))
-      .initializer("minus_one", ints({1}, {-1}))
+      .initializer("zero", i64_tensor({}, {0}))
+      .initializer("minus_one", i64_tensor({1}, {-1}))
       .node("Shape", {"x"}, {"s"})
       .node("Gather", {"s", "zero"}, {"n"})
       .node("Unsqueeze", {"n", "zero_axes"}, {"n1"})
-      .initializer("zero_axes", ints({1}, {0}))
+      .initializer("zero_axes", i64_tensor({1}, {0}))
       .node("Concat", {"n1", "minus_one"}, {"target"});
   auto* axis = m.last()->add_attribute();
   axis->set_name("axis");
@@ -511,7 +502,7 @@ TEST(Passes, DeadNodesAreRemoved) {
       .node("Exp", {"unused"}, {"unused2"})
       .node("Abs", {"x"}, {"y"})
       .output("y", SINGA_ONNX_FLOAT, {3});
-  auto ops = check_same(m, {floats({3}, {-1.f, 0.5f, 2.f})});
+  auto ops = check_same(m, {f32_tensor({3}, {-1.f, 0.5f, 2.f})});
   EXPECT_EQ(ops, (std::vector<std::string>{"Abs"}));
   EXPECT_EQ(stats_of(m).removed_dead, 2);
 }
@@ -539,8 +530,8 @@ namespace {
 ModelBuilder decomposed_layer_norm(int64_t opset, int64_t C, bool with_bias, const std::vector<int64_t>& x_dims) {
   ModelBuilder m(opset);
   m.input("x", SINGA_ONNX_FLOAT, x_dims, {"", "S", ""})
-      .initializer("two", floats({}, {2.f}))
-      .initializer("eps", floats({}, {1e-5f}))
+      .initializer("two", f32_tensor({}, {2.f}))
+      .initializer("eps", f32_tensor({}, {1e-5f}))
       .initializer("gamma", random_floats({C}, 20, 0.5f, 1.5f))
       .initializer("beta", random_floats({C}, 21));
   auto mean = [&](const std::string& in, const std::string& out) {
@@ -648,27 +639,6 @@ TEST(Passes, DecomposedGeluBecomesOneNode) {
 
 namespace {
 
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void add_float(::onnx::NodeProto* n, const char* name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
 struct Block {
   int64_t N = 1, C = 8, Me = 32, M = 16, H = 9, W = 7, K = 3, S = 1;
   std::vector<int64_t> pads{1, 1, 1, 1};
@@ -740,7 +710,7 @@ void append_block(ModelBuilder& m, const Block& b, const std::string& in, const 
 ModelBuilder inverted_residual(const Block& b, unsigned seed = 40) {
   ModelBuilder m(13);
   m.input("x", SINGA_ONNX_FLOAT, {b.N, b.expand || b.stem_k ? b.C : b.Me, b.H, b.W});
-  m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+  m.initializer("lo", f32_tensor({}, {0.f})).initializer("hi", f32_tensor({}, {6.f}));
   append_block(m, b, "x", "y", "", seed);
   m.output("y", SINGA_ONNX_FLOAT, {b.N, b.M, b.out(b.H, 0), b.out(b.W, 1)});
   return m;
@@ -927,7 +897,7 @@ TEST(Passes, ChannelsLastBetweenInvertedResidualBlocks) {
   chain.push_back(b);
   ModelBuilder m(13);
   m.input("x", SINGA_ONNX_FLOAT, {2, 3, 40, 37});
-  m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+  m.initializer("lo", f32_tensor({}, {0.f})).initializer("hi", f32_tensor({}, {6.f}));
   unsigned seed = 700;
   std::string v = "x";
   for (size_t i = 0; i < chain.size(); ++i) {
@@ -975,8 +945,8 @@ TEST(Passes, InvertedResidualStaysWhenAnIntermediateIsRead) {
   EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv", "FusedConv", "Conv", "Identity"}));
   EXPECT_EQ(plugin_count(stats_of(m3), "cpu.inverted_residuals"), 0);
   // A stem the band kernel cannot take stays a Conv in front of the block:
-  // outputs not a multiple of 32, more than 4 channels, a stride of 3.
-  for (int i = 0; i < 3; ++i) {
+  // more than 4 channels, a stride of 3 (outputs that are not groups of 32 fuse, padded: test_depthwise_family3).
+  for (int i = 1; i < 3; ++i) {
     SCOPED_TRACE("stem case " + std::to_string(i));
     Block s;
     s.expand = false, s.C = 3, s.stem_k = 3, s.stem_s = 2, s.H = 12, s.W = 10;
@@ -1033,9 +1003,9 @@ ModelBuilder conv_pool(const PoolCase& c) {
 
 }  // namespace
 
-// The MaxPool runs inside the Conv: pooled in oneDNN's 16-channel blocks
-// (output channels a multiple of 16) or after the Conv's other paths (not),
-// at 1 and 2 threads, against the unfused graph.
+// The MaxPool runs inside the Conv, pooled in oneDNN's 16-channel blocks,
+// where the output channels are a multiple of 16; otherwise the two stay
+// apart. Both at 1 and 2 threads, against the unfused graph.
 TEST(Passes, MaxPoolAfterAConvRunsInsideIt) {
   ensure_loaded();
   std::vector<PoolCase> cases;
@@ -1048,7 +1018,7 @@ TEST(Passes, MaxPoolAfterAConvRunsInsideIt) {
   c.k = 3, c.s = 2, c.pads = {1, 1, 1, 1}, c.act = "", c.M = 16, c.C = 3, c.N = 1, c.H = 40, c.W = 37;
   cases.push_back(c);  // ResNet's stem pool, bands several rows apart
   c.M = 8;
-  cases.push_back(c);  // not whole 16-channel blocks: convolved, then pooled
+  cases.push_back(c);  // not whole 16-channel blocks: not fused
   c.M = 16, c.k = 2, c.s = 1, c.pads = {0, 0, 1, 1}, c.H = 9, c.W = 9;
   cases.push_back(c);  // Tiny-YOLO's last pool: stride 1, one-sided pads
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -1059,9 +1029,10 @@ TEST(Passes, MaxPoolAfterAConvRunsInsideIt) {
       singa::onnx::PrepareOptions o;
       o.threads = threads;
       auto ops = check_same(m, {random_floats({pc.N, pc.C, pc.H, pc.W}, 80 + unsigned(i))}, 1e-4, o);
-      EXPECT_EQ(ops, (std::vector<std::string>{"FusedConv"}));
+      const bool fused = pc.M % 16 == 0;
+      EXPECT_EQ(ops, (fused ? std::vector<std::string>{"FusedConv"} : std::vector<std::string>{"Conv", "MaxPool"}));
     }
-    EXPECT_EQ(plugin_count(stats_of(m), "cpu.conv_pools"), 1);
+    EXPECT_EQ(plugin_count(stats_of(m), "cpu.conv_pools"), pc.M % 16 == 0 ? 1 : 0);
   }
 }
 
@@ -1099,7 +1070,7 @@ ModelBuilder conv_mean(const MeanCase& c) {
   if (c.K > 1) add_ints(m.last(), "pads", {c.K / 2, c.K / 2, c.K / 2, c.K / 2});
   std::string v = "c";
   if (c.act == "Clip") {
-    m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {0.25f}));
+    m.initializer("lo", f32_tensor({}, {0.f})).initializer("hi", f32_tensor({}, {0.25f}));
     m.node("Clip", {"c", "lo", "hi"}, {"a"}, "act");
     v = "a";
   } else if (!c.act.empty()) {
@@ -1341,8 +1312,8 @@ ModelBuilder residual_block(const ResidualCase& c) {
       .initializer("b1", random_floats({c.M}, 111))
       .initializer("w2", random_floats({c.M, c.M, c.K, c.K}, 112, -0.3f, 0.3f))
       .initializer("b2", random_floats({c.M}, 113))
-      .initializer("lo", floats({}, {-0.5f}))
-      .initializer("hi", floats({}, {1.5f}));
+      .initializer("lo", f32_tensor({}, {-0.5f}))
+      .initializer("hi", f32_tensor({}, {1.5f}));
   m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
   add_ints(m.last(), "pads", {1, 1, 1, 1});
   add_ints(m.last(), "strides", {c.S, c.S});
@@ -1784,13 +1755,11 @@ TEST(Passes, PlannedMatMulMatchesAPlainLoop) {
     ModelBuilder m(13);
     m.input("a", SINGA_ONNX_FLOAT, {B, M, K}).initializer("b", b).node("MatMul", {"a", "b"}, {"p"});
     if (variant == 1) m.initializer("bias", bias).node("Add", {"p", "bias"}, {"y"});
-    if (variant == 2) m.initializer("s", floats({}, {4.f})).node("Div", {"p", "s"}, {"y"});
+    if (variant == 2) m.initializer("s", f32_tensor({}, {4.f})).node("Div", {"p", "s"}, {"y"});
     if (variant == 0) m.node("Identity", {"p"}, {"y"});
     m.output("y", SINGA_ONNX_FLOAT, {B, M, N});
     for (int threads : {1, 2, 3}) {
-      singa::onnx::PrepareOptions o;
-      o.threads = threads;
-      auto out = singa::onnx::prepare_bytes(m.bytes(), o)->run({a});
+      auto out = prepare_at(m, threads)->run({a});
       const float* y = out[0].second.data<float>();
       for (int64_t r = 0; r < B * M; ++r)
         for (int64_t n = 0; n < N; ++n) {
@@ -1932,7 +1901,7 @@ struct AttentionCase {
   bool heads_last = false;     // rows hold D groups of H (Reshape [B, S, D, H]), not H heads side by side
 };
 
-Tensor ints1(std::vector<int64_t> v) { return ints({int64_t(v.size())}, v); }
+Tensor ints1(std::vector<int64_t> v) { return i64_tensor({int64_t(v.size())}, v); }
 
 // Multi-head attention as PyTorch exports it: the projections, the head
 // views, softmax(Q K^T * s) V, the heads back side by side in [B, Sq, H * D].
@@ -1944,7 +1913,7 @@ ModelBuilder attention_block(const AttentionCase& c) {
   const bool cross = c.Sk != c.Sq;
   if (cross) m.input("mem", SINGA_ONNX_FLOAT, {c.B, c.Sk, c.E});
   if (c.mask) m.input("mask", SINGA_ONNX_FLOAT, {c.B, 1, 1, c.Sk});
-  m.initializer("scale", floats({}, {1.f / std::sqrt(float(c.D))}));
+  m.initializer("scale", f32_tensor({}, {1.f / std::sqrt(float(c.D))}));
   std::string q, kt, v;
   if (c.packed) {
     m.initializer("wqkv", random_floats({c.E, 3 * HD}, 150, -0.5f, 0.5f)).initializer("bqkv", random_floats({3 * HD}, 151));
@@ -2152,8 +2121,8 @@ ModelBuilder bert_layer() {
   project("y", "o", HD, c.E, 220);
   m.node("Add", {"o", "x"}, {"r1"});
   project("r1", "f", c.E, F, 222);
-  m.initializer("g_sqrt2", floats({}, {std::sqrt(2.f)})).initializer("g_one", floats({}, {1.f}));
-  m.initializer("g_half", floats({}, {0.5f}));
+  m.initializer("g_sqrt2", f32_tensor({}, {std::sqrt(2.f)})).initializer("g_one", f32_tensor({}, {1.f}));
+  m.initializer("g_half", f32_tensor({}, {0.5f}));
   m.node("Div", {"f", "g_sqrt2"}, {"g_t"}).node("Erf", {"g_t"}, {"g_e"}).node("Add", {"g_e", "g_one"}, {"g_a"});
   m.node("Mul", {"f", "g_a"}, {"g_p"}).node("Mul", {"g_p", "g_half"}, {"g"});
   project("g", "f2", F, c.E, 224);
@@ -2190,7 +2159,7 @@ std::vector<std::pair<ModelBuilder, Tensor>> cpu_pass_models() {
   {  // two inverted residual blocks: channels-last between them
     ModelBuilder m(13);
     m.input("x", SINGA_ONNX_FLOAT, {1, 24, 6, 6});
-    m.initializer("lo", floats({}, {0.f})).initializer("hi", floats({}, {6.f}));
+    m.initializer("lo", f32_tensor({}, {0.f})).initializer("hi", f32_tensor({}, {6.f}));
     Block b;
     b.C = b.M = 24, b.Me = 48, b.H = b.W = 6, b.project_act = "Relu";  // no skip: Y alone may change layout
     unsigned seed = 240;
@@ -2249,7 +2218,7 @@ TEST(Passes, ACpuPassSwitchedOffDoesNotRun) {
   off.options["pass.cpu.conv_adds"] = "0";
   EXPECT_EQ(plugin_count(stats_of(m, off), "cpu.conv_adds"), 0);
   for (const char* p : kCpuPasses) off.options[std::string("pass.") + p] = "0";
-  auto ops = ops_of(*singa::onnx::prepare_bytes(m.bytes(), off));
+  auto ops = op_types(*singa::onnx::prepare_bytes(m.bytes(), off));
   EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "Conv", "Add", "Relu"}));
 }
 

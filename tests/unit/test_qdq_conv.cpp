@@ -18,6 +18,7 @@
 // values, per tensor and per axis, u8 and s8, at opsets 13 and 21, at sizes
 // with vector tails and big enough to be split over threads.
 #include "model_builder.hpp"
+#include "run_threads.hpp"
 
 #include <singa/onnx.hpp>
 #include <singa/optimize.hpp>
@@ -31,43 +32,13 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::q_at;
+using testing_util::q_tensor;
 
 namespace {
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-Tensor f32_tensor(const singa::Shape& shape, const std::vector<float>& v) {
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = v[i];
-  return t;
-}
-
-Tensor q_tensor(const singa::Shape& shape, int32_t dtype, const std::vector<int>& v) {
-  Tensor t(shape, dtype);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == SINGA_ONNX_UINT8)
-      t.data<uint8_t>()[i] = uint8_t(v[i]);
-    else
-      t.data<int8_t>()[i] = int8_t(v[i]);
-  }
-  return t;
-}
-
-int q_at(const Tensor& t, int64_t i) {
-  return t.dtype() == SINGA_ONNX_UINT8 ? int(t.data<uint8_t>()[i]) : int(t.data<int8_t>()[i]);
-}
 
 bool has_op(const std::vector<singa::onnx::NodeTiming>& prof, const std::string& op) {
   for (const auto& t : prof)
@@ -230,16 +201,7 @@ void reference(const ConvCase& c, const ConvModel& m, std::vector<double>& y, st
     }
 }
 
-class QdqConv : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto& rt = singa::Runtime::instance();
-    if (!rt.loaded()) rt.load();
-    saved_ = rt.cpu()->num_threads();
-  }
-  void TearDown() override { singa::Runtime::instance().cpu()->set_num_threads(saved_); }
-  int32_t saved_ = 1;
-};
+class QdqConv : public testing_util::KeepsCpuThreads {};
 
 TEST_F(QdqConv, FusedMatchesUnfusedAndReference) {
   auto& rt = singa::Runtime::instance();

@@ -20,35 +20,15 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::count_op;
+using testing_util::f32_tensor;
+using testing_util::prepare_at;
+using testing_util::q_at;
+using testing_util::random_q;
 
 namespace {
 
 constexpr int32_t kU8 = SINGA_ONNX_UINT8, kS8 = SINGA_ONNX_INT8;
-
-Tensor random_q(const singa::Shape& shape, int32_t dtype, unsigned seed, int lo = -1000, int hi = 1000) {
-  std::mt19937 rng(seed);
-  lo = std::max(lo, dtype == kU8 ? 0 : -128);
-  hi = std::min(hi, dtype == kU8 ? 255 : 127);
-  std::uniform_int_distribution<int> u(lo, hi);
-  Tensor t(shape, dtype);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == kU8)
-      t.data<uint8_t>()[i] = uint8_t(u(rng));
-    else
-      t.data<int8_t>()[i] = int8_t(u(rng));
-  }
-  return t;
-}
-
-int64_t q_at(const Tensor& t, int64_t i) {
-  return t.dtype() == kU8 ? int64_t(t.data<uint8_t>()[i]) : int64_t(t.data<int8_t>()[i]);
-}
-
-Tensor floats(const singa::Shape& shape, const std::vector<float>& v) {
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = v[size_t(i)];
-  return t;
-}
 
 struct Case {
   const char* name;
@@ -118,12 +98,6 @@ class QdqMatMul : public ::testing::Test {
   }
 };
 
-int count(const singa::onnx::Rep& rep, const std::string& op) {
-  int c = 0;
-  for (const auto& p : rep.placement()) c += p.op_type == op;
-  return c;
-}
-
 TEST_F(QdqMatMul, MatMulIntegerMatchesReference) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
@@ -142,9 +116,7 @@ TEST_F(QdqMatMul, MatMulIntegerMatchesReference) {
     const std::vector<int32_t> want = reference(c, d);
     for (int threads : {1, 2, 3}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
-      singa::onnx::PrepareOptions o;
-      o.threads = threads;
-      auto got = singa::onnx::prepare_bytes(m.bytes(), o)->run(inputs);
+      auto got = prepare_at(m, threads)->run(inputs);
       const Tensor& y = got[0].second;
       ASSERT_EQ(y.shape(), d.y);
       int64_t wrong = 0, first = -1;
@@ -196,8 +168,8 @@ TEST_F(QdqMatMul, QLinearMatMulMatchesPortablePath) {
     int64_t top = 1;
     for (int32_t v : reference(c, d)) top = std::max<int64_t>(top, std::abs(int64_t(v)));
     const float sy = 0.05f * sb[0] * float(top) / 100.f;
-    m.initializer("sa", floats({}, {0.05f})).initializer("az", d.az).initializer("sb", floats(d.bz.shape(), sb));
-    m.initializer("bz", d.bz).initializer("sy", floats({}, {sy})).initializer("yz", yz);
+    m.initializer("sa", f32_tensor({}, {0.05f})).initializer("az", d.az).initializer("sb", f32_tensor(d.bz.shape(), sb));
+    m.initializer("bz", d.bz).initializer("sy", f32_tensor({}, {sy})).initializer("yz", yz);
     m.node("QLinearMatMul", {"a", "sa", "az", "b", "sb", "bz", "sy", "yz"}, {"y"}).output("y", kU8, d.y);
     singa::onnx::PrepareOptions slow;
     slow.options["cpu.int8_matmul"] = "0";
@@ -206,9 +178,7 @@ TEST_F(QdqMatMul, QLinearMatMulMatchesPortablePath) {
     for (int64_t i = 0; i < want.numel(); ++i) spread += want.data<uint8_t>()[i] != 0 && want.data<uint8_t>()[i] != 255;
     EXPECT_GT(spread, want.numel() / 4) << "the outputs saturate: the comparison says little";
     for (int threads : {1, 2, 3}) {
-      singa::onnx::PrepareOptions o;
-      o.threads = threads;
-      const Tensor got = singa::onnx::prepare_bytes(m.bytes(), o)->run(inputs)[0].second;
+      const Tensor got = prepare_at(m, threads)->run(inputs)[0].second;
       ASSERT_EQ(got.shape(), want.shape());
       for (int64_t i = 0; i < got.numel(); ++i)
         ASSERT_EQ(got.data<uint8_t>()[i], want.data<uint8_t>()[i]) << "at " << i << ", threads " << threads;
@@ -278,9 +248,9 @@ int check_qdq(const QdqCase& c, int threads, bool x_is_quantized = false, bool q
   } else {
     m.input("x", SINGA_ONNX_FLOAT, c.x).node("QuantizeLinear", {"x", "sa", "az"}, {"x8"});
   }
-  m.initializer("sa", floats({}, {sa})).initializer("az", az);
+  m.initializer("sa", f32_tensor({}, {sa})).initializer("az", az);
   m.node("DequantizeLinear", {"x8", "sa", "az"}, {"xd"});
-  m.initializer("bq", bq).initializer("sb", floats(bz.shape(), sb)).initializer("bz", bz);
+  m.initializer("bq", bq).initializer("sb", f32_tensor(bz.shape(), sb)).initializer("bz", bz);
   m.node("DequantizeLinear", {"bq", "sb", "bz"}, {"bd"});
   if (c.per_column) {
     auto* a = m.last()->add_attribute();
@@ -288,7 +258,7 @@ int check_qdq(const QdqCase& c, int threads, bool x_is_quantized = false, bool q
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(c.trans_b ? 0 : 1);
   }
-  m.initializer("bias", floats({N}, bias));
+  m.initializer("bias", f32_tensor({N}, bias));
   if (c.gemm) {
     m.node("Gemm", c.bias ? std::vector<std::string>{"xd", "bd", "bias"} : std::vector<std::string>{"xd", "bd"}, {"y"});
     auto* a = m.last()->add_attribute();
@@ -303,7 +273,7 @@ int check_qdq(const QdqCase& c, int threads, bool x_is_quantized = false, bool q
   if (quantize_out) {
     Tensor z({}, kU8);
     z.data<uint8_t>()[0] = uint8_t(yz);
-    m.initializer("sy", floats({}, {sy})).initializer("yz", z).node("QuantizeLinear", {"y", "sy", "yz"}, {"yq"});
+    m.initializer("sy", f32_tensor({}, {sy})).initializer("yz", z).node("QuantizeLinear", {"y", "sy", "yz"}, {"yq"});
     m.output("yq", kU8, ys);
   } else {
     m.output("y", SINGA_ONNX_FLOAT, ys);
@@ -313,7 +283,7 @@ int check_qdq(const QdqCase& c, int threads, bool x_is_quantized = false, bool q
   on.threads = off.threads = threads;
   off.options["pass.cpu.qdq_matmul"] = "0";
   auto fused = singa::onnx::prepare_bytes(m.bytes(), on), plain = singa::onnx::prepare_bytes(m.bytes(), off);
-  EXPECT_EQ(count(*plain, "QDQMatMul"), 0);
+  EXPECT_EQ(count_op(*plain, "QDQMatMul"), 0);
   const std::vector<Tensor> in{x_is_quantized ? x8 : x};
   const Tensor got = fused->run(in)[0].second, base = plain->run(in)[0].second;
   EXPECT_EQ(got.shape(), ys);
@@ -329,7 +299,7 @@ int check_qdq(const QdqCase& c, int threads, bool x_is_quantized = false, bool q
     }
     EXPECT_EQ(worse, 0);
     EXPECT_LE(off_by_one, std::max<int64_t>(2, rows * N / 100)) << "of " << rows * N;
-    return count(*fused, "QDQMatMul");
+    return count_op(*fused, "QDQMatMul");
   }
   double worst_fused = 0, worst_plain = 0;
   for (int64_t i = 0; i < rows * N; ++i) {
@@ -338,7 +308,7 @@ int check_qdq(const QdqCase& c, int threads, bool x_is_quantized = false, bool q
   }
   EXPECT_LE(worst_fused, 1.0) << "fused vs double reference, in units of the tolerance";
   EXPECT_LE(worst_plain, 1.0) << "unfused vs double reference, in units of the tolerance";
-  return count(*fused, "QDQMatMul");
+  return count_op(*fused, "QDQMatMul");
 }
 
 TEST_F(QdqMatMul, FusedMatchesUnfusedAndReference) {
@@ -387,11 +357,11 @@ TEST_F(QdqMatMul, FloatWeightsStayFloat) {
   az.data<uint8_t>()[0] = 128;
   std::vector<float> w(12 * 5);
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(float(i) + 0.5f);
-  m.input("x8", kU8, {3, 12}).initializer("sa", floats({}, {0.1f})).initializer("az", az);
-  m.initializer("w", floats({12, 5}, w));
+  m.input("x8", kU8, {3, 12}).initializer("sa", f32_tensor({}, {0.1f})).initializer("az", az);
+  m.initializer("w", f32_tensor({12, 5}, w));
   m.node("DequantizeLinear", {"x8", "sa", "az"}, {"xd"}).node("MatMul", {"xd", "w"}, {"y"});
   m.output("y", SINGA_ONNX_FLOAT, {3, 5});
-  EXPECT_EQ(count(*singa::onnx::prepare_bytes(m.bytes()), "QDQMatMul"), 0);
+  EXPECT_EQ(count_op(*singa::onnx::prepare_bytes(m.bytes()), "QDQMatMul"), 0);
 }
 
 // A QDQ transformer's attention scores, DequantizeLinear -> Div -> Add(mask)
@@ -414,9 +384,9 @@ TEST_F(QdqMatMul, AttentionScoresSoftmax) {
     Tensor zero({}, kU8);
     zero.data<uint8_t>()[0] = 0;
     ModelBuilder m(13);
-    m.input("s", kU8, {2, 3, 5, n}).initializer("ss", floats({}, {scale})).initializer("sz", zero);
-    m.initializer("d", floats({}, {8.f})).initializer("mask", floats({1, 1, 1, n}, mask));
-    m.initializer("ps", floats({}, {1.f / 255.f})).initializer("pz", zero);
+    m.input("s", kU8, {2, 3, 5, n}).initializer("ss", f32_tensor({}, {scale})).initializer("sz", zero);
+    m.initializer("d", f32_tensor({}, {8.f})).initializer("mask", f32_tensor({1, 1, 1, n}, mask));
+    m.initializer("ps", f32_tensor({}, {1.f / 255.f})).initializer("pz", zero);
     m.node("DequantizeLinear", {"s", "ss", "sz"}, {"sd"}).node("Div", {"sd", "d"}, {"x"});
     m.node("Add", {"x", "mask"}, {"xm"}).node("Softmax", {"xm"}, {"p"});  // opset 13: the last axis
     m.node("QuantizeLinear", {"p", "ps", "pz"}, {"pq"});
@@ -470,9 +440,9 @@ TEST_F(QdqMatMul, FakeQuantizedOutputWithBias) {
   }
   const float sa = 0.031f, qs = 0.047f;
   ModelBuilder m(13);
-  m.input("x8", kU8, {M, K}).initializer("sa", floats({}, {sa})).initializer("az", az);
-  m.initializer("w", w).initializer("sw", floats({N}, sw)).initializer("wz", wz);
-  m.initializer("qs", floats({}, {qs})).initializer("qz", qz).initializer("bias", floats({N}, bias));
+  m.input("x8", kU8, {M, K}).initializer("sa", f32_tensor({}, {sa})).initializer("az", az);
+  m.initializer("w", w).initializer("sw", f32_tensor({N}, sw)).initializer("wz", wz);
+  m.initializer("qs", f32_tensor({}, {qs})).initializer("qz", qz).initializer("bias", f32_tensor({N}, bias));
   m.node("DequantizeLinear", {"x8", "sa", "az"}, {"xd"}).node("DequantizeLinear", {"w", "sw", "wz"}, {"wd"});
   m.node("MatMul", {"xd", "wd"}, {"p"}).node("QuantizeLinear", {"p", "qs", "qz"}, {"pq"});
   m.node("DequantizeLinear", {"pq", "qs", "qz"}, {"pd"}).node("Add", {"bias", "pd"}, {"y"});
@@ -494,8 +464,8 @@ TEST_F(QdqMatMul, FakeQuantizedOutputWithBias) {
     if (variant == 2) o.options["cpu.int8_matmul"] = "0";
     SCOPED_TRACE("variant " + std::to_string(variant));
     auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
-    EXPECT_EQ(count(*rep, "QDQMatMul"), 1);
-    EXPECT_EQ(count(*rep, "DequantizeLinear") + count(*rep, "QuantizeLinear") + count(*rep, "Add"), 0);
+    EXPECT_EQ(count_op(*rep, "QDQMatMul"), 1);
+    EXPECT_EQ(count_op(*rep, "DequantizeLinear") + count_op(*rep, "QuantizeLinear") + count_op(*rep, "Add"), 0);
     const Tensor y = rep->run(std::vector<Tensor>{x})[0].second;
     ASSERT_EQ(y.shape(), (singa::Shape{M, N}));
     int64_t bad = 0;

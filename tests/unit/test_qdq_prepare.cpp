@@ -17,6 +17,7 @@
 // - int8::fit_s8 on a Conv's (contiguous) and a MatMul's (strided) channel
 //   layout against a direct per-channel loop.
 #include "model_builder.hpp"
+#include "run_threads.hpp"
 #include "../../plugins/common/int8_lattice.hpp"
 
 #include <singa/onnx.hpp>
@@ -31,58 +32,19 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::f32_tensor;
+using testing_util::q_at;
+using testing_util::q_tensor;
 
 namespace {
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void add_int(::onnx::NodeProto* n, const char* name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-Tensor f32_tensor(const singa::Shape& shape, const std::vector<float>& v) {
-  Tensor t(shape, SINGA_ONNX_FLOAT);
-  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = v[i];
-  return t;
-}
-
-Tensor q_tensor(const singa::Shape& shape, int32_t dtype, const std::vector<int>& v) {
-  Tensor t(shape, dtype);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == SINGA_ONNX_UINT8)
-      t.data<uint8_t>()[i] = uint8_t(v[i]);
-    else
-      t.data<int8_t>()[i] = int8_t(v[i]);
-  }
-  return t;
-}
-
-int q_at(const Tensor& t, int64_t i) {
-  return t.dtype() == SINGA_ONNX_UINT8 ? int(t.data<uint8_t>()[i]) : int(t.data<int8_t>()[i]);
-}
 
 int count_op(const std::vector<singa::onnx::NodeTiming>& prof, const std::string& op) {
   return int(std::count_if(prof.begin(), prof.end(), [&](const auto& t) { return t.op_type == op; }));
 }
 
-class QdqPrepare : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto& rt = singa::Runtime::instance();
-    if (!rt.loaded()) rt.load();
-    saved_ = rt.cpu()->num_threads();
-  }
-  void TearDown() override { singa::Runtime::instance().cpu()->set_num_threads(saved_); }
-  int saved_ = 1;
-};
+class QdqPrepare : public testing_util::KeepsCpuThreads {};
 
 // How a convolution's weights are stored in the model.
 struct WeightForm {

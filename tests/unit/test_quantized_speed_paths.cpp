@@ -5,6 +5,7 @@
 // (each count splits the rows differently). Integer results must match
 // exactly; accumulators past 2^24 check that nothing rounds through float.
 #include "model_builder.hpp"
+#include "run_threads.hpp"
 
 #include <singa/onnx.hpp>
 #include <singa/runtime.hpp>
@@ -16,38 +17,13 @@
 
 using singa::Tensor;
 using testing_util::ModelBuilder;
+using testing_util::add_int;
+using testing_util::add_ints;
+using testing_util::q_at;
+using testing_util::q_tensor;
+using testing_util::random_q;
 
 namespace {
-
-void add_ints(::onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  if (std::string(name) == "group") {
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(v[0]);
-    return;
-  }
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-// Random 8-bit values in [lo, hi] (within the type's range).
-Tensor random_q(const singa::Shape& shape, int32_t dtype, int lo, int hi, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(lo, hi);
-  Tensor t(shape, dtype);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == SINGA_ONNX_UINT8)
-      t.data<uint8_t>()[i] = uint8_t(u(rng));
-    else
-      t.data<int8_t>()[i] = int8_t(u(rng));
-  }
-  return t;
-}
-
-int64_t q_at(const Tensor& t, int64_t i) {
-  return t.dtype() == SINGA_ONNX_UINT8 ? int64_t(t.data<uint8_t>()[i]) : int64_t(t.data<int8_t>()[i]);
-}
 
 struct Case {
   const char* name;
@@ -85,15 +61,6 @@ std::vector<int64_t> reference(const Case& c, const Tensor& x, int64_t xz, const
   return y;
 }
 
-Tensor scalar_q(int32_t dtype, int64_t v) {
-  Tensor t({}, dtype);
-  if (dtype == SINGA_ONNX_UINT8)
-    t.data<uint8_t>()[0] = uint8_t(v);
-  else
-    t.data<int8_t>()[0] = int8_t(v);
-  return t;
-}
-
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {"u8 x u8, 3x3 pad 1", 1, 32, 17, 19, 48, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, SINGA_ONNX_UINT8, SINGA_ONNX_UINT8, false},
@@ -123,29 +90,20 @@ Built make_data(const Case& c, unsigned seed) {
   Built b;
   b.OH = (c.H + c.pads[0] + c.pads[2] - (c.KH - 1) * c.dilations[0] - 1) / c.strides[0] + 1;
   b.OW = (c.W + c.pads[1] + c.pads[3] - (c.KW - 1) * c.dilations[1] - 1) / c.strides[1] + 1;
-  b.x = random_q({c.N, c.C, c.H, c.W}, c.xt, c.xlo, c.xhi, seed);
-  b.w = random_q({c.M, c.C / c.group, c.KH, c.KW}, c.wt, c.wlo, c.whi, seed + 1);
+  b.x = random_q({c.N, c.C, c.H, c.W}, c.xt, seed, c.xlo, c.xhi);
+  b.w = random_q({c.M, c.C / c.group, c.KH, c.KW}, c.wt, seed + 1, c.wlo, c.whi);
   const bool big = std::string(c.name) == "large accumulators";
   // Zero points far from the values in the large case: the differences stay large.
   b.xz = big ? 0 : (c.xt == SINGA_ONNX_UINT8 ? 117 : -9);
   if (c.per_channel_wz) {
-    b.wz = random_q({c.M}, c.wt, c.wt == SINGA_ONNX_UINT8 ? 60 : -30, c.wt == SINGA_ONNX_UINT8 ? 200 : 30, seed + 2);
+    b.wz = random_q({c.M}, c.wt, seed + 2, c.wt == SINGA_ONNX_UINT8 ? 60 : -30, c.wt == SINGA_ONNX_UINT8 ? 200 : 30);
   } else {
-    b.wz = scalar_q(c.wt, big ? 0 : (c.wt == SINGA_ONNX_UINT8 ? 131 : 3));
+    b.wz = q_tensor({}, c.wt, {big ? 0 : (c.wt == SINGA_ONNX_UINT8 ? 131 : 3)});
   }
   return b;
 }
 
-class QuantizedSpeedPaths : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto& rt = singa::Runtime::instance();
-    if (!rt.loaded()) rt.load();
-    saved_ = rt.cpu()->num_threads();
-  }
-  void TearDown() override { singa::Runtime::instance().cpu()->set_num_threads(saved_); }
-  int32_t saved_ = 1;
-};
+class QuantizedSpeedPaths : public testing_util::KeepsCpuThreads {};
 
 TEST_F(QuantizedSpeedPaths, ConvIntegerMatchesReference) {
   auto& rt = singa::Runtime::instance();
@@ -163,7 +121,7 @@ TEST_F(QuantizedSpeedPaths, ConvIntegerMatchesReference) {
     add_ints(m.last(), "strides", c.strides);
     add_ints(m.last(), "pads", c.pads);
     add_ints(m.last(), "dilations", c.dilations);
-    add_ints(m.last(), "group", {c.group});
+    add_int(m.last(), "group", c.group);
     m.output("y", SINGA_ONNX_INT32, {c.N, c.M, b.OH, b.OW});
     auto rep = singa::onnx::prepare_bytes(m.bytes(), {});
     const std::vector<int64_t> want = reference(c, b.x, b.xz, b.w, b.wz, b.OH, b.OW);
@@ -175,7 +133,7 @@ TEST_F(QuantizedSpeedPaths, ConvIntegerMatchesReference) {
     for (int threads : {1, 2, 3, 1}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
       rt.cpu()->set_num_threads(threads);
-      auto got = rep->run(std::vector<Tensor>{b.x, scalar_q(c.xt, b.xz)});
+      auto got = rep->run(std::vector<Tensor>{b.x, q_tensor({}, c.xt, {int(b.xz)})});
       const Tensor& y = got[0].second;
       ASSERT_EQ(y.numel(), int64_t(want.size()));
       int64_t wrong = 0, first = -1;
@@ -221,18 +179,18 @@ TEST_F(QuantizedSpeedPaths, QLinearConvMatchesReference) {
     ModelBuilder m;
     m.input("x", c.xt, {c.N, c.C, c.H, c.W})
         .initializer("xs", f32(xs))
-        .initializer("xz", scalar_q(c.xt, b.xz))
+        .initializer("xz", q_tensor({}, c.xt, {int(b.xz)}))
         .initializer("w", b.w)
         .initializer("ws", ws)
         .initializer("wz", wz)
         .initializer("ys", f32(ys))
-        .initializer("yz", scalar_q(SINGA_ONNX_UINT8, yz))
+        .initializer("yz", q_tensor({}, SINGA_ONNX_UINT8, {int(yz)}))
         .initializer("b", bias)
         .node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"}, {"y"}, "conv");
     add_ints(m.last(), "strides", c.strides);
     add_ints(m.last(), "pads", c.pads);
     add_ints(m.last(), "dilations", c.dilations);
-    add_ints(m.last(), "group", {c.group});
+    add_int(m.last(), "group", c.group);
     m.output("y", SINGA_ONNX_UINT8, {c.N, c.M, b.OH, b.OW});
     auto rep = singa::onnx::prepare_bytes(m.bytes(), {});
     const std::vector<int64_t> acc = reference(c, b.x, b.xz, b.w, wz, b.OH, b.OW);

@@ -3,6 +3,8 @@
 // take the reference paths (OpenBLAS dgemm, the generic loops). On AVX-512
 // CPUs the float side runs fast::sgemm and the float unfolding; elsewhere
 // both sides run the reference code and the comparison still holds.
+#include "test_util.hpp"
+
 #include <singa/autograd.hpp>
 #include <singa/error.hpp>
 #include <singa/runtime.hpp>
@@ -19,10 +21,7 @@ using namespace singa::autograd;
 
 namespace {
 
-void ensure_loaded() {
-  auto& rt = singa::Runtime::instance();
-  if (!rt.loaded()) rt.load();
-}
+using testing_util::ensure_loaded;
 
 Tensor random_f32(const Shape& s, unsigned seed) {
   std::mt19937 g(seed);
