@@ -26,6 +26,12 @@
 //   the depthwise result D times gate = gate_act(Conv(squeeze_act(Conv(
 //   GlobalAveragePool(D), S1, SB1)), S2, SB2)) per channel, S1 [R, Me, 1, 1],
 //   S2 [Me, R, 1, 1], the activations under the prefixes squeeze_ and gate_.
+//
+//   With a project stage, the optional second output Mean is Y's mean over
+//   H and W per image and channel, [N, M, 1, 1] (or [N, M] where attribute
+//   mean_keepdims = 0): a ReduceMean head after the net's last block
+//   (plugins/ops_nn/passes/fuse_conv_reduce_mean.cpp). Y may then be left
+//   out (an empty name), and the block's result is summed without being stored.
 #include "conv_nchw_f32.hpp"
 #include <cpu_domain.hpp>
 #include "inverted_residual_f32.hpp"
@@ -52,6 +58,8 @@ class ExpandDepthwiseProject : public NodeKernel {
         x_channels_last_(node.input_layout(0) == kChannelsLastLayout),
         y_channels_last_(node.output_layout(0) == kChannelsLastLayout),
         means_(node.has_output(1)),
+        y_wanted_(node.has_output(0)),
+        mean_keepdims_(node.attr_int("mean_keepdims", 1) != 0),
         expand_act_(node, "expand_"),
         dw_act_(node, "depthwise_"),
         project_act_(node, "project_"),
@@ -59,8 +67,8 @@ class ExpandDepthwiseProject : public NodeKernel {
         gate_act_(node, "gate_"),
         band_tiles_(node.option_bool("cpu.band_tiles", true)),
         depthwise_blocked_(node.option_bool("cpu.depthwise_blocked", true)) {
-    // A skip connection adds X in Y's layout.
-    if (residual_ && x_channels_last_ != y_channels_last_)
+    // A skip connection adds X in Y's layout (where Y is stored).
+    if (residual_ && y_wanted_ && x_channels_last_ != y_channels_last_)
       fail("X is in layout '" + node.input_layout(0) + "' and Y in '" + node.output_layout(0) +
            "'; a residual node adds X in Y's layout");
     // The weights are initializers wherever the pass made the node: their
@@ -135,7 +143,8 @@ class ExpandDepthwiseProject : public NodeKernel {
       check(project_act_.kind == ops::FusedActivation::kNone, "a project activation is given without W2");
       s.M = s.Me;
     }
-    check(!means_ || !s.project, "output Mean needs a node without a project stage (no W2)");
+    check(y_wanted_ || (means_ && s.project), "output Y may be left out only with a project stage (W2) and output Mean");
+    check(mean_keepdims_ || s.project, "attribute mean_keepdims = 0 needs a project stage (W2)");
     SqueezeExcite se;
     const sdk::Tensor s1 = ctx.input(7), sb1 = ctx.input(8), s2 = ctx.input(9), sb2 = ctx.input(10);
     if (s1.present() || s2.present()) {
@@ -187,23 +196,31 @@ class ExpandDepthwiseProject : public NodeKernel {
     s.project_act = project_act_;
     s.band_tiles = band_tiles_;
     s.depthwise_blocked = depthwise_blocked_;
-    sdk::Tensor y = ctx.output(0, Shape{s.N, s.M, s.dw.out[1], s.dw.out[2]}, x.dl_dtype());
+    const int64_t y_count = s.N * s.M * s.dw.out[1] * s.dw.out[2];
+    sdk::Tensor y;
+    if (y_wanted_) y = ctx.output(0, Shape{s.N, s.M, s.dw.out[1], s.dw.out[2]}, x.dl_dtype());
     if (means_) {
-      sdk::Tensor mean = ctx.output(1, Shape{s.N, s.Me, 1, 1}, x.dl_dtype());
-      s.means = mean.numel() ? mean.data<float>() : nullptr;
-      if (y.numel() == 0 && mean.numel())  // no pixels: GlobalAveragePool's mean of nothing
-        std::fill(s.means, s.means + mean.numel(), std::numeric_limits<float>::quiet_NaN());
+      // The depthwise result's means without a project stage, else Y's.
+      const int64_t channels = s.project ? s.M : s.Me;
+      const Shape shape = mean_keepdims_ ? Shape{s.N, channels, 1, 1} : Shape{s.N, channels};
+      sdk::Tensor mean = ctx.output(1, shape, x.dl_dtype());
+      float* m = mean.numel() ? mean.data<float>() : nullptr;
+      (s.project ? s.y_means : s.means) = m;
+      if (y_count == 0 && m)  // no pixels: the mean of nothing
+        std::fill(m, m + mean.numel(), std::numeric_limits<float>::quiet_NaN());
     }
-    if (y.numel() == 0 || x.numel() == 0) return;
+    if (y_count == 0 || x.numel() == 0) return;
     auto ptr = [](const sdk::Tensor& t) { return t.present() ? t.data<float>() : nullptr; };
     inverted_residual_f32(ctx, x.data<float>(), ptr(w1), ptr(b1), wd.data<float>(), ptr(bd), ptr(w2), ptr(b2),
-                          y.data<float>(), s, prepared_.fit(s) ? &prepared_ : nullptr);
+                          y_wanted_ ? y.data<float>() : nullptr, s, prepared_.fit(s) ? &prepared_ : nullptr);
   }
 
  private:
   WindowAttrs attrs_, stem_attrs_;
   bool stem_, residual_, x_channels_last_, y_channels_last_;
-  bool means_;  // output 1, the depthwise result's means, is wanted
+  bool means_;          // output 1, the depthwise result's or Y's means, is wanted
+  bool y_wanted_;       // output 0, Y, is wanted (it may be left out where Mean is)
+  bool mean_keepdims_;  // Mean [N, M, 1, 1], or [N, M] (attribute mean_keepdims = 0)
   ops::FusedActivation expand_act_, dw_act_, project_act_, squeeze_act_, gate_act_;
   bool band_tiles_, depthwise_blocked_;  // options cpu.band_tiles, cpu.depthwise_blocked
   InvertedResidualWeights prepared_;

@@ -50,6 +50,12 @@ std::vector<float> zero_padded(const float* a, int64_t rows, int64_t cols, int64
 // the project stage's zero columns drop it.
 int64_t band_channels(int64_t Me) { return (Me + 15) / 16 * 16; }
 
+// A stem stage's outputs as its register tile writes them: whole groups of
+// 32 (conv_thin_f32.hpp), the padded ones with zero weights and biases (a
+// keyword spotting CNN's 1 -> 172 stem runs 192 wide); the stencil reads
+// the rows that far apart.
+int64_t stem_channels(int64_t Me) { return (Me + 31) / 32 * 32; }
+
 // The squeeze-and-excitation's gates of one image from its depthwise
 // result's means: gate[m] = gate_act(b2[m] + sum_j w2[m, j] act(b1[j] +
 // sum_k w1[j, k] mean[k])) for the Me channels. The dot products run in 16
@@ -168,9 +174,20 @@ constexpr int64_t kL = 16;  // channels per vector
 // stay in registers). Inside the image, T neighbouring outputs at a time
 // share their inputs: at stride 1, T + K - 1 loads a window row instead of
 // T * K (MobileNetV2's 56x56 stencil 20% faster at T = 6, one block).
-template <int K, int S, FusedActivation::Kind A, int NB, int T>
-void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* bd, float* d, int64_t oy0, int64_t rows,
-                    const Geometry& g, int64_t Me, const VecActivation<A>& f, int64_t c0) {
+// Input pixels are ldi floats apart (Me for the band's rows, C where the
+// stencil reads a block's channels-last X in place); Masked loads only the
+// `mask` lanes of the inputs, for a last block of channels that is not a
+// whole vector of X (the lanes past it would be the next pixel's channels).
+template <int K, int S, FusedActivation::Kind A, int NB, int T, bool Masked = false>
+void stencil_blocks(const float* e, int64_t cap, int64_t ldi, const float* wt, const float* bd, float* d, int64_t oy0,
+                    int64_t rows, const Geometry& g, int64_t Me, const VecActivation<A>& f, int64_t c0,
+                    __mmask16 mask = 0xffff) {
+  auto load = [mask](const float* p) {
+    if constexpr (Masked)
+      return _mm512_maskz_loadu_ps(mask, p);
+    else
+      return _mm512_loadu_ps(p);
+  };
   const int64_t H = g.in[1], W = g.in[2], OW = g.out[2], pt = g.pb[1], pl = g.pb[2];
   // Output columns whose K taps all lie inside the row: [ox_lo, ox_hi).
   const int64_t ox_lo = std::min(OW, (pl + S - 1) / S);
@@ -182,7 +199,8 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
   }
   // A row of zeros as wide as the input's rows, for the padded rows.
   thread_local std::vector<float> zeros;
-  if (zeros.size() < size_t(W * Me)) zeros.assign(size_t(W * Me), 0.f);
+  const size_t zero_floats = size_t(W * std::max(Me, ldi) + kL);
+  if (zeros.size() < zero_floats) zeros.assign(zero_floats, 0.f);
   const float* zero_row = zeros.data() + c0;
   for (int64_t o = 0; o < rows; ++o) {
     const int64_t iy0 = (oy0 + o) * S - pt;
@@ -191,7 +209,7 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
     // every output row runs the strips below (on 14x14 and 7x7 planes with a
     // 5x5 window, over half of the outputs touch a padded row or column).
     const float* row[K];
-    for (int ky = 0; ky < K; ++ky) row[ky] = ky >= ky0 && ky < ky1 ? e + (iy0 + ky) % cap * W * Me + c0 : zero_row;
+    for (int ky = 0; ky < K; ++ky) row[ky] = ky >= ky0 && ky < ky1 ? e + (iy0 + ky) % cap * W * ldi + c0 : zero_row;
     float* out = d + o * OW * Me + c0;
     // Outputs whose window crosses the left or right border: the taps inside,
     // in two accumulator chains (one chain of up to K * K dependent FMAs
@@ -202,13 +220,13 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
       for (int b = 0; b < NB; ++b) {
         __m512 acc = bv[b], acc2 = _mm512_setzero_ps();
         for (int ky = ky0; ky < ky1; ++ky) {
-          const float* in = row[ky] + ix0 * Me + b * kL;
+          const float* in = row[ky] + ix0 * ldi + b * kL;
           int kx = kx0;
           for (; kx + 1 < kx1; kx += 2) {
-            acc = _mm512_fmadd_ps(wv[b][ky * K + kx], _mm512_loadu_ps(in + kx * Me), acc);
-            acc2 = _mm512_fmadd_ps(wv[b][ky * K + kx + 1], _mm512_loadu_ps(in + (kx + 1) * Me), acc2);
+            acc = _mm512_fmadd_ps(wv[b][ky * K + kx], load(in + kx * ldi), acc);
+            acc2 = _mm512_fmadd_ps(wv[b][ky * K + kx + 1], load(in + (kx + 1) * ldi), acc2);
           }
-          if (kx < kx1) acc = _mm512_fmadd_ps(wv[b][ky * K + kx], _mm512_loadu_ps(in + kx * Me), acc);
+          if (kx < kx1) acc = _mm512_fmadd_ps(wv[b][ky * K + kx], load(in + kx * ldi), acc);
         }
         _mm512_storeu_ps(out + ox * Me + b * kL, f(_mm512_add_ps(acc, acc2)));
       }
@@ -216,7 +234,7 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
     // TT neighbouring outputs from ox whose windows lie inside the row.
     auto strip = [&](auto tt, int64_t ox) {
       constexpr int TT = decltype(tt)::value;
-      const int64_t at = (ox * S - pl) * Me;
+      const int64_t at = (ox * S - pl) * ldi;
       __m512 acc[NB][TT];
       for (int b = 0; b < NB; ++b)
         for (int t = 0; t < TT; ++t) acc[b][t] = bv[b];
@@ -224,7 +242,7 @@ void stencil_blocks(const float* e, int64_t cap, const float* wt, const float* b
         for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 16
           for (int i = 0; i < (TT - 1) * S + K; ++i) {  // input column i of the strip, for each output it is a tap of
-            const __m512 in = _mm512_loadu_ps(row[ky] + at + i * Me + b * kL);
+            const __m512 in = load(row[ky] + at + i * ldi + b * kL);
 #pragma GCC unroll 8
             for (int t = 0; t < TT; ++t)
               if (i - t * S >= 0 && i - t * S < K)
@@ -309,41 +327,42 @@ void project_pixels(const float* d, int64_t p0, int64_t P, const float* xn, cons
 // are half as many sweeps; strips did not pay there: an input column is a
 // tap of at most two outputs).
 template <int K, int S, FusedActivation::Kind A>
-void stencil(const float* e, int64_t cap, const float* wt, const float* bd, float* d, int64_t oy0, int64_t rows,
-             const Geometry& g, int64_t Me, int64_t c_begin, int64_t c_end, const FusedActivation& act) {
+void stencil(const float* e, int64_t cap, int64_t ldi, int64_t c_valid, const float* wt, const float* bd, float* d,
+             int64_t oy0, int64_t rows, const Geometry& g, int64_t Me, int64_t c_begin, int64_t c_end,
+             const FusedActivation& act) {
   const VecActivation<A> f(act);
+  // Whole vectors of input channels first; a part vector of X (c_valid not
+  // a multiple of 16) runs last with masked loads.
+  const int64_t c_stop = std::clamp<int64_t>(c_valid / kL * kL, c_begin, c_end);
+  constexpr int kStrip = S == 1 ? 4 : K == 5 ? 2 : 1;
+  if (c_stop < c_end) {
+    const __mmask16 mask = __mmask16((1u << std::clamp<int64_t>(c_valid - c_stop, 0, kL)) - 1);
+    for (int64_t c = c_stop; c < c_end; c += kL)
+      stencil_blocks<K, S, A, 1, kStrip, true>(e, cap, ldi, wt, bd, d, oy0, rows, g, Me, f, c,
+                                               c == c_stop ? mask : __mmask16(0));
+  }
+  c_end = c_stop;
   int64_t c0 = c_begin;
-  if constexpr (K == 3 && S == 1) {
-    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
-    return;
-  }
-  // 7x7: its 49 weight vectors do not fit the registers, so each FMA loads
-  // one; strips of 4 outputs at stride 1 load each input once per row instead
-  // of up to 7 times.
-  if constexpr (K == 7 && S == 1) {
-    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
-    return;
-  }
-  // 5x5: one accumulator per output was a chain of 25 dependent FMAs (4
-  // cycles each); strips of 4 outputs at stride 1 and 2 at stride 2 keep
-  // that many chains in flight beside the 25 weight vectors.
-  if constexpr (K == 5 && S == 1) {
-    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 4>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
-    return;
-  }
-  if constexpr (K == 5 && S == 2) {
-    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 2>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
+  // 3x3, 5x5 and 7x7 at stride 1 take strips of 4 outputs. 7x7: its 49
+  // weight vectors do not fit the registers, so each FMA loads one; the
+  // strips load each input once per row instead of up to 7 times. 5x5: one
+  // accumulator per output was a chain of 25 dependent FMAs (4 cycles each);
+  // strips of 4 outputs at stride 1 and 2 at stride 2 keep that many chains
+  // in flight beside the 25 weight vectors.
+  if constexpr (S == 1 || K == 5) {
+    for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, kStrip>(e, cap, ldi, wt, bd, d, oy0, rows, g, Me, f, c0);
     return;
   }
   if constexpr (K == 3)
     for (; c0 + 2 * kL <= c_end; c0 += 2 * kL)
-      stencil_blocks<K, S, A, 2, 1>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
-  for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 1>(e, cap, wt, bd, d, oy0, rows, g, Me, f, c0);
+      stencil_blocks<K, S, A, 2, 1>(e, cap, ldi, wt, bd, d, oy0, rows, g, Me, f, c0);
+  for (; c0 < c_end; c0 += kL) stencil_blocks<K, S, A, 1, 1>(e, cap, ldi, wt, bd, d, oy0, rows, g, Me, f, c0);
 }
 
-// Channels [c_begin, c_end) of the stencil (multiples of 16).
-using StencilFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, const Geometry&,
-                           int64_t, int64_t, int64_t, const FusedActivation&);
+// Channels [c_begin, c_end) of the stencil (multiples of 16), input pixels
+// ldi floats apart with c_valid channels each (the rest read as zeros).
+using StencilFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t,
+                           int64_t, const Geometry&, int64_t, int64_t, int64_t, const FusedActivation&);
 
 template <FusedActivation::Kind A>
 StencilFn stencil_for(int64_t k, int64_t s) {
@@ -374,18 +393,22 @@ double largest_chunk_share(const InvertedResidual& s, int64_t chunks) {
 
 // e[p * Cp + c] = x[c * plane + p] for pixels [0, n) and channels [0, C),
 // the channels [C, Cp) zero: an NCHW block input of channels that are not
-// whole vectors into the band's rows (gathers, 16 channels a pixel).
+// whole vectors into the band's rows, 16 pixels x 16 channels per register
+// transpose (the planes past C and the pixels past n read as zeros; a
+// gather per pixel and vector took 3% of kws_cnn).
 void to_padded_rows(const float* x, int64_t plane, int64_t n, int64_t C, int64_t Cp, float* e) {
-  const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                         _mm512_set1_epi32(int(plane)));
-  for (int64_t p = 0; p < n; ++p)
+  __m512 v[kL];
+  for (int64_t p = 0; p < n; p += kL) {
+    const int64_t pn = std::min<int64_t>(kL, n - p);
+    const __mmask16 lanes = __mmask16((1u << pn) - 1);
     for (int64_t c0 = 0; c0 < Cp; c0 += kL) {
       const int64_t cn = std::clamp<int64_t>(C - c0, 0, kL);
-      const __mmask16 lanes = __mmask16((1u << cn) - 1);
-      const __m512 v = cn ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, idx, x + c0 * plane + p, 4)
-                          : _mm512_setzero_ps();
-      _mm512_storeu_ps(e + p * Cp + c0, v);
+      for (int64_t i = 0; i < kL; ++i)
+        v[i] = i < cn ? _mm512_maskz_loadu_ps(lanes, x + (c0 + i) * plane + p) : _mm512_setzero_ps();
+      fast::transpose16(v);
+      for (int64_t j = 0; j < pn; ++j) _mm512_storeu_ps(e + (p + j) * Cp + c0, v[j]);
     }
+  }
 }
 
 // e[p * Cp + c] = x[p * C + c] for pixels [0, n) and channels [0, C), the
@@ -434,8 +457,27 @@ void add_channel_sums(const float* d, int64_t P, int64_t ld, int64_t c0, int64_t
   }
 }
 
+// sums[c] += y[p * M + c] for pixels [0, P) and channels [0, M), any M (the
+// last vector masked): Y's means where only they are wanted.
+void add_row_sums(const float* y, int64_t P, int64_t M, float* sums) {
+  for (int64_t c = 0; c < M; c += kL) {
+    const __mmask16 lanes = c + kL <= M ? __mmask16(0xffff) : __mmask16((1u << (M - c)) - 1);
+    __m512 acc = _mm512_maskz_loadu_ps(lanes, sums + c), acc2 = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + 1 < P; p += 2) {
+      acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, y + p * M + c));
+      acc2 = _mm512_add_ps(acc2, _mm512_maskz_loadu_ps(lanes, y + (p + 1) * M + c));
+    }
+    if (p < P) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, y + p * M + c));
+    _mm512_mask_storeu_ps(sums + c, lanes, _mm512_add_ps(acc, acc2));
+  }
+}
+
 // Row chunks: each task runs the band kernel over a chunk of one image's
-// output rows, R rows at a time, its buffers thread-local.
+// output rows, R rows at a time, its buffers thread-local. With s.y_means
+// (inverted_residual_f32 sends only blocks without a squeeze-and-excitation
+// whose skip connection's X is channels-last), each band's result goes to a
+// scratch of its rows, channels-last, and is summed there: Y is not stored.
 void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, const float* bd, const float* b2,
                     float* y, const InvertedResidual& s, const InvertedResidualWeights& pw, StencilFn run_stencil,
                     int64_t chunks) {
@@ -448,35 +490,43 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
   const int64_t ldx = s.x_channels_last ? 1 : HW, ldp = s.x_channels_last ? C : 1;
   // Bands of R output rows whose expanded input rows and depthwise result
   // take about 512 KiB together (half of a core's L2 here).
-  const int64_t in_row = W * Me, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
+  const int64_t Ms = s.stem_conv ? stem_channels(s.Me) : Me;  // the expanded rows' pitch
+  const int64_t in_row = W * Ms, out_row = OW * Me, budget = int64_t(128) << 10;  // floats
   const int64_t R = std::clamp<int64_t>((budget - (K - S) * in_row) / (S * in_row + out_row), 1, OH);
   // The expanded rows in a ring of cap rows (row iy at slot iy % cap): the
   // K - S rows a band shares with the next stay where they are (moving them
   // down took 2.8% of MobileNetV2's block 3).
   const int64_t cap = std::min(H, (R - 1) * S + K);
   const bool direct = !s.project && s.y_channels_last && M == Me;
+  // A block without an expand stage whose X is channels-last: the stencil
+  // reads X's rows in place (the last vector masked where C is not whole
+  // vectors) instead of a padded copy of each row (5% of kws_cnn).
+  const bool read_x = !s.expand && !s.stem_conv && s.x_channels_last;
   // Each task's channel sums where the means are wanted, added up after.
   std::vector<float> sums(s.means ? size_t(s.N * chunks * Me) : 0, 0.f);
+  const bool mean_rows = s.y_means != nullptr && s.project;
+  std::vector<float> y_sums(mean_rows ? size_t(s.N * chunks * M) : 0, 0.f);
   ctx.parallel_for(s.N * chunks, 1, [&](int64_t t0, int64_t t1) {
     ops::dnnl_single_thread();
-    thread_local std::vector<float> e_buf, d_buf, y_buf;
-    float* e = fast::line_aligned(e_buf, size_t(cap * in_row));
+    thread_local std::vector<float> e_buf, d_buf, y_buf, m_buf;
+    float* e = fast::line_aligned(e_buf, size_t(read_x ? 0 : cap * in_row));
     float* d = fast::line_aligned(d_buf, size_t(R * out_row));
     // The band's NCHW-bound result, on lines (line_aligned.hpp); none where
     // Y's rows are written directly.
-    float* yt = fast::line_aligned(y_buf, size_t(s.y_channels_last ? 0 : R * OW * M));
+    float* yt = fast::line_aligned(y_buf, size_t(s.y_channels_last || mean_rows ? 0 : R * OW * M));
+    float* ym = fast::line_aligned(m_buf, size_t(mean_rows ? R * OW * M : 0));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / chunks, ch = t % chunks;
       const int64_t oy_begin = OH * ch / chunks, oy_end = OH * (ch + 1) / chunks;
       const float* xn = x + n * C * x_plane;
-      float* yn = y + n * M * OHW;
+      float* yn = y ? y + n * M * OHW : nullptr;
       int64_t e_hi = 0;  // the rows the ring holds end here
       for (int64_t oy0 = oy_begin; oy0 < oy_end; oy0 += R) {
         const int64_t rows = std::min(R, oy_end - oy0);
         const auto [need_lo, need_hi] = g.in_range(1, oy0, oy0 + rows);
         e_hi = std::max(e_hi, need_lo);  // rows from need_lo up to e_hi are kept
         // The rows the band adds, in runs of slots that do not wrap.
-        for (int64_t r0 = e_hi; r0 < need_hi;) {
+        for (int64_t r0 = read_x ? need_hi : e_hi; r0 < need_hi;) {
           const int64_t r1 = std::min(need_hi, r0 - r0 % cap + cap);
           float* at = e + r0 % cap * in_row;
           const int64_t pixels = (r1 - r0) * W;
@@ -501,12 +551,26 @@ void run_row_chunks(const sdk::Context& ctx, const float* x, const float* b1, co
         // Without a project stage, channels-last rows of whole vectors are
         // the band's result itself: the stencil writes them in place.
         float* db = direct ? yn + oy0 * OW * Me : d;
-        run_stencil(e, cap, pw.wdt.data(), bd, db, oy0, rows, g, Me, 0, Me, s.dw_act);
+        if (read_x)
+          run_stencil(xn, H, C, C, pw.wdt.data(), bd, db, oy0, rows, g, Me, 0, Me, s.dw_act);
+        else
+          run_stencil(e, cap, Ms, Ms, pw.wdt.data(), bd, db, oy0, rows, g, Me, 0, Me, s.dw_act);
         if (s.means) add_channel_sums(db, rows * OW, Me, 0, Me, sums.data() + t * Me);
-        if (!direct) project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
+        if (mean_rows) {
+          project_rows(d, rows * OW, pw, Me, M, b2, s.project_act, ym, s.residual ? xn + oy0 * OW * M : nullptr);
+          add_row_sums(ym, rows * OW, M, y_sums.data() + t * M);
+        } else if (!direct) {
+          project_pixels(d, oy0 * OW, rows * OW, xn, b2, s, pw, yt, yn);
+        }
       }
     }
   });
+  for (int64_t n = 0; mean_rows && n < s.N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      float sum = 0.f;
+      for (int64_t ch = 0; ch < chunks; ++ch) sum += y_sums[size_t((n * chunks + ch) * M + m)];
+      s.y_means[n * M + m] = sum / float(OHW);
+    }
   if (!s.means) return;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t m = 0; m < s.Me; ++m) {
@@ -547,7 +611,7 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
       const float* xn = x + n * C * HW;
       expand(xn, s.x_channels_last ? 1 : HW, s.x_channels_last ? C : 1, HW, C, pw, c0, c1, Me, b1, s.expand_act,
              e + c0);
-      run_stencil(e, g.in[1], pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
+      run_stencil(e, g.in[1], Me, Me, pw.wdt.data(), bd, d, 0, g.out[1], g, Me, c0, c1, s.dw_act);
       // The means of the slice's channels (those below s.Me), for the output or the SE's gates.
       if (float* means = s.se ? se_means.data() : s.means) {
         alignas(64) float sums[kL];
@@ -609,12 +673,12 @@ void run_channel_slices(const sdk::Context& ctx, const float* x, const float* b1
 // project stage reads (packed panels, or sgemm's [Mp][M]).
 void gated_project_weights(const InvertedResidualWeights& pw, const float* gate, int64_t Mp,
                            InvertedResidualWeights& out) {
-  auto scale_rows = [&](const std::vector<float>& from, int64_t ld, std::vector<float>& to) {
-    // from: rows of ld floats, row r of input channel r % Mp
+  auto scale_rows = [&](const std::vector<float>& from, int64_t ld, int64_t K, std::vector<float>& to) {
+    // from: rows of ld floats, row r of input channel r % K
     to.resize(from.size());
     const int64_t rows = int64_t(from.size()) / ld;
     for (int64_t r = 0; r < rows; ++r) {
-      const float gk = gate[r % Mp];
+      const float gk = gate[r % K];
       for (int64_t j = 0; j < ld; ++j) to[size_t(r * ld + j)] = from[size_t(r * ld + j)] * gk;
     }
   };
@@ -623,10 +687,10 @@ void gated_project_weights(const InvertedResidualWeights& pw, const float* gate,
     out.w2t.clear();
     out.w2p.M = pw.w2p.M;
     out.w2p.C = pw.w2p.C;
-    scale_rows(pw.w2p.packed, kChannelsLastPanel, out.w2p.packed);  // panels [Mp][16]
+    scale_rows(pw.w2p.packed, kChannelsLastPanel, pw.w2p.C, out.w2p.packed);  // panels [K][16]
   } else {
     out.w2p = PointwiseWeights();
-    scale_rows(pw.w2t, int64_t(pw.w2t.size()) / Mp, out.w2t);  // [Mp][M]
+    scale_rows(pw.w2t, int64_t(pw.w2t.size()) / Mp, Mp, out.w2t);  // [Mp][M]
   }
 }
 
@@ -654,15 +718,16 @@ void project_gated(const sdk::Context& ctx, const float* x, float* d, int64_t d_
       thread_local PointwiseWeights gw;
       float* yt = fast::line_aligned(y_buf, size_t(s.y_channels_last ? 0 : OHW * ((M / kL + parts - 1) / parts * kL)));
       gw.M = M;
-      gw.C = Mp;
+      const int64_t K = pw.w2p.C;  // the panels' rows: the unpadded input channels
+      gw.C = K;
       gw.packed.resize(pw.w2p.packed.size());
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t n = t / parts, j = t % parts;
         const int64_t m0 = M / kL * j / parts * kL, m1 = M / kL * (j + 1) / parts * kL;
         const float* gn = gates.data() + n * Mp;
-        for (int64_t r = m0 / kL * Mp; r < m1 / kL * Mp; ++r)  // panel rows [panel][k][16]
+        for (int64_t r = m0 / kL * K; r < m1 / kL * K; ++r)  // panel rows [panel][k][16]
           _mm512_storeu_ps(gw.packed.data() + r * kL,
-                           _mm512_mul_ps(_mm512_loadu_ps(pw.w2p.packed.data() + r * kL), _mm512_set1_ps(gn[r % Mp])));
+                           _mm512_mul_ps(_mm512_loadu_ps(pw.w2p.packed.data() + r * kL), _mm512_set1_ps(gn[r % K])));
         const float* dn = d + n * d_image;
         const float* xn = x + n * C * x_plane;
         float* yn = y + n * M * OHW;
@@ -734,14 +799,14 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
   // Biases of the padded channels (band_channels): zero, read a vector at a time.
   const int64_t Mp = band_channels(s.Me);
   std::vector<float> b1p, bdp;
-  auto padded = [&](const float* b, std::vector<float>& to) {
-    if (!b || Mp == s.Me) return b;
-    to.assign(size_t(Mp), 0.f);
+  auto padded = [&](const float* b, std::vector<float>& to, int64_t count) {
+    if (!b || count == s.Me) return b;
+    to.assign(size_t(count), 0.f);
     std::copy(b, b + s.Me, to.begin());
     return static_cast<const float*>(to.data());
   };
-  b1 = padded(b1, b1p);
-  bd = padded(bd, bdp);
+  b1 = padded(b1, b1p, s.stem_conv ? stem_channels(s.Me) : Mp);
+  bd = padded(bd, bdp, Mp);
   // Each image's rows in as many chunks as make work for every thread; a
   // chunk recomputes the K - S expanded rows it shares with the one before,
   // and on a small plane one chunk has a row more than the other (MobileNetV2's
@@ -750,6 +815,7 @@ void run_bands(const sdk::Context& ctx, const float* x, const float* b1, const f
   // even share, an expanded block whose image fits in L2 splits its channels.
   const int64_t threads = std::max(1, ctx.num_threads());
   const int64_t chunks = std::clamp<int64_t>((threads + s.N - 1) / s.N, 1, s.dw.out[1]);
+  if (s.y_means) return run_row_chunks(ctx, x, b1, bd, b2, y, s, pw, run_stencil, chunks);
   const int64_t image_bytes = (s.dw.in_size() + s.dw.out_size()) * Mp * int64_t(sizeof(float));
   if (chunks > 1 && s.expand && !s.stem_conv && Mp / kL >= chunks && image_bytes <= (int64_t(1) << 20) &&
       largest_chunk_share(s, chunks) * chunks > 1.08)
@@ -764,11 +830,11 @@ SINGA_AVX512_END
 
 namespace {
 
-// Whether the band kernel's weight layouts apply: AVX-512 (and a stem's
-// 32-channel groups; other expanded channels are padded to whole vectors).
-bool band_layouts(const InvertedResidual& s) {
+// Whether the band kernel's weight layouts apply: AVX-512 (expanded
+// channels are padded to whole vectors, a stem's to groups of 32).
+bool band_layouts(const InvertedResidual&) {
 #ifdef SINGA_AVX512_BEGIN
-  return fast::avx512() && (!s.stem_conv || s.Me % 32 == 0);
+  return fast::avx512();
 #else
   return false;
 #endif
@@ -781,15 +847,16 @@ bool inverted_residual_bands(const InvertedResidual& s) {
   if ((s.stem_conv && s.x_channels_last) || (s.residual && s.x_channels_last != s.y_channels_last)) return false;
   // Without a project stage the filtered rows go straight to Y: whole vectors only.
   if (!s.project && s.Me % 16 != 0) return false;
-  return band_layouts(s) && (!s.stem_conv || conv_thin_fits(s.stem, s.C, s.Me, 1, s.expand_act, nullptr));
+  return band_layouts(s) &&
+         (!s.stem_conv || conv_thin_fits(s.stem, s.C, stem_channels(s.Me), 1, s.expand_act, nullptr));
 }
 
 bool InvertedResidualWeights::fit(const InvertedResidual& s) const {
   auto packed = [](const PointwiseWeights& w, int64_t M, int64_t C) { return w.M == M && w.C == C; };
-  const bool stem = w1thin.M == s.Me && w1thin.C == s.C && w1thin.KH == s.stem.k[1] && w1thin.KW == s.stem.k[2];
+  const bool stem = w1thin.M == stem_channels(s.Me) && w1thin.C == s.C && w1thin.KH == s.stem.k[1] && w1thin.KW == s.stem.k[2];
   const int64_t Mp = band_channels(s.Me);
   const bool w1 = s.stem_conv ? stem : !s.expand || packed(w1p, s.Me, s.C) || w1t.size() == size_t(s.C * Mp);
-  const bool w2 = !s.project || packed(w2p, s.M, Mp) || w2t.size() == size_t(Mp * s.M);
+  const bool w2 = !s.project || packed(w2p, s.M, s.Me) || w2t.size() == size_t(Mp * s.M);
   return w1 && w2 && wdt.size() == size_t(s.dw.k[1] * s.dw.k[2] * Mp);
 }
 
@@ -801,25 +868,64 @@ InvertedResidualWeights inverted_residual_weights(const float* w1, const float* 
   // not fit), else sgemm's transposed weights; the expanded channels padded
   // to whole vectors (band_channels), their weights zero.
   const int64_t Me = s.Me, Mp = band_channels(Me), taps = s.dw.k[1] * s.dw.k[2];
-  if (s.stem_conv)
-    p.w1thin = conv_thin_weights(w1, Me, s.C, s.stem.k[1], s.stem.k[2]);
+  if (s.stem_conv) {
+    const int64_t stem_taps = s.C * s.stem.k[1] * s.stem.k[2], Ms = stem_channels(Me);
+    p.w1thin = conv_thin_weights(zero_padded(w1, Me, stem_taps, Ms, stem_taps).data(), Ms, s.C, s.stem.k[1],
+                                 s.stem.k[2]);
+  }
   else if (s.expand && s.band_tiles)
     p.w1p = channels_last_weights(w1, Me, s.C);  // its panels are whole vectors, zero-padded
   else if (s.expand)
     p.w1t = transposed(zero_padded(w1, Me, s.C, Mp, s.C).data(), Mp, s.C);
   p.wdt = transposed(zero_padded(wd, Me, taps, Mp, taps).data(), Mp, taps);
   if (!s.project) return p;
-  const std::vector<float> w2p = zero_padded(w2, s.M, Me, s.M, Mp);
+  // The tiles read the Me true input channels of each Mp-wide row (the
+  // padded ones' 2% of a kws-style net's 172 -> 176 is not multiplied);
+  // sgemm takes the padded rows whole, with zero weights for the padding.
   if (s.band_tiles)
-    p.w2p = channels_last_weights(w2p.data(), s.M, Mp);
+    p.w2p = channels_last_weights(w2, s.M, Me);
   else
-    p.w2t = transposed(w2p.data(), s.M, Mp);
+    p.w2t = transposed(zero_padded(w2, s.M, Me, s.M, Mp).data(), s.M, Mp);
   return p;
+}
+
+// Y's means (s.y_means), Y stored or not: summed band by band in the row
+// chunks where Y is not wanted, there is no squeeze-and-excitation and a
+// skip connection's X is channels-last; otherwise the block runs whole into
+// Y (or a buffer in its place) and Y is summed after.
+static void block_means(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
+                        const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s,
+                        const InvertedResidualWeights* prepared) {
+  InvertedResidual t = s;
+  if (!y) t.y_channels_last = !s.residual || s.x_channels_last;  // a skip connection adds X in Y's layout
+#ifdef SINGA_AVX512_BEGIN
+  if (!y && !s.se && t.y_channels_last && inverted_residual_bands(t)) {
+    if (prepared) return run_bands(ctx, x, b1, bd, b2, nullptr, t, *prepared);
+    return run_bands(ctx, x, b1, bd, b2, nullptr, t, inverted_residual_weights(w1, wd, w2, t));
+  }
+#endif
+  t.y_means = nullptr;
+  const int64_t P = s.dw.out_size();
+  std::vector<float> buf;
+  if (!y) {
+    buf.resize(size_t(s.N * s.M * P));
+    y = buf.data();
+  }
+  inverted_residual_f32(ctx, x, w1, b1, wd, bd, w2, b2, y, t, prepared);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t m = 0; m < s.M; ++m) {
+      const float* yn = y + n * s.M * P;
+      const int64_t at = t.y_channels_last ? m : m * P, step = t.y_channels_last ? s.M : 1;
+      double sum = 0;
+      for (int64_t p = 0; p < P; ++p) sum += yn[at + p * step];
+      s.y_means[n * s.M + m] = float(sum / double(P));
+    }
 }
 
 void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
                            const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s,
                            const InvertedResidualWeights* prepared) {
+  if (s.y_means && s.project) return block_means(ctx, x, w1, b1, wd, bd, w2, b2, y, s, prepared);
 #ifdef SINGA_AVX512_BEGIN
   if (inverted_residual_bands(s)) {
     if (prepared) return run_bands(ctx, x, b1, bd, b2, y, s, *prepared);

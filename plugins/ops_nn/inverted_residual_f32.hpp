@@ -54,6 +54,11 @@ struct InvertedResidual {
   // per image and channel, [N, Me], goes here too (a squeeze-and-excitation's
   // GlobalAveragePool, summed while the band is in cache).
   float* means = nullptr;
+  // With a project stage: where not null, Y's mean per image and output
+  // channel, [N, M], goes here (a ReduceMean over H and W after the block,
+  // a net's head); y may then be null, and the block's result is summed a
+  // band at a time without being stored.
+  float* y_means = nullptr;
   // Where not null (with a project stage), the squeeze-and-excitation
   // between the depthwise and project stages: the whole image's depthwise
   // result is kept channels-last, its means give the gates, and the project
@@ -84,7 +89,7 @@ struct InvertedResidual {
 // The weights in the layouts of the band kernel, the expanded channels
 // padded to whole vectors (Mp, zero weights): wdt [K*K][Mp] (tap-major),
 // and for each product either its panels for the register tile
-// (pointwise_channels_last_f32.hpp; w1p, and w2p over Mp inputs) or, with
+// (pointwise_channels_last_f32.hpp; w1p, and w2p over the Me true inputs of Mp-wide rows) or, with
 // option cpu.band_tiles=0, its transpose for oneDNN's sgemm (w1t [C][Mp],
 // w2t [Mp][M]). Made once per node where the weights are constants; empty
 // where the band kernel does not run.
@@ -111,7 +116,8 @@ InvertedResidualWeights inverted_residual_weights(const float* w1, const float* 
 // stem's [Me, C, KH, KW]) and b1 [Me] (null without expand; b1 may be null),
 // wd [Me, K, K], bd [Me] or null, w2 [M, Me] and b2 [M] or null (both null
 // without a project stage); y [N, M, OH,
-// OW] (or [N, OH, OW, M] where y_channels_last).
+// OW] (or [N, OH, OW, M] where y_channels_last), or null where only
+// s.y_means is wanted.
 // `prepared`: inverted_residual_weights of these weights, or null.
 void inverted_residual_f32(const sdk::Context& ctx, const float* x, const float* w1, const float* b1, const float* wd,
                            const float* bd, const float* w2, const float* b2, float* y, const InvertedResidual& s,

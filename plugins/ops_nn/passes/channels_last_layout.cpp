@@ -9,7 +9,9 @@
 // adds X in Y's layout, so its X and Y go channels-last together or not at
 // all. The values take kChannelsLastLayout (graph_set_layout), which the
 // ExpandDepthwiseProject kernel declares for its X and Y; shapes stay the
-// logical NCHW ones, with as many floats. Runs last.
+// logical NCHW ones, with as many floats. A reader may be a node that writes
+// only Y's means (Y left out: fuse_conv_reduce_mean.cpp); its skip
+// connection then has no Y to match. Runs last.
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
 #include "../layouts.hpp"
@@ -24,6 +26,12 @@ namespace {
 bool expand_depthwise_project(const GraphNode& n) {
   return cpu_op(n, "ExpandDepthwiseProject") && n.num_outputs() == 1 && !n.output_name(0).empty() &&
          n.num_inputs() > 0 && !n.input_name(0).empty();
+}
+
+// A node that may read its X channels-last: Y, or only Y's means.
+bool block_reader(const GraphNode& n) {
+  return cpu_op(n, "ExpandDepthwiseProject") && n.num_inputs() > 0 && !n.input_name(0).empty() &&
+         (expand_depthwise_project(n) || (n.num_outputs() == 2 && n.output_name(0).empty()));
 }
 
 }  // namespace
@@ -41,7 +49,7 @@ int use_channels_last(Graph& g) {
     const auto readers = g.consumers(y);
     bool ok = !g.is_output(y) && !readers.empty();
     for (const GraphNode& r : readers) {
-      ok = ok && expand_depthwise_project(r) && r.attr_int("expand_window", 0) == 0;
+      ok = ok && block_reader(r) && r.attr_int("expand_window", 0) == 0;
       for (size_t k = 1; k < r.num_inputs() && ok; ++k) ok = r.input_name(k) != y;
     }
     last[y] = ok;

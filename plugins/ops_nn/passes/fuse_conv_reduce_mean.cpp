@@ -10,6 +10,14 @@
 // the Conv runs). The pass is done here, not by rewriting the ReduceMean into
 // two standard nodes, because the value between them would have no known
 // shape for the later passes.
+//
+// Where the Conv is the project stage of an ExpandDepthwiseProject (a net
+// whose last inverted residual block feeds the head, as the keyword spotting
+// CNN's does; fuse_inverted_residual.cpp runs first), the ReduceMean joins
+// that node instead: its second output becomes the ReduceMean's value
+// (attribute mean_keepdims as keepdims) and Y is left out, so the block's
+// result is summed band by band and never stored. A classifier Gemm after a
+// keepdims = 0 mean stays as it is.
 #include "fuse_passes.hpp"
 #include "conv_match.hpp"
 
@@ -42,10 +50,33 @@ bool spatial_mean(const Graph& g, const GraphNode& r, const std::string& x) {
   return axes[0] == 2 && axes[1] == 3;
 }
 
+// Inverted residual blocks whose result only a spatial ReduceMean reads.
+int fuse_block_reduce_means(Graph& g) {
+  int fused = 0;
+  for (GraphNode b : g.nodes()) {
+    if (!b.alive() || !cpu_op(b, "ExpandDepthwiseProject") || b.num_outputs() != 1 || b.output_name(0).empty() ||
+        b.num_inputs() < 6 || b.input_name(5).empty())  // W2: a project stage
+      continue;
+    const std::string y = b.output_name(0);
+    GraphNode mean = sole_reader(g, y);
+    if (!mean.valid() || !spatial_mean(g, mean, y)) continue;
+    NewNode f(kCpuDomain, "ExpandDepthwiseProject");
+    f.name = b.name();
+    f.opset = 1;
+    f.inputs = b.input_names();
+    f.attrs_from = b.raw();
+    f.attrs.push_back(sdk::Attr("mean_keepdims", int64_t(mean.attr_int("keepdims", 1) != 0 ? 1 : 0)));
+    f.outputs = {std::string(), mean.output_name(0)};
+    g.replace({b, mean}, {f});
+    ++fused;
+  }
+  return fused;
+}
+
 }  // namespace
 
 int fuse_conv_reduce_means(Graph& g) {
-  int fused = 0;
+  int fused = fuse_block_reduce_means(g);
   for (GraphNode conv : g.nodes()) {
     if (!conv.alive() || !pointwise_conv(g, conv) || conv.has_attr("pool_kernel_shape") ||
         conv.has_attr("global_average_pool") || conv.num_outputs() != 1)

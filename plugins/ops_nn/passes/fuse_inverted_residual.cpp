@@ -60,14 +60,15 @@ bool depthwise(const Graph& g, const GraphNode& n) {
 }
 
 // A network's stem in front of a block without an expand stage (MobileNetV2's
-// 3 -> 32 3x3/2 Conv before its first block): a float 2-D Conv of one group
-// over at most 4 channels whose Me outputs are a multiple of 32, strides 1 or
-// 2, which the kernel runs row by row into the block's bands
-// (conv_thin_f32.hpp's conv_thin_rows_channels_last).
+// 3 -> 32 3x3/2 Conv before its first block, a keyword spotting CNN's
+// 1 -> 172 10x4/2 one): a float 2-D Conv of one group over at most 4
+// channels, strides 1 or 2, which the kernel runs row by row into the
+// block's bands (conv_thin_f32.hpp's conv_thin_rows_channels_last; Me
+// outputs that are not groups of 32 run padded to them).
 bool stem(const Graph& g, const GraphNode& n, int64_t Me) {
   if (!stage_conv(g, n)) return false;
   const auto ws = conv_weight_shape(g, n);
-  if (ws[0] != Me || Me % 32 != 0 || ws[1] < 1 || ws[1] > 4 || (ws[2] == 1 && ws[3] == 1)) return false;
+  if (ws[0] != Me || ws[1] < 1 || ws[1] > 4 || (ws[2] == 1 && ws[3] == 1)) return false;
   if (n.attr_int("group", 1) != 1) return false;
   if (n.has_attr("strides") && !ints_all(n, "strides", 1, 2) && !ints_all(n, "strides", 2, 2)) return false;
   if (n.has_attr("pads") && n.attr_ints("pads").size() != 4) return false;
