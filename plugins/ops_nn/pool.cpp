@@ -1,7 +1,10 @@
 // Windowed pooling: MaxPool (with Indices), AveragePool and LpPool.
 #include "avg_pool_2d_f32.hpp"
+#include "blocked16_f32.hpp"
+#include "layouts.hpp"
 #include "max_pool_3s1_narrow_f32.hpp"
 #include "nn_common.hpp"
+#include "pool_blocked16_f32.hpp"
 #include "pool_f32.hpp"
 #include "register.hpp"
 #include "sgemm.hpp"
@@ -123,6 +126,12 @@ class MaxPool : public PoolBase {
     int64_t order = node.attr_int("storage_order", 0);
     if (order != 0 && order != 1) fail("attribute storage_order must be 0 or 1, got " + std::to_string(order));
     column_major_ = order == 1;
+    // Y in 16-channel blocks (passes/blocked_layout.cpp) from X in blocks,
+    // or from a plain X where the blocked region starts at the pool.
+    blocked_ = node.output_layout(0) == kBlocked16Layout;
+    blocked_in_ = node.input_layout(0) == kBlocked16Layout;
+    if (blocked_in_ && !blocked_) fail("X is in 16-channel blocks and Y plain: MaxPool writes blocks from blocks");
+    if (blocked_ && node.num_outputs() > 1) fail("Indices are not available for Y in 16-channel blocks");
   }
 
   void compute(sdk::Context& ctx) const {
@@ -130,6 +139,36 @@ class MaxPool : public PoolBase {
     Geometry g = geometry(x);
     Shape ys = out_shape(x, g);
     sdk::Tensor y = ctx.output(0, ys, x.dl_dtype());
+    if (blocked_) {
+      if (x.dtype() != SINGA_ONNX_FLOAT || x.shape().size() != 4 || x.dim(1) % 16 != 0)
+        fail("X in 16-channel blocks must be a 4-D float tensor whose channels are a multiple of 16, got " +
+             shape_str(x.shape()));
+      if (blocked_in_) {
+        max_pool_blocked(ctx, g, ys[0] * ys[1] / 16, x.data<float>(), y.data<float>());
+        return;
+      }
+      // A plain X: the NCHW pool into Y where it covers the geometry, then
+      // each block of Y's 16 planes into blocks through a small buffer; else
+      // X into blocks first.
+      const int64_t n = ys[0], c = ys[1], out_plane = g.out[1] * g.out[2], in_plane = g.in[1] * g.in[2];
+      if (g.in[0] == 1 && g.k[0] == 1 && g.d[1] == 1 && g.d[2] == 1) {
+        float* yp = y.data<float>();
+        max_pool_2d(ctx, g, n * c, x.data<float>(), yp, nullptr);
+        ctx.parallel_for(n * c / 16, std::max<int64_t>(1, 4096 / (16 * out_plane)), [&](int64_t b, int64_t e) {
+          std::vector<float> planes(size_t(16 * out_plane));
+          for (int64_t blk = b; blk < e; ++blk) {
+            float* at = yp + blk * 16 * out_plane;
+            std::copy(at, at + 16 * out_plane, planes.begin());
+            nchw_to_blocked16(planes.data(), at, 1, 16, out_plane);
+          }
+        });
+      } else {
+        float* tmp = static_cast<float*>(ctx.workspace(size_t(n * c * in_plane) * sizeof(float)));
+        nchw_to_blocked16(x.data<float>(), tmp, n, c, in_plane);
+        max_pool_blocked(ctx, g, n * c / 16, tmp, y.data<float>());
+      }
+      return;
+    }
     sdk::Tensor idx;
     if (ctx.num_outputs() > 1) idx = ctx.output(1, ys, SINGA_ONNX_INT64);
     int64_t* pi = idx.present() ? idx.data<int64_t>() : nullptr;
@@ -262,6 +301,45 @@ class MaxPool : public PoolBase {
     });
   }
 
+  // X and Y in [N][C/16][H][W][16]: one vector of 16 channels per pixel, so
+  // a window is its taps' loads and maxima with no transposes. Work goes by
+  // (block, output row); dilated windows and CPUs without AVX-512 take the
+  // portable loop, which keeps the same first-tap / strictly-greater rule.
+  static void max_pool_blocked(const sdk::Context& ctx, const Geometry& g, int64_t blocks, const float* x, float* y) {
+    constexpr int64_t kL = 16;
+    const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+    const bool vector = fast::avx512() && g.d[1] == 1 && g.d[2] == 1;
+    const int64_t grain = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, OW * g.k[1] * g.k[2]));
+    ctx.parallel_for(blocks * OH, grain, [&](int64_t b, int64_t e) {
+      while (b < e) {
+        const int64_t blk = b / OH, q0 = b % OH, q1 = std::min(OH, q0 + (e - b));
+        const float* xp = x + blk * H * W * kL;
+        float* yp = y + (blk * OH + q0) * OW * kL;
+        if (vector) {
+          max_pool_blocked16_f32(xp, 1, kL, H, 0, g, q0, q1, yp);
+        } else {
+          for (int64_t oh = q0; oh < q1; ++oh) {
+            const Taps th = taps(oh, g.s[1], g.pb[1], g.d[1], g.k[1], 0, H);
+            for (int64_t ow = 0; ow < OW; ++ow, yp += kL) {
+              const Taps tw = taps(ow, g.s[2], g.pb[2], g.d[2], g.k[2], 0, W);
+              float best[kL];
+              std::fill(best, best + kL, -std::numeric_limits<float>::infinity());
+              bool first = true;
+              for (int64_t kh = th.kb; kh < th.ke; ++kh)
+                for (int64_t kw = tw.kb; kw < tw.ke; ++kw) {
+                  const float* v = xp + (th.at(kh) * W + tw.at(kw)) * kL;
+                  for (int64_t l = 0; l < kL; ++l) best[l] = first || v[l] > best[l] ? v[l] : best[l];
+                  first = false;
+                }
+              std::copy(best, best + kL, yp);
+            }
+          }
+        }
+        b += q1 - q0;
+      }
+    });
+  }
+
   // Whether every window of g holds an input row and an input column: its
   // padding and any ceil_mode overhang are shorter than the window.
   static bool replicate_fits(const Geometry& g) {
@@ -346,6 +424,7 @@ class MaxPool : public PoolBase {
   }
 
   bool column_major_ = false;
+  bool blocked_ = false, blocked_in_ = false;
 };
 
 class AveragePool : public PoolBase {
@@ -486,12 +565,14 @@ void register_pool(sdk::Registrar& reg) {
   const uint64_t f = sdk::kFloatTypes;
   const uint64_t f8 = f | bit(SINGA_ONNX_INT8) | bit(SINGA_ONNX_UINT8);
   // MaxPool: 8 adds Indices and storage_order, 10 ceil_mode and dilations,
-  // 11 changes pads' defaults, 12 adds 8-bit integers.
-  reg.kernel<MaxPool>("", "MaxPool", 1, 7, "cpu", {{"T", 0, f}});
-  reg.kernel<MaxPool>("", "MaxPool", 8, 9, "cpu", {{"T", 0, f}});
-  reg.kernel<MaxPool>("", "MaxPool", 10, 10, "cpu", {{"T", 0, f}});
-  reg.kernel<MaxPool>("", "MaxPool", 11, 11, "cpu", {{"T", 0, f}});
-  reg.kernel<MaxPool>("", "MaxPool", 12, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f8}});
+  // 11 changes pads' defaults, 12 adds 8-bit integers. Every version reads
+  // and writes float 16-channel blocks as well.
+  const std::initializer_list<sdk::LayoutAccept> blocked = {{0, kBlocked16Layout}, {-1, kBlocked16Layout}};
+  reg.kernel<MaxPool>("", "MaxPool", 1, 7, "cpu", {{"T", 0, f}}, blocked);
+  reg.kernel<MaxPool>("", "MaxPool", 8, 9, "cpu", {{"T", 0, f}}, blocked);
+  reg.kernel<MaxPool>("", "MaxPool", 10, 10, "cpu", {{"T", 0, f}}, blocked);
+  reg.kernel<MaxPool>("", "MaxPool", 11, 11, "cpu", {{"T", 0, f}}, blocked);
+  reg.kernel<MaxPool>("", "MaxPool", 12, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f8}}, blocked);
   // AveragePool: 7 adds count_include_pad, 10 ceil_mode.
   reg.kernel<AveragePool>("", "AveragePool", 1, 6, "cpu", {{"T", 0, f}});
   reg.kernel<AveragePool>("", "AveragePool", 7, 9, "cpu", {{"T", 0, f}});
@@ -506,7 +587,7 @@ void register_pool(sdk::Registrar& reg) {
   const uint64_t r = kRealTypes;
   reg.kernel<LpPool>("", "LpPool", 18, 18, "cpu", {{"T", 0, f}});
   reg.kernel<AveragePool>("", "AveragePool", 19, 19, "cpu", {{"T", 0, f}});
-  reg.kernel<MaxPool>("", "MaxPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f8 | bit(SINGA_ONNX_BFLOAT16)}});
+  reg.kernel<MaxPool>("", "MaxPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, f8 | bit(SINGA_ONNX_BFLOAT16)}}, blocked);
   reg.kernel<AveragePool>("", "AveragePool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, r}});
   reg.kernel<LpPool>("", "LpPool", 22, SINGA_VERSION_OPEN, "cpu", {{"T", 0, r}});
 }

@@ -8,6 +8,8 @@
 
 #include "vec_activation_avx512.hpp"
 
+#include <algorithm>
+
 namespace singa {
 namespace nn {
 
@@ -71,6 +73,22 @@ void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, in
     unblock16_with<false>(b, y, N, M, R, W, y_image, y_channel, z, act);
 }
 
+void block16_f32(const float* x, float* y, int64_t blocks, int64_t HW) {
+  __m512 v[16];
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const float* src = x + blk * 16 * HW;
+    float* dst = y + blk * 16 * HW;
+    for (int64_t p = 0; p < HW; p += 16) {
+      const int64_t n = std::min<int64_t>(16, HW - p);
+      const __mmask16 mask = __mmask16((1u << n) - 1u);
+      for (int l = 0; l < 16; ++l)
+        v[l] = n == 16 ? _mm512_loadu_ps(src + l * HW + p) : _mm512_maskz_loadu_ps(mask, src + l * HW + p);
+      fast::transpose16(v);
+      for (int64_t i = 0; i < n; ++i) _mm512_storeu_ps(dst + (p + i) * 16, v[i]);
+    }
+  }
+}
+
 SINGA_AVX512_END
 
 }  // namespace nn
@@ -84,6 +102,7 @@ void unblock16_f32(const float*, float*, int64_t, int64_t, int64_t, int64_t, int
                    const ops::FusedActivation&) {
   std::abort();
 }
+void block16_f32(const float*, float*, int64_t, int64_t) { std::abort(); }
 }  // namespace nn
 }  // namespace singa
 #endif

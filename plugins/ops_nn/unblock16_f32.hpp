@@ -25,6 +25,10 @@ namespace nn {
 void unblock16_f32(const float* b, float* y, int64_t N, int64_t M, int64_t R, int64_t W, int64_t y_image,
                    int64_t y_channel, const float* z = nullptr, const ops::FusedActivation& act = {});
 
+// The reverse for whole planes: x holds `blocks` groups of 16 planes of HW
+// floats (NCHW), y gets each group as [HW][16] (nChw16c).
+void block16_f32(const float* x, float* y, int64_t blocks, int64_t HW);
+
 }  // namespace nn
 }  // namespace singa
 #endif

@@ -4,6 +4,7 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace singa {
 namespace ops {
@@ -16,12 +17,28 @@ int64_t prod(const Shape& s, size_t from, size_t to) {
   return p;
 }
 
+// The CPU pack's 16-channel blocks ([N][C/16][H][W][16], plugins/ops_nn/
+// layouts.hpp). Along the channel axis, with every C a multiple of 16, one
+// image of an input is a contiguous run of C*H*W elements that goes at
+// offset C_before*H*W of the output's image: the row copy below, unchanged.
+constexpr const char* kBlocked16 = "ai.singa.cpu.nChw16c";
+// Inputs a blocked Concat may have (the kernel declares each index); the
+// blocked-layout pass (plugins/ops_nn/passes/blocked_layout.cpp) keeps
+// Concats with more inputs plain.
+constexpr int kMaxBlockedInputs = 64;
+
 class Concat : public KernelBase {
  public:
   explicit Concat(const Node& node) : KernelBase(node) {
     // Concat-1 defaulted axis to 1; from opset 4 it is required.
     if (node.opset() >= 4 && !node.has_attr("axis")) sdk::fail("attribute 'axis' is required");
     axis_ = node.attr_int("axis", 1);
+    // A layout other than plain: every input and the output in the same one.
+    layout_ = node.output_layout(0);
+    for (size_t k = 0; k < node.num_inputs(); ++k)
+      if (node.input_layout(k) != layout_)
+        fail("input " + std::to_string(k) + " is in layout '" + node.input_layout(k) + "' and the output in '" +
+             layout_ + "': a Concat moves one layout");
   }
 
   void compute(Context& ctx) const {
@@ -32,6 +49,12 @@ class Concat : public KernelBase {
     const int64_t rank = int64_t(first.size());
     check(rank > 0, "cannot concatenate scalars");
     const size_t axis = size_t(normalize_axis(axis_, rank, "axis"));
+    if (!layout_.empty()) {
+      check(rank == 4 && axis == 1, "values in 16-channel blocks are concatenated along axis 1 of 4 only");
+      for (size_t k = 0; k < ins.size(); ++k)
+        SINGA_CHECK(ins[k].dim(1) % 16 == 0, "input " + std::to_string(k) + " has " + std::to_string(ins[k].dim(1)) +
+                                                 " channels, not a multiple of 16, in 16-channel blocks");
+    }
     Shape out = first;
     out[axis] = 0;
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -77,7 +100,15 @@ class Concat : public KernelBase {
 
  private:
   int64_t axis_ = 1;
+  std::string layout_;  // "" plain, or kBlocked16 for every value
 };
+
+// Concat on plain values or on 16-channel blocks (inputs 0..kMaxBlockedInputs-1).
+template <size_t... I>
+void register_concat(sdk::Registrar& reg, std::index_sequence<I...>) {
+  reg.kernel<Concat>("", "Concat", 1, 17, "cpu", {{"T", 0, kMoveTypes}},
+                     {sdk::LayoutAccept{int32_t(I), kBlocked16}..., sdk::LayoutAccept{-1, kBlocked16}});
+}
 
 class Split : public KernelBase {
  public:
@@ -158,7 +189,7 @@ class Split : public KernelBase {
 }  // namespace
 
 void register_concat_split(sdk::Registrar& reg) {
-  reg.kernel<Concat>("", "Concat", 1, 17, "cpu", {{"T", 0, kMoveTypes}});
+  register_concat(reg, std::make_index_sequence<kMaxBlockedInputs>());
   // Split-1 could take `split` as input 1; 2..12 only as an attribute.
   reg.kernel<Split>("", "Split", 1, 1, "cpu", {{"T", 0, kMoveTypes}}, 0, input_bit(1));
   reg.kernel<Split>("", "Split", 2, 12, "cpu", {{"T", 0, kMoveTypes}});
