@@ -7,8 +7,10 @@
 // alpha) itself, and ran a BERT encoder's shapes 2-14% faster in a
 // micro-benchmark at 1 thread (128x256x1024: 290 -> 254 us, 64 rows a part:
 // 142 -> 123 us). At N threads the rows of A split into N parts, one
-// primitive each; every plan shares one packed copy of B when the layouts
-// agree (a copy per plan took a BERT encoder's peak RSS from 54 to 92 MiB).
+// primitive each, or B's columns where B outweighs A and Y (few rows, see
+// column_parts in matmul_dnnl.cpp); every plan shares one packed copy of B
+// when the layouts agree (a copy per plan took a BERT encoder's peak RSS
+// from 54 to 92 MiB).
 #ifndef SINGA_OPS_MATH_MATMUL_DNNL_HPP
 #define SINGA_OPS_MATH_MATMUL_DNNL_HPP
 

@@ -370,24 +370,45 @@ std::unique_ptr<DnnlConvPlan> split_by_rows(const DnnlConv::State& s, int64_t n,
   return sharing_weights(s, std::move(parts), w);
 }
 
-// The part writing the conv rows that pooled rows [q0, q1) read.
-DnnlConvPart pooled_part(const DnnlConv::State& s, int64_t q0, int64_t q1, const memory::desc* weights_md) {
+// The part writing the conv rows that pooled rows [q0, q1) read, for output
+// channels [m0, m1) (all of them unless given).
+DnnlConvPart pooled_part(const DnnlConv::State& s, int64_t q0, int64_t q1, const memory::desc* weights_md,
+                         int64_t m0 = 0, int64_t m1 = -1) {
   const Geometry& pg = s.pool;
+  if (m1 < 0) m1 = s.M;
   const auto [r0, r1] = pg.in_range(1, q0, q1);
   if (r1 <= r0) throw dnnl::error(dnnl_invalid_arguments, "pooled rows of padding only");
-  DnnlConvPart part = make_part(s, r0, r1, 0, s.M, weights_md);
-  const memory::dims dst_dims{s.N, s.M, r1 - r0, s.OW};
+  DnnlConvPart part = make_part(s, r0, r1, m0, m1, weights_md);
+  const memory::dims dst_dims{s.N, m1 - m0, r1 - r0, s.OW};
   if (part.pd.dst_desc() != memory::desc(dst_dims, dt::f32, tag::nChw16c))
     throw dnnl::error(dnnl_unimplemented, "the conv output is not in 16-channel blocks");
-  part.r0 = r0, part.q0 = q0, part.q1 = q1;
+  part.r0 = r0, part.m0 = m0, part.q0 = q0, part.q1 = q1;
   part.unblock16 = false;
-  part.pool_bytes = align64(size_t(s.N * s.M * (q1 - q0) * pg.out[2]) * sizeof(float));
+  part.pool_bytes = align64(size_t(s.N * (m1 - m0) * (q1 - q0) * pg.out[2]) * sizeof(float));
   return part;
+}
+
+// A pooled plan of n slices of 16-channel blocks, each convolving and
+// pooling all rows with its own share of the weights: for the layers that
+// split_rows sends to channel slices (crnn's 512-channel 3x3 convs on 4x32
+// planes, 9 MiB of weights for 128 pixels), where every band would stream
+// all the weights.
+std::unique_ptr<DnnlConvPlan> pooled_channel_plan(const DnnlConv::State& s, int64_t n, const float* w) {
+  const int64_t units = s.M / 16;
+  auto plan = std::make_unique<DnnlConvPlan>();
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t m0 = units * p / n * 16, m1 = units * (p + 1) / n * 16;
+    DnnlConvPart part = pooled_part(s, 0, s.pool.out[1], nullptr, m0, m1);
+    finish_part(s, part, nullptr, w, m0);
+    add_part(*plan, std::move(part));
+  }
+  return plan;
 }
 
 // A pooled plan: the pooled rows in n bands, each part convolving the rows
 // its band reads (neighbours share a row or two) with one copy of the weights.
 std::unique_ptr<DnnlConvPlan> pooled_plan(const DnnlConv::State& s, int64_t n, const float* w) {
+  if (n > 1 && s.group == 1 && !split_rows(s, n)) return pooled_channel_plan(s, std::min<int64_t>(n, s.M / 16), w);
   const int64_t PH = s.pool.out[1];
   n = std::clamp<int64_t>(n, 1, PH);
   std::vector<DnnlConvPart> parts;
@@ -596,9 +617,13 @@ void DnnlConv::run(const sdk::Context& ctx, const float* x, const float* w, floa
       if (s.pooled) {
         float* pooled = reinterpret_cast<float*>(base + p.src_bytes + p.dst_bytes + p.scratch_bytes);
         const int64_t PH = s.pool.out[1], PW = s.pool.out[2];
-        max_pool_blocked16_f32(static_cast<const float*>(dst.get_data_handle()), s.N, s.M, p.pd.dst_desc().dims()[2],
+        const int64_t pm = p.pd.dst_desc().dims()[1];  // a channel slice's, or all
+        max_pool_blocked16_f32(static_cast<const float*>(dst.get_data_handle()), s.N, pm, p.pd.dst_desc().dims()[2],
                                p.r0, s.pool, p.q0, p.q1, pooled);
-        store_band16(pooled, y, s.blocked_out, s.N, s.M, p.q1 - p.q0, PW, PH, p.q0, FusedActivation());
+        if (s.blocked_out)
+          store_blocked16_rows(pooled, y, s.N, pm, p.q1 - p.q0, PW, s.M, PH, p.m0, p.q0, nullptr, FusedActivation());
+        else
+          unblock16_f32(pooled, y + (p.m0 * PH + p.q0) * PW, s.N, pm, p.q1 - p.q0, PW, s.M * PH * PW, PH * PW);
       } else if (s.blocked_out) {
         const memory::dims d = p.pd.dst_desc().dims();
         if (p.reorder_dst) p.dst_out.execute(st, dst, udst);
