@@ -52,6 +52,7 @@ class QdqMatMulKernel {
     const sdk::Tensor zb = node.has_input(5) ? node.constant(5) : sdk::Tensor();
     if (!b.present() || (node.has_input(5) && !zb.present())) return;
     packed_ = pack(b, zb);
+    if (packed_ && node.option_bool("cpu.int8_amx", true)) attach_amx(*packed_);
     b_data_ = b.data_ptr();
   }
 

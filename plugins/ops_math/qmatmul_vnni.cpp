@@ -1,9 +1,14 @@
 #include "qmatmul_vnni.hpp"
 
+#include "qmatmul_amx.hpp"
+
+#include <line_aligned.hpp>
+
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 // The kernels carry their own target attribute; callers check
 // vnni_available() first, so the rest of the plugin keeps the baseline ISA.
@@ -16,6 +21,15 @@ namespace {
 
 constexpr int kMR = 6;         // rows of A per micro tile (6 x 4 accumulators)
 constexpr int64_t kChunk = 72;  // at most this many rows of A per task (kept in L2 across panels)
+// Products of at least kAmxMinRows rows run on AMX where B has its AMX form
+// (only a B with K >= kAmxMinK and N >= kAmxMinN gets one), in parts of
+// about kAmxRows rows (<= kChunk). Below these, in a micro-benchmark with
+// the QDQ epilogue, VNNI was as fast or faster (K 64-128: AMX 1.4-1.6x
+// slower; K 256-1024 with 32+ rows: AMX 1.2-2x faster).
+constexpr int64_t kAmxMinRows = 32;
+constexpr int64_t kAmxMinK = 256;
+constexpr int64_t kAmxMinN = 128;
+constexpr int64_t kAmxRows = 32;
 
 // Four bytes of a row of A starting at p, of which `n` are real (the rest 0).
 inline int32_t load4(const uint8_t* p, int64_t n) {
@@ -81,10 +95,10 @@ template <int MR>
 constexpr MicroFn row_fns[4] = {micro<MR, 1>, micro<MR, 2>, micro<MR, 3>, micro<MR, 4>};
 const MicroFn* const kMicro[kMR] = {row_fns<1>, row_fns<2>, row_fns<3>, row_fns<4>, row_fns<5>, row_fns<6>};
 
-// The zero-point corrections and the store of `rows` rows of a tile whose
-// columns start at n0 (cols of them real).
-SINGA_VNNI void finish(const int32_t* tile, int rows, int64_t m0, int64_t n0, int64_t cols, const int32_t* za,
-                       const int32_t* rowsum, const PackedB8& b, const QGemmOut& out) {
+// The zero-point corrections and the store of `rows` rows of a tile (row
+// stride tile_ld) whose columns start at n0 (cols of them real).
+SINGA_VNNI void finish(const int32_t* tile, int64_t tile_ld, int rows, int64_t m0, int64_t n0, int64_t cols,
+                       const int32_t* za, const int32_t* rowsum, const PackedB8& b, const QGemmOut& out) {
   const __mmask16 all = 0xFFFF;
   const __m512 qs = _mm512_set1_ps(out.q_scale), qz = _mm512_set1_ps(float(out.q_zero));
   const __m512 qlo = _mm512_set1_ps(out.q_signed ? -128.f : 0.f), qhi = _mm512_set1_ps(out.q_signed ? 127.f : 255.f);
@@ -93,7 +107,7 @@ SINGA_VNNI void finish(const int32_t* tile, int rows, int64_t m0, int64_t n0, in
     for (int64_t j = 0; j * 16 < cols; ++j) {
       const int64_t n = n0 + 16 * j, left = cols - 16 * j;
       const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-      __m512i v = _mm512_load_si512(tile + r * 64 + 16 * j);
+      __m512i v = _mm512_loadu_si512(tile + r * tile_ld + 16 * j);
       v = _mm512_sub_epi32(v, _mm512_mullo_epi32(vza, _mm512_loadu_si512(b.ccorr.data() + n)));
       if (rowsum) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(vrs, _mm512_loadu_si512(b.zb.data() + n)));
       const int64_t at = (m0 + r) * out.ld + n;
@@ -128,29 +142,70 @@ SINGA_VNNI void finish(const int32_t* tile, int rows, int64_t m0, int64_t n0, in
   }
 }
 
+// The zero points of rows [m0, m1) and, when B has zero points, their sums.
+void row_terms(int64_t m0, int64_t m1, const uint8_t* a, int64_t lda, int32_t za, const int32_t* za_rows,
+               const PackedB8& b, int32_t* zas, int32_t* rowsum) {
+  for (int64_t m = m0; m < m1; ++m) {
+    zas[m - m0] = za_rows ? za_rows[m] : za;
+    if (!b.any_zb) continue;
+    uint32_t s = 0;
+    const uint8_t* row = a + m * lda;
+    for (int64_t k = 0; k < b.K; ++k) s += row[k];
+    rowsum[m - m0] = int32_t(s);
+  }
+}
+
 // Rows [m0, m1) against panels [p0, p1).
 SINGA_VNNI void run_block(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const uint8_t* a, int64_t lda, int32_t za,
                           const int32_t* za_rows, const PackedB8& b, const QGemmOut& out) {
   alignas(64) int32_t tile[kMR * 64];
   int32_t rowsum[kChunk], zas[kChunk];
   const int64_t K = b.K;
-  for (int64_t m = m0; m < m1; ++m) {
-    zas[m - m0] = za_rows ? za_rows[m] : za;
-    if (!b.any_zb) continue;
-    uint32_t s = 0;
-    const uint8_t* row = a + m * lda;
-    for (int64_t k = 0; k < K; ++k) s += row[k];
-    rowsum[m - m0] = int32_t(s);
-  }
+  row_terms(m0, m1, a, lda, za, za_rows, b, zas, rowsum);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * 64, cols = std::min<int64_t>(64, b.N - n0);
     const int nv = int((cols + 15) / 16);
     for (int64_t m = m0; m < m1; m += kMR) {
       const int rows = int(std::min<int64_t>(kMR, m1 - m));
       kMicro[rows - 1][nv - 1](a + m * lda, lda, K, b.panel(p), tile);
-      finish(tile, rows, m, n0, cols, zas + (m - m0), b.any_zb ? rowsum + (m - m0) : nullptr, b, out);
+      finish(tile, 64, rows, m, n0, cols, zas + (m - m0), b.any_zb ? rowsum + (m - m0) : nullptr, b, out);
     }
   }
+}
+
+// Rows [m0, m1) (at most kChunk) on AMX: oneDNN's sums into a per-thread
+// buffer, then the same epilogue as the VNNI tiles; the VNNI kernel where
+// oneDNN refuses the part.
+void run_block_amx(const AmxB8& amx, int64_t m0, int64_t m1, const uint8_t* a, int64_t lda, int32_t za,
+                   const int32_t* za_rows, const PackedB8& b, const QGemmOut& out) {
+  thread_local std::vector<int32_t> buf;
+  const int64_t rows = m1 - m0;
+  if (buf.size() < size_t(rows * b.N + 16)) buf.resize(size_t(rows * b.N + 16));
+  int32_t* acc = fast::line_start(buf.data());  // 64-byte aligned rows for N a multiple of 16
+  if (!amx.product(rows, a + m0 * lda, lda, acc)) {
+    run_block(m0, m1, 0, b.panels(), a, lda, za, za_rows, b, out);
+    return;
+  }
+  int32_t rowsum[kChunk], zas[kChunk];
+  row_terms(m0, m1, a, lda, za, za_rows, b, zas, rowsum);
+  finish(acc, b.N, int(rows), m0, 0, b.N, zas, b.any_zb ? rowsum : nullptr, b, out);
+}
+
+// B's AMX form, made on first use (one lock per tall product: cheap next
+// to the product); null where it is not wanted or oneDNN refused it.
+const AmxB8* amx_for(const PackedB8& p) {
+  if (!p.amx_wanted) return nullptr;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!p.amx_tried) {
+    p.amx_tried = true;
+    std::vector<int8_t> plain(size_t(p.K * p.N));
+    for (int64_t k = 0; k < p.K; ++k)
+      for (int64_t n = 0; n < p.N; ++n)
+        plain[size_t(k * p.N + n)] = p.panel(n / 64)[(k / 4) * 256 + (n % 64) * 4 + k % 4];
+    p.amx = AmxB8::plan(std::move(plain), p.K, p.N);
+  }
+  return p.amx.get();
 }
 
 }  // namespace
@@ -189,12 +244,25 @@ void pack_b8(PackedB8& p, const void* b, bool b_u8, int64_t K, int64_t N, int64_
   }
 }
 
+void attach_amx(PackedB8& p) { p.amx_wanted = amx_int8_available() && p.K >= kAmxMinK && p.N >= kAmxMinN; }
+
 void qgemm_u8s8(const sdk::Context& ctx, int64_t rows, const uint8_t* a, int64_t lda, int32_t za,
                 const int32_t* za_rows, const PackedB8& b, const QGemmOut& out) {
   if (rows <= 0 || b.N <= 0) return;
+  const int threads = std::max(1, ctx.num_threads());
+  const AmxB8* amx = rows >= kAmxMinRows ? amx_for(b) : nullptr;
+  if (amx) {
+    // Parts of at most kAmxRows rows, split evenly: oneDNN's AMX code ran
+    // 32-row parts faster per row than whole 128-row products.
+    const int64_t parts = std::max<int64_t>((rows + kAmxRows - 1) / kAmxRows, std::min<int64_t>(threads, rows / 16));
+    ctx.parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        run_block_amx(*amx, rows * t / parts, rows * (t + 1) / parts, a, lda, za, za_rows, b, out);
+    });
+    return;
+  }
   // Rows split evenly over the threads (in whole micro tiles), then the
   // panels too when that leaves too few tasks for the pool.
-  const int threads = std::max(1, ctx.num_threads());
   const int64_t per = std::min<int64_t>(kChunk, (((rows + threads - 1) / threads + kMR - 1) / kMR) * kMR);
   const int64_t chunks = (rows + per - 1) / per, panels = b.panels();
   const int64_t groups = threads == 1 ? 1 : std::clamp<int64_t>((4 * threads + chunks - 1) / chunks, 1, panels);

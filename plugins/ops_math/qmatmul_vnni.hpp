@@ -15,6 +15,7 @@
 #include <singa/kernel.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace singa {
@@ -23,6 +24,8 @@ namespace math {
 
 // True when the CPU (and OS) run AVX-512 VNNI code.
 bool vnni_available();
+
+class AmxB8;  // qmatmul_amx.hpp
 
 // B [K, N] as s8 in panels of 64 columns: panel p holds, for each group of
 // 4 rows q, 64 columns x 4 bytes (row 4q..4q+3 of one column together), the
@@ -34,6 +37,11 @@ struct PackedB8 {
   std::vector<int32_t> zb;     // per column: the stored value's zero point
   std::vector<int32_t> ccorr;  // per column: colsum - K zb (see qmatmul_vnni.cpp)
   bool any_zb = false;
+  // The same B for oneDNN's AMX code: wanted (attach_amx), made on the first
+  // product tall enough to use it (qmatmul_vnni.cpp's amx_for).
+  bool amx_wanted = false;
+  mutable bool amx_tried = false;
+  mutable std::shared_ptr<AmxB8> amx;
   const int8_t* panel(int64_t p) const { return data.data() + offset + p * groups * 256; }
   int64_t panels() const { return (N + 63) / 64; }
 };
@@ -43,6 +51,12 @@ struct PackedB8 {
 // B's own type.
 void pack_b8(PackedB8& p, const void* b, bool b_u8, int64_t K, int64_t N, int64_t sk, int64_t sn, const int32_t* zb,
              int64_t zb_count);
+
+// Lets a packed constant B take an AMX form (qmatmul_amx.hpp) where the CPU
+// has AMX-INT8, so that qgemm_u8s8 runs tall products there. The copy of B
+// in oneDNN's layout is made on the first such product (none for a model
+// that only ever multiplies a few rows); a B packed per call should skip it.
+void attach_amx(PackedB8& p);
 
 // Where the products go (row stride ld): the exact int32 sums (acc); or
 // y = float(sum) * scale[n] (+ bias[n]) as float (y); or y quantized as

@@ -146,6 +146,7 @@ ConstantB plan_constant_b(const sdk::Node& node, size_t b_in, size_t zp_in) {
   c.packed = std::make_unique<PackedB8>();
   pack_b8(*c.packed, b.data_ptr(), b.dtype() == SINGA_ONNX_UINT8, b.dim(0), b.dim(1), b.dim(1), 1,
           zb.empty() ? nullptr : zb.data(), int64_t(zb.size()));
+  if (node.option_bool("cpu.int8_amx", true)) attach_amx(*c.packed);
   c.data = b.data_ptr();
   c.shape = b.shape();
   return c;
