@@ -27,16 +27,24 @@ def singa_time(singa, model, threads, iters, warmup):
     return json.loads(p.stdout.strip().splitlines()[-1])["median_ms"], None
 
 
+# Models per node process: onnxruntime-node 1.30 crashes (SIGSEGV, before the
+# first model) when node's command line holds about 500 paths.
+ORT_CHUNK = 200
+
+
 def ort_times(models, threads, iters, warmup):
-    """{model path: (median ms or None, error)} from one node process."""
-    p = subprocess.run(["node", os.path.join(HERE, "ort_op.js"), "--threads", str(threads), "--iters", str(iters),
-                        "--warmup", str(warmup)] + models, capture_output=True, text=True)
+    """{model path: (median ms or None, error)} from node processes of ORT_CHUNK models."""
     out = {}
-    for line in p.stdout.splitlines():
-        r = json.loads(line)
-        out[r["model"]] = (r.get("median_ms"), r.get("error"))
-    for m in models:
-        out.setdefault(m, (None, "ort_op.js: " + (p.stderr.strip().splitlines() or ["no result"])[-1]))
+    for k in range(0, len(models), ORT_CHUNK):
+        chunk = models[k:k + ORT_CHUNK]
+        p = subprocess.run(["node", os.path.join(HERE, "ort_op.js"), "--threads", str(threads), "--iters", str(iters),
+                            "--warmup", str(warmup)] + chunk, capture_output=True, text=True)
+        for line in p.stdout.splitlines():
+            r = json.loads(line)
+            out[r["model"]] = (r.get("median_ms"), r.get("error"))
+        for m in chunk:
+            why = (p.stderr.strip().splitlines() or ["no result (exit status %d)" % p.returncode])[-1]
+            out.setdefault(m, (None, "ort_op.js: " + why))
     return out
 
 

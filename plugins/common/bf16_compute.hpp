@@ -19,7 +19,13 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <atomic>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <string>
 
 namespace singa {
@@ -50,19 +56,36 @@ inline bool bf16_requested(const sdk::Graph& g) {
                                                ": expected fp32 (the default) or bf16");
 }
 
+// Logs `message` once per process, whichever plugin asks first. Every plugin
+// that includes this header has its own copy of its statics (plugins export
+// nothing but their entry point) and the C ABI has no process-wide store, so
+// the first caller marks the environment with a variable named after the
+// message, holding the process id: a child process that inherits it logs
+// again. The mutex orders callers within one plugin; two plugins preparing
+// at the same instant could both log, which only repeats a line.
+inline void log_once_per_process(singa_log_level level, const char* message) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the message
+  for (const char* p = message; *p; ++p) h = (h ^ uint8_t(*p)) * 1099511628211ull;
+  char name[40], pid[24];
+  std::snprintf(name, sizeof name, "SINGA_LOGGED_%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(pid, sizeof pid, "%ld", static_cast<long>(getpid()));
+  const char* mark = std::getenv(name);
+  if (mark && std::strcmp(mark, pid) == 0) return;
+  setenv(name, pid, 1);
+  const singa_host_api* host = sdk::host_ptr();
+  if (host && host->log) host->log(level, message);
+}
+
 // Whether the passes turn float32 products into bfloat16 ones for this graph:
 // requested and the CPU can. A request the CPU cannot honour is logged once
 // per process (the graph then runs in float32).
 inline bool bf16_compute_on(const sdk::Graph& g) {
   if (!bf16_requested(g)) return false;
   if (cpu_has_bf16()) return true;
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true)) {
-    const singa_host_api* h = sdk::host_ptr();
-    if (h && h->log)
-      h->log(SINGA_LOG_WARNING, "option cpu.precision=bf16: this CPU (or ONEDNN_MAX_CPU_ISA) has no AVX512-BF16 "
-                                "or AMX, so Conv, MatMul and Gemm stay in float32");
-  }
+  log_once_per_process(SINGA_LOG_WARNING, "option cpu.precision=bf16: this CPU (or ONEDNN_MAX_CPU_ISA) has no "
+                                          "AVX512-BF16 or AMX, so Conv, MatMul and Gemm stay in float32");
   return false;
 }
 

@@ -119,6 +119,12 @@ inline float erf_rational(float v) {
   return v * p / q;
 }
 
+// erf_rational over an array (in place), branch-free: the Erf of float16 and
+// bfloat16 values, whose 10- or 7-bit results it meets with room to spare.
+SINGA_VEC_CLONES inline void erf_rational_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = erf_rational(x[i]);
+}
+
 // y = x / 2 (1 + erf(x / sqrt 2)), GELU with approximate "none", in one pass
 // (y may alias x): a BERT encoder's four GELUs 0.27 -> 0.10 ms at 1 thread
 // against the two-branch erf_inplace between separate scaling passes.

@@ -124,6 +124,7 @@ void binary_apply(const sdk::Context& ctx, const BinaryShapes& s, const TA* pa, 
 void register_compare(sdk::Registrar& reg);
 void register_boolean(sdk::Registrar& reg);
 void register_where(sdk::Registrar& reg);
+void register_cast_half_compare(sdk::Registrar& reg);
 
 }  // namespace logical
 }  // namespace ops

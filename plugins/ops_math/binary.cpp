@@ -1,5 +1,6 @@
 // binary.cpp - Add, Sub, Mul, Div, Pow, Mod, BitShift, BitwiseAnd/Or/Xor with broadcasting.
 #include "binary_common.hpp"
+#include "binary_half.hpp"
 #include "registry.hpp"
 
 namespace singa {
@@ -74,6 +75,15 @@ struct DivFn {
   }
 };
 
+#ifdef SINGA_HAVE_F16C_PATH
+template <typename Fn> constexpr half_binary::Arith arith_of() {
+  if constexpr (std::is_same<Fn, AddFn>::value) return half_binary::Arith::kAdd;
+  if constexpr (std::is_same<Fn, SubFn>::value) return half_binary::Arith::kSub;
+  if constexpr (std::is_same<Fn, MulFn>::value) return half_binary::Arith::kMul;
+  return half_binary::Arith::kDiv;
+}
+#endif
+
 // Add, Sub, Mul, Div: one kernel shape, four functors.
 template <typename Fn, bool kIsDivision>
 class ArithKernel : public SameTypeBinary {
@@ -83,6 +93,14 @@ class ArithKernel : public SameTypeBinary {
     same_type<kNumeric>(ctx, [&](auto tag, const BinaryOperands& io, sdk::Tensor& out) {
       using T = decltype(tag);
       if constexpr (kIsDivision && is_int_v<T>) sdk::check(!has_zero<T>(io.b), "integer division by zero");
+#ifdef SINGA_HAVE_F16C_PATH
+      if constexpr (std::is_same<T, half>::value || std::is_same<T, bfloat16>::value) {
+        if (half_binary_supported()) {
+          half_binary_broadcast<arith_of<Fn>(), T, Fn>(ctx, io.a, io.b, out);
+          return;
+        }
+      }
+#endif
       binary_broadcast<T, T, T>(ctx, io.a, io.b, out, Via<T, Fn>{});
     });
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <singa/kernel.hpp>
 #include <string>
 #include <type_traits>
@@ -15,6 +16,24 @@
 namespace singa {
 namespace ops {
 namespace math {
+
+// Elementwise ops whose float16 kernels convert in vector registers (F16C,
+// AVX-512): the pass cpu.float16_as_float32 leaves such a node `n` in half
+// when none of its inputs is already widened (`wide`: half value -> float32
+// twin), since widening it would add a Cast of each whole input before it
+// and one after it, three passes over memory for one.
+template <typename Node, typename Wide> bool stays_in_half(const Node& n, const Wide& wide) {
+  static const std::set<std::string> ops = {
+      "Abs",     "Add",  "Ceil", "Celu",     "Cos",         "Div",  "Elu",       "Erf",      "Exp",
+      "Floor",   "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Mish", "Mul", "Neg",
+      "Mean", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Sum",
+      "Tanh",
+      "ThresholdedRelu"};
+  if (!ops.count(n.op_type())) return false;
+  for (const std::string& in : n.input_names())
+    if (!in.empty() && wide.count(in)) return false;
+  return true;
+}
 
 using sdk::bfloat16;
 using sdk::half;

@@ -2,6 +2,7 @@
 // trigonometry, sign/abs/neg and the IsNaN/IsInf predicates.
 #include "math_common.hpp"
 #include "registry.hpp"
+#include "half_convert_f32.hpp"
 #include "round_avx512.hpp"
 #include "sincos_f32.hpp"
 #include "unary_f32.hpp"
@@ -179,6 +180,91 @@ constexpr bool vec_type(vec::UnaryType* t) {
   return false;
 }
 
+// Erf, Sin and Cos have float32 vector forms only (vec_math.hpp,
+// sincos_f32.hpp; Erf's branch-free rational form, ample for 16-bit
+// results): float16 and bfloat16 run them on float blocks of 256,
+// converted on the way in and rounded on the way out as the scalar loop
+// rounds std::erf / std::sin of the widened value. 1 for these ops.
+template <typename Fn>
+constexpr bool kViaFloat = std::is_same<Fn, ErfFn>::value || std::is_same<Fn, SinFn>::value ||
+                           std::is_same<Fn, CosFn>::value;
+
+template <typename Fn> void float_kernel(float* v, int64_t n) {
+  if constexpr (std::is_same<Fn, ErfFn>::value) vec::erf_rational_inplace(v, n);
+  if constexpr (std::is_same<Fn, SinFn>::value) vec::sin_f32(v, v, n);
+  if constexpr (std::is_same<Fn, CosFn>::value) vec::cos_f32(v, v, n);
+}
+
+template <typename Fn, typename T> void via_float_blocks(const T* in, T* out, int64_t n) {
+  constexpr int64_t kBlock = 256;
+  float buf[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    if constexpr (std::is_same<T, half>::value) {
+      vec::f16_to_f32(reinterpret_cast<const uint16_t*>(in + b), buf, m);
+      float_kernel<Fn>(buf, m);
+      vec::f32_to_f16(buf, reinterpret_cast<uint16_t*>(out + b), m);
+    } else {
+      for (int64_t i = 0; i < m; ++i) buf[i] = float(in[b + i]);
+      float_kernel<Fn>(buf, m);
+      for (int64_t i = 0; i < m; ++i) out[b + i] = T(buf[i]);
+    }
+  }
+}
+
+// Sqrt and Reciprocal of doubles, 8 lanes at a time: vsqrtpd and vdivpd are
+// correctly rounded, as std::sqrt and 1 / x, so the bits are the scalar
+// loop's (which libm's errno handling keeps from vectorizing).
+template <typename Fn> constexpr bool kF64Vec = std::is_same<Fn, SqrtFn>::value || std::is_same<Fn, ReciprocalFn>::value;
+
+#ifdef SINGA_AVX512_BEGIN
+SINGA_AVX512_BEGIN
+template <typename Fn> void f64_avx512(const double* in, double* out, int64_t n) {
+  auto op = [](__m512d v) {
+    if constexpr (std::is_same<Fn, SqrtFn>::value)
+      return _mm512_sqrt_pd(v);
+    else
+      return _mm512_div_pd(_mm512_set1_pd(1.0), v);
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm512_storeu_pd(out + i, op(_mm512_loadu_pd(in + i)));
+  if (i < n) {
+    const __mmask8 m = __mmask8((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_pd(out + i, m, op(_mm512_maskz_loadu_pd(m, in + i)));
+  }
+}
+SINGA_AVX512_END
+#endif
+
+// Sign of float16 / bfloat16 by bit operations, 16 lanes at a time: +-0
+// stays, a NaN becomes the encoding sdk::half / sdk::bfloat16 give the float
+// NaN (sign | 0x7e00; the bits | 0x40), anything else +-1. The scalar loop's
+// bits, without a conversion per element.
+#ifdef SINGA_HAVE_F16C_PATH
+template <typename T> __attribute__((target("avx2"))) void sign16(const T* in, T* out, int64_t n) {
+  constexpr bool kHalf = std::is_same<T, half>::value;
+  const auto* x = reinterpret_cast<const uint16_t*>(in);
+  auto* y = reinterpret_cast<uint16_t*>(out);
+  const __m256i mag = _mm256_set1_epi16(0x7fff), sgn = _mm256_set1_epi16(int16_t(0x8000));
+  const __m256i inf = _mm256_set1_epi16(kHalf ? 0x7c00 : 0x7f80), one = _mm256_set1_epi16(kHalf ? 0x3c00 : 0x3f80);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m256i a = _mm256_and_si256(h, mag), s = _mm256_and_si256(h, sgn);
+    const __m256i zero = _mm256_cmpeq_epi16(a, _mm256_setzero_si256()), nan = _mm256_cmpgt_epi16(a, inf);
+    const __m256i nan_bits = kHalf ? _mm256_or_si256(s, _mm256_set1_epi16(0x7e00)) : _mm256_or_si256(h, _mm256_set1_epi16(0x40));
+    __m256i r = _mm256_or_si256(s, one);
+    r = _mm256_blendv_epi8(r, nan_bits, nan);
+    r = _mm256_blendv_epi8(r, h, zero);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), r);
+  }
+  for (; i < n; ++i) {
+    const float v = float(in[i]);
+    out[i] = T(v > 0 ? 1.f : v < 0 ? -1.f : v);
+  }
+}
+#endif
+
 template <typename Fn>
 class UnaryKernel {
  public:
@@ -210,7 +296,32 @@ class UnaryKernel {
               else
                 vec::cos_f32(in + b, out + b, e - b);
             });
+          } else if constexpr (kViaFloat<Fn> && (std::is_same<T, half>::value || std::is_same<T, bfloat16>::value)) {
+            const T* in = x.data<T>();
+            T* out = y.data<T>();
+            ctx.parallel_for(x.numel(), kCostly, [&](int64_t b, int64_t e) { via_float_blocks<Fn, T>(in + b, out + b, e - b); });
+#ifdef SINGA_HAVE_F16C_PATH
+          } else if constexpr (std::is_same<Fn, SignFn>::value &&
+                               (std::is_same<T, half>::value || std::is_same<T, bfloat16>::value)) {
+            const T* in = x.data<T>();
+            T* out = y.data<T>();
+            if (__builtin_cpu_supports("avx2")) {
+              ctx.parallel_for(x.numel(), kCheap, [&](int64_t b, int64_t e) { sign16<T>(in + b, out + b, e - b); });
+            } else {
+              unary_map<T, T>(ctx, x, y, Fn::kGrain, [](T v) { return convert<T>(Fn{}(compute_t<T>(v))); });
+            }
+#endif
           } else if constexpr (in_mask<T>(Fn::kTypes)) {
+#ifdef SINGA_AVX512_BEGIN
+            if constexpr (kF64Vec<Fn> && std::is_same<T, double>::value) {
+              if (vec::unary_avx512()) {
+                const double* in = x.data<double>();
+                double* out = y.data<double>();
+                ctx.parallel_for(x.numel(), kCheap, [&](int64_t b, int64_t e) { f64_avx512<Fn>(in + b, out + b, e - b); });
+                return;
+              }
+            }
+#endif
             if constexpr (kRoundVec<Fn, T>) {
               if (vec::unary_avx512()) {
                 const T* in = x.data<T>();

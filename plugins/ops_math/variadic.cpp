@@ -1,5 +1,6 @@
 // variadic.cpp - Sum, Mean, Max, Min over any number of broadcast inputs.
 #include "binary_common.hpp"
+#include "binary_half.hpp"
 #include "registry.hpp"
 
 namespace singa {
@@ -32,6 +33,29 @@ struct MinFn {
   }
 };
 
+#ifdef SINGA_HAVE_F16C_PATH
+struct DivCountFn {
+  float operator()(float a, float b) const { return a / b; }
+};
+
+// Sum / Mean of n >= 2 half or bfloat16 inputs; false (nothing written) when
+// the count of a Mean is not exact in T, for the scalar path.
+template <bool kMean, typename T>
+bool half_sum(sdk::Context& ctx, size_t n, const sdk::Tensor& first, sdk::Tensor& out) {
+  const T count = T(float(n));
+  if (kMean && float(count) != float(n)) return false;
+  half_binary_broadcast<half_binary::Arith::kAdd, T, SumFn>(ctx, first, ctx.input(1), out);
+  for (size_t i = 2; i < n; ++i) half_binary_broadcast<half_binary::Arith::kAdd, T, SumFn>(ctx, out, ctx.input(i), out);
+  if constexpr (kMean) {
+    T* p = out.data<T>();
+    ctx.parallel_for(out.numel(), 16384, [&](int64_t b, int64_t e) {
+      half_binary::run<half_binary::Arith::kDiv, T, DivCountFn>(p + b, 1, &count, 0, p + b, e - b);
+    });
+  }
+  return true;
+}
+#endif
+
 // Folds the inputs pairwise into the output: out = f(in0, in1), then
 // out = f(out, ink). Reading and writing the same index of `out` is safe.
 template <typename Fn, uint64_t kTypes, bool kMean>
@@ -59,6 +83,14 @@ class VariadicKernel {
               broadcast_copy<T, T>(ctx, first, out.data<T>(), out_shape);
               return;
             }
+#ifdef SINGA_HAVE_F16C_PATH
+            // float16 / bfloat16 sums in 8 lanes (binary_half.hpp): each fold
+            // rounds to T as the scalar one does, so the bits agree.
+            if constexpr (std::is_same<Fn, SumFn>::value &&
+                          (std::is_same<T, half>::value || std::is_same<T, bfloat16>::value)) {
+              if (half_binary_supported() && half_sum<kMean, T>(ctx, n, first, out)) return;
+            }
+#endif
             binary_broadcast<T, T, T>(ctx, first, ctx.input(1), out, Via<T, Fn>{});
             for (size_t i = 2; i < n; ++i) binary_broadcast<T, T, T>(ctx, out, ctx.input(i), out, Via<T, Fn>{});
             if constexpr (kMean) {

@@ -7,6 +7,7 @@
 #ifndef SINGA_OPS_NN_NORM_COMMON_HPP
 #define SINGA_OPS_NN_NORM_COMMON_HPP
 
+#include <half_convert_f32.hpp>
 #include "moments_f32.hpp"
 #include "nn_common.hpp"
 
@@ -86,6 +87,19 @@ void normalise_runs(sdk::Context& ctx, const sdk::Tensor& x, const sdk::Tensor& 
     const T* px = x.data<T>();
     T* py = y.data<T>();
     ctx.parallel_for(runs, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, len)), [&](int64_t rb, int64_t re) {
+      if constexpr (std::is_same<T, sdk::half>::value) {
+        // float16 runs on the float kernels: widened (F16C), normalised in
+        // float as the half loop computes, rounded once on the way out.
+        std::vector<float> xf(static_cast<size_t>(len)), yf(static_cast<size_t>(len));
+        for (int64_t r = rb; r < re; ++r) {
+          vec::f16_to_f32(reinterpret_cast<const uint16_t*>(px + r * len), xf.data(), len);
+          double mean, var;
+          mean_var(xf.data(), len, mean, var);
+          f(r, static_cast<const float*>(xf.data()), yf.data(), mean, var);
+          vec::f32_to_f16(yf.data(), reinterpret_cast<uint16_t*>(py + r * len), len);
+        }
+        return;
+      }
       for (int64_t r = rb; r < re; ++r) {
         const T* xr = px + r * len;
         T* yr = py + r * len;

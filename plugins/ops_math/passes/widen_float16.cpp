@@ -11,6 +11,7 @@
 // kernels. First, a Cast of float32 to half read only by a reduction becomes
 // a reduction of the float32 input with the same result (reduce_before_cast).
 #include "matmul_passes.hpp"
+#include "../math_common.hpp"
 
 #include <value_dtype.hpp>
 
@@ -193,6 +194,7 @@ int widen_float16(sdk::Graph& g) {
   for (sdk::GraphNode n : g.nodes()) {
     if (!n.alive() || !wants_widening(g, n)) continue;
     if (reduces_in_half(n.op_type()) && !wide.count(n.input_name(0)) && !g.constant(n.input_name(0)).present()) continue;
+    if (stays_in_half(n, wide)) continue;
     if (moves_in_half(n.op_type())) {
       bool any_wide = false;
       for (const std::string& in : n.input_names())
