@@ -2,12 +2,13 @@
 # Times singa against ONNX Runtime on the benchmark models, at 1 and 2
 # threads, in one run, and prints a Markdown table.
 #
-#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--repeat R] [--models "resnet18 ..."] [--set wide]
+#   bench/run.sh [BUILD_DIR] [--iters K] [--warmup W] [--repeat R] [--models "resnet18 ..."] [--set wide|extra]
 #
 # --set wide times the wide table instead of the six models (issue 33 item 5:
 # the 20 models of `make_models.py --list wide`, families singa was not tuned
 # for) at batch 1 only, and ends with each model's singa/ORT ratio at 1 and 2
-# threads and the geometric mean at each thread count.
+# threads and the geometric mean at each thread count. --set extra does the
+# same for a held-out set of other families (bench/extra_models.py).
 #
 # --repeat R measures every row R times, singa and ORT alternating, and
 # reports for each runtime the median of its R medians (min: the least of
@@ -28,6 +29,7 @@ iters=20
 warmup=3
 repeat=1
 wide=0
+extra=0
 models="resnet18 mobilenet_v2 squeezenet1_1 tiny_yolov2 bert_encoder lstm_classifier"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,9 +38,13 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --set)
-      [ "$2" = wide ] || { echo "run.sh: unknown set '$2' (known: wide)" >&2; exit 2; }
-      models=$(/usr/bin/python3 "$here/make_models.py" --list wide | tr '\n' ' '); wide=1; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+      case "$2" in
+        wide) models=$(/usr/bin/python3 "$here/make_models.py" --list wide | tr '\n' ' '); wide=1 ;;
+        extra) models=$(/usr/bin/python3 "$here/extra_models.py" --list | tr '\n' ' '); wide=1; extra=1 ;;
+        *) echo "run.sh: unknown set '$2' (known: wide, extra)" >&2; exit 2 ;;
+      esac
+      shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -48,7 +54,11 @@ singa="$build/tools/singa"
 [ -d "$here/node_modules/onnxruntime-node" ] || { echo "run.sh: onnxruntime-node missing in $here/node_modules" >&2; exit 2; }
 
 # shellcheck disable=SC2086
-/usr/bin/python3 "$here/make_models.py" "$here/.models" --only $models --singa "$singa"
+if [ "$extra" = 1 ]; then
+  /usr/bin/python3 "$here/extra_models.py" "$here/.models" --only $models
+else
+  /usr/bin/python3 "$here/make_models.py" "$here/.models" --only $models --singa "$singa"
+fi
 
 # The ONNX file of a model: NAME.onnx, or the file its NAME.json names (models
 # that share one file at different symbolic dimensions).

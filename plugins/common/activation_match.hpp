@@ -1,7 +1,8 @@
 // activation_match.hpp - the graph-pass side of fused_activation.hpp: which
 // standard activation nodes a pack's pass may fuse into the node before them
 // (Relu, LeakyRelu, Clip with constant bounds, Sigmoid, Tanh, HardSigmoid,
-// HardSwish, Swish, and SiLU written as x * Sigmoid(x)), and the attributes
+// HardSwish, Swish, SiLU written as x * Sigmoid(x) and HardSwish written as
+// x * HardSigmoid(x) or x * Clip(x + 3, 0, 6) / 6), and the attributes
 // the fused op then carries. Header-only, shared by the packs that fuse
 // activations (ops_nn's Convs, ops_math's Gemms).
 #ifndef SINGA_PLUGINS_COMMON_ACTIVATION_MATCH_HPP
@@ -9,6 +10,9 @@
 
 #include <singa/graph_pass.hpp>
 
+#include "hard_swish_match.hpp"
+
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -37,20 +41,8 @@ inline bool activation_attrs(const sdk::Graph& g, const sdk::GraphNode& act, std
   } else if (op == "Clip") {
     // From opset 11 the bounds are optional inputs that must be constant
     // scalars here; before, attributes.
-    float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
-    if (act.opset() < 11) {
-      lo = act.attr_float("min", lo);
-      hi = act.attr_float("max", hi);
-    } else {
-      for (size_t slot = 1; slot < 3 && slot < act.num_inputs(); ++slot) {
-        const std::string name = act.input_name(slot);
-        if (name.empty()) continue;
-        sdk::Tensor t = g.constant(name);
-        if (!t.present() || t.dtype() != SINGA_ONNX_FLOAT || t.numel() != 1) return false;
-        (slot == 1 ? lo : hi) = t.data<float>()[0];
-      }
-    }
-    if (lo > hi) return false;
+    float lo = 0, hi = 0;
+    if (!clip_bounds(g, act, lo, hi) || lo > hi) return false;
     add.push_back(sdk::Attr("activation_min", lo));
     add.push_back(sdk::Attr("activation_max", hi));
   } else {
@@ -68,12 +60,23 @@ inline bool standard_node(const sdk::GraphNode& n, const char* op, size_t ins) {
          n.num_outputs() == 1 && !n.output_name(0).empty();
 }
 
+// Whether `n` is a HardSigmoid with HardSwish's slope and offset (1/6, 1/2):
+// y * HardSigmoid(y) is then HardSwish(y), the form torch exports
+// hardswish in below opset 14.
+inline bool hard_swish_gate(const sdk::GraphNode& n) {
+  if (!standard_node(n, "HardSigmoid", 1)) return false;
+  const float alpha = n.attr_float("alpha", 0.2f), beta = n.attr_float("beta", 0.5f);
+  return std::abs(alpha - 1.f / 6.f) <= 1e-6f && std::abs(beta - 0.5f) <= 1e-6f;
+}
+
 // The activation applied to `y` (the output of the node a pass fuses into),
-// when nothing else reads y: one node activation_attrs accepts, or SiLU as
-// exporters write it, Mul(y, Sigmoid(y)) in either operand order, y read by
-// just those two and the Sigmoid's result by just the Mul. On a match,
-// `nodes` gets the activation's nodes (the last one writes the activated
-// value), `attrs` its fused attributes (SiLU: Swish with alpha 1).
+// when nothing else reads y: one node activation_attrs accepts, or a gated
+// form as exporters write it, Mul(y, Sigmoid(y)) (SiLU) or
+// Mul(y, HardSigmoid(y)) with alpha 1/6 and beta 1/2 (HardSwish) in either
+// operand order, y read by just those two and the gate's result by just the
+// Mul, or HardSwish through ReLU6 (hard_swish_match.hpp). On a match, `nodes` gets the activation's nodes (the last one writes
+// the activated value), `attrs` its fused attributes (SiLU: Swish with
+// alpha 1).
 inline bool match_activation(const sdk::Graph& g, const std::string& y, std::vector<sdk::GraphNode>& nodes,
                              std::vector<sdk::Attr>& attrs) {
   if (y.empty() || g.is_output(y)) return false;
@@ -87,13 +90,18 @@ inline bool match_activation(const sdk::Graph& g, const std::string& y, std::vec
   for (int i = 0; i < 2; ++i) {
     const sdk::GraphNode& sig = readers[i];
     const sdk::GraphNode& mul = readers[1 - i];
-    if (!standard_node(sig, "Sigmoid", 1) || !standard_node(mul, "Mul", 2) || sig.input_name(0) != y) continue;
+    const bool silu = standard_node(sig, "Sigmoid", 1), hard_swish = !silu && hard_swish_gate(sig);
+    if (!(silu || hard_swish) || !standard_node(mul, "Mul", 2) || sig.input_name(0) != y) continue;
     const std::string s = sig.output_name(0);
     const bool pair = (mul.input_name(0) == y && mul.input_name(1) == s) || (mul.input_name(0) == s && mul.input_name(1) == y);
     if (!pair || g.is_output(s) || g.consumers(s).size() != 1) continue;
-    attrs.push_back(sdk::Attr("activation_alpha", 1.f));
-    attrs.push_back(sdk::Attr("activation", "Swish"));
+    if (silu) attrs.push_back(sdk::Attr("activation_alpha", 1.f));
+    attrs.push_back(sdk::Attr("activation", silu ? "Swish" : "HardSwish"));
     nodes = {sig, mul};
+    return true;
+  }
+  if (match_relu6_hard_swish(g, y, readers, nodes)) {
+    attrs.push_back(sdk::Attr("activation", "HardSwish"));
     return true;
   }
   return false;

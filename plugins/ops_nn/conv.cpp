@@ -20,6 +20,7 @@
 #include "conv_relu_pool.hpp"
 #include <cpu_domain.hpp>
 #include "conv_thin_f32.hpp"
+#include "depthwise_1d_f32.hpp"
 #include "layouts.hpp"
 #include "nn_common.hpp"
 #include "pointwise_mean_f32.hpp"
@@ -257,6 +258,9 @@ class Conv : public NodeKernel {
         conv_winograd(ctx, *winograd_, x.data<float>(), b.present() ? b.data<float>() : nullptr, y, N, g, conv_act_);
         return;
       }
+      if (depthwise_1d_fits(g, C, M, group_))
+        return conv_depthwise_1d_f32(ctx, x.data<float>(), w.data<float>(), b.present() ? b.data<float>() : nullptr, y,
+                                     N, C, g, conv_act_);
       if (nchw_fast(g, C, M)) {
         const float* bias = b.present() ? b.data<float>() : nullptr;
         if (pointwise_fits(g, group_))

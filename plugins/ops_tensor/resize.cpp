@@ -10,6 +10,8 @@
 #include "registry.hpp"
 #include "resize_f32.hpp"
 
+#include <half_convert_f32.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -420,6 +422,7 @@ class Resize : public KernelBase {
     const AxisMap& last = maps[r - 1];
     const int64_t inner = last.out, rows = y.numel() / inner;
     const bool crop = coord_ == Coord::kTfCropAndResize;
+    const int64_t factor = crop ? 0 : whole_upsample_factor(last.idx, last.in, last.out);
     ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t rb, int64_t re) {
       int64_t prev = -1;
       for (int64_t row = rb; row < re; ++row) {
@@ -439,6 +442,10 @@ class Resize : public KernelBase {
           continue;
         }
         prev = soff;
+        if (factor && es == 4) {
+          repeat_row(reinterpret_cast<const uint32_t*>(src) + soff, last.in, factor, reinterpret_cast<uint32_t*>(drow));
+          continue;
+        }
         if (!crop && es == 4) {
           gather_row(reinterpret_cast<const uint32_t*>(src) + soff, last.idx.data(), inner,
                      reinterpret_cast<uint32_t*>(drow));
@@ -459,11 +466,15 @@ class Resize : public KernelBase {
 
   // Float linear / cubic that changes only the last two axes (no
   // extrapolation): resize_f32.hpp's rows, in parallel over the output rows
-  // of all planes. Returns false where the generic pass has to run.
+  // of all planes. float16 runs the same rows on a float32 copy of the input
+  // and rounds the float32 result once (the generic pass goes through
+  // double; the two may differ by one unit in the last place of the half).
+  // Returns false where the generic pass has to run.
   bool interpolate_planes_f32(const Context& ctx, const Tensor& x, const Tensor& y,
                               const std::vector<AxisMap>& maps) const {
     const size_t r = maps.size();
-    if (x.dtype() != SINGA_ONNX_FLOAT || r < 2 || coord_ == Coord::kTfCropAndResize) return false;
+    const bool half_io = x.dtype() == SINGA_ONNX_FLOAT16;
+    if ((x.dtype() != SINGA_ONNX_FLOAT && !half_io) || r < 2 || coord_ == Coord::kTfCropAndResize) return false;
     for (size_t d = 0; d + 2 < r; ++d)
       if (!maps[d].identity()) return false;
     auto taps = [](const AxisMap& m) {
@@ -475,14 +486,25 @@ class Resize : public KernelBase {
     const AxisTapsF h = taps(maps[r - 2]), w = taps(maps[r - 1]);
     if (h.in == 0 || w.in == 0) return false;
     const int64_t rows = y.numel() / w.out, plane_in = h.in * w.in;
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
+    std::vector<float> xf, yf;
+    if (half_io) {
+      xf.resize(size_t(x.numel()));
+      yf.resize(size_t(y.numel()));
+      const uint16_t* hx = reinterpret_cast<const uint16_t*>(x.data<sdk::half>());
+      ctx.parallel_for(x.numel(), 16384, [&](int64_t b, int64_t e) { vec::f16_to_f32(hx + b, xf.data() + b, e - b); });
+    }
+    const float* px = half_io ? xf.data() : x.data<float>();
+    float* py = half_io ? yf.data() : y.data<float>();
     const int64_t per_row = std::max<int64_t>(1, h.ntaps * w.in + w.ntaps * w.out);
     ctx.parallel_for(rows, std::max<int64_t>(1, 16384 / per_row), [&](int64_t b, int64_t e) {
       std::vector<float> buf(size_t(w.in));
       for (int64_t row = b; row < e; ++row)
         resize_row_f32(px + (row / h.out) * plane_in, h, w, row % h.out, buf.data(), py + row * w.out);
     });
+    if (half_io) {
+      uint16_t* hy = reinterpret_cast<uint16_t*>(y.data<sdk::half>());
+      ctx.parallel_for(y.numel(), 16384, [&](int64_t b, int64_t e) { vec::f32_to_f16(yf.data() + b, hy + b, e - b); });
+    }
     return true;
   }
 

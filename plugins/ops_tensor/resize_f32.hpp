@@ -1,5 +1,6 @@
 // resize_f32.hpp - Resize's fast paths: float linear/cubic over the last two
-// axes of [..., H, W] planes, and nearest as a typed gather. The generic
+// axes of [..., H, W] planes, and nearest as a typed gather (a repeat for
+// upsampling by a whole factor). The generic
 // kernel (resize.cpp) converted the whole tensor to double and ran one pass
 // per axis with a memcpy per element; here each output row is one weighted
 // sum of input rows followed by a gather over the width, in float as ORT does.
@@ -60,6 +61,32 @@ SINGA_VEC_CLONES inline void resize_row_f32(const float* x, const AxisTapsF& h, 
 template <class T>
 inline void gather_row(const T* __restrict src, const int64_t* __restrict idx, int64_t n, T* __restrict dst) {
   for (int64_t o = 0; o < n; ++o) dst[o] = src[idx[o]];
+}
+
+// The whole factor f when idx (one per output) is nearest upsampling by f
+// (idx[o] == o / f, out == in * f, f >= 2: Upsample / Resize x2 in detectors'
+// necks), else 0.
+inline int64_t whole_upsample_factor(const std::vector<int64_t>& idx, int64_t in, int64_t out) {
+  if (in <= 0 || out % in != 0 || out / in < 2 || int64_t(idx.size()) != out) return 0;
+  const int64_t f = out / in;
+  for (int64_t o = 0; o < out; ++o)
+    if (idx[size_t(o)] != o / f) return 0;
+  return f;
+}
+
+// dst[i * f + k] = src[i] for i < n, k < f: a gather by whole_upsample_factor's
+// indices without reading them; the f == 2 loop vectorizes to unpacks.
+template <class T>
+inline void repeat_row(const T* __restrict src, int64_t n, int64_t f, T* __restrict dst) {
+  if (f == 2) {
+    for (int64_t i = 0; i < n; ++i) {
+      dst[2 * i] = src[i];
+      dst[2 * i + 1] = src[i];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < f; ++k) dst[i * f + k] = src[i];
 }
 
 }  // namespace tensor

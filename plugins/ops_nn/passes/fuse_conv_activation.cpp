@@ -1,5 +1,6 @@
 // Conv followed by an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh,
-// HardSigmoid, HardSwish, Swish, or SiLU as Mul(x, Sigmoid(x))): the
+// HardSigmoid, HardSwish, Swish, SiLU as Mul(x, Sigmoid(x)), or HardSwish as
+// Mul(x, HardSigmoid(x)) with alpha 1/6, torch's export below opset 14): the
 // activation is applied by the Conv kernel while the output is still in
 // cache. The nodes become one ai.singa.cpu FusedConv carrying the Conv's
 // attributes plus

@@ -32,7 +32,8 @@ int fuse_conv_pools(Graph& g) {
   for (GraphNode conv : g.nodes()) {
     if (!conv.alive() || !plain_conv(g, conv) || conv.has_attr("pool_kernel_shape")) continue;
     const std::string y = conv.output_name(0);
-    if (shape_of(g, y).size() != 4) continue;
+    // Channels in 16s only: oneDNN pools nothing else, and the fallback's own convolution is slower than the two apart.
+    if (shape_of(g, y).size() != 4 || shape_of(g, y)[1] % 16 != 0) continue;
     GraphNode pool = sole_reader(g, y);
     if (!pool.valid() || !plain_max_pool(pool)) continue;
     NewNode f(kCpuDomain, "FusedConv");
