@@ -267,3 +267,129 @@ TEST(BlockedConcat, MixedChannelsFallBackToPlain) {
   EXPECT_EQ(blocked.count("i1cat"), 0u);
   EXPECT_EQ(blocked.count("i1b2"), 0u);
 }
+
+// Bottleneck stages with grouped 3x3 convs (RegNetX, ResNeXt): the grouped
+// conv keeps its neighbours NCHW, so a strided or plain 1x1 shortcut that
+// reads NCHW and feeds only a sum written NCHW stays NCHW too; on a small
+// plane the residual chain still runs in blocks.
+namespace {
+
+struct Bottleneck {
+  int64_t batch = 1, C0 = 32, H = 28, W = 28;
+  std::vector<int64_t> widths{48, 64};  // one stage each
+  std::vector<int64_t> depths{2, 2};
+  int64_t group_width = 16, stride = 2;
+  bool bias = true;
+  // Add(shortcut, c) as torchvision's RegNet writes it; false: Add(c,
+  // shortcut) as its ResNets do, where the shortcut Conv takes the sum.
+  bool shortcut_first = true;
+};
+
+// x [N, C0, H, W] -> stages of bottlenecks (1x1 -> grouped 3x3 with the
+// stride -> 1x1, plus the shortcut: a 1x1 Conv with the stride where the
+// shape changes) -> GlobalAveragePool -> y. Stage s block i names its sum
+// "s<s>b<i>", its shortcut "s<s>proj".
+ModelBuilder bottleneck_net(const Bottleneck& c) {
+  ModelBuilder m(13);
+  m.input("x", SINGA_ONNX_FLOAT, {c.batch, c.C0, c.H, c.W});
+  unsigned seed = 900;
+  auto conv = [&](const std::string& in, const std::string& out, int64_t C, int64_t M, int64_t k, int64_t stride,
+                  int64_t group) {
+    const std::string w = out + "_w", b = out + "_b";
+    seed += 2;
+    m.initializer(w, random_floats({M, C / group, k, k}, seed, -0.25f, 0.25f));
+    std::vector<std::string> ins{in, w};
+    if (c.bias) {
+      m.initializer(b, random_floats({M}, seed + 1));
+      ins.push_back(b);
+    }
+    m.node("Conv", ins, {out}, out);
+    add_ints(m.last(), "pads", std::vector<int64_t>(4, k / 2));
+    add_ints(m.last(), "strides", {stride, stride});
+    if (group != 1) add_int(m.last(), "group", group);
+  };
+  auto relu = [&](const std::string& in, const std::string& out) { m.node("Relu", {in}, {out}, out); };
+  std::string x = "x";
+  int64_t C = c.C0, H = c.H;
+  for (size_t s = 0; s < c.widths.size(); ++s) {
+    const int64_t W = c.widths[s];
+    for (int64_t i = 0; i < c.depths[s]; ++i) {
+      const std::string t = "s" + std::to_string(s) + "b" + std::to_string(i);
+      const int64_t stride = i == 0 ? c.stride : 1;
+      std::string shortcut = x;
+      if (stride != 1 || C != W) {
+        shortcut = "s" + std::to_string(s) + "proj";
+        conv(x, shortcut, C, W, 1, stride, 1);
+      }
+      conv(x, t + "a_c", C, W, 1, 1, 1);
+      relu(t + "a_c", t + "a");
+      conv(t + "a", t + "b_c", W, W, 3, stride, W / c.group_width);
+      relu(t + "b_c", t + "b");
+      conv(t + "b", t + "c", W, W, 1, 1, 1);
+      if (c.shortcut_first)
+        m.node("Add", {shortcut, t + "c"}, {t + "sum"}, t + "add");
+      else
+        m.node("Add", {t + "c", shortcut}, {t + "sum"}, t + "add");
+      relu(t + "sum", t);
+      x = t, C = W, H = (H - 1) / stride + 1;
+    }
+  }
+  m.node("GlobalAveragePool", {x}, {"y"}, "gap");
+  m.output("y", SINGA_ONNX_FLOAT, {c.batch, C, 1, 1});
+  return m;
+}
+
+void check_bottleneck(const Bottleneck& c, unsigned seed) {
+  ModelBuilder m = bottleneck_net(c);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    EXPECT_LE(worst_difference(m, random_floats({c.batch, c.C0, c.H, c.W}, seed), threads), 2e-3);
+  }
+}
+
+}  // namespace
+
+// 28x28 -> 14x14 (196 pixels, where the 1x1 readers take NCHW) -> 7x7: the
+// first stage's shortcut feeds only its NCHW sum and stays plain; the
+// second's sums are read by small-plane 1x1 Convs and stay blocked with the
+// shortcut that starts their chain.
+TEST(BlockedConcat, GroupedBottleneckShortcuts) {
+  ensure_loaded();
+  Bottleneck c;
+  auto blocked = blocked_values(bottleneck_net(c));
+  EXPECT_EQ(blocked.count("s0proj"), 0u);
+  EXPECT_EQ(blocked.count("s0b0"), 0u);
+  EXPECT_EQ(blocked.count("s1proj"), 1u);
+  EXPECT_EQ(blocked.count("s1b0"), 1u);
+  check_bottleneck(c, 60);
+}
+
+// Strides 1 and 2, group widths 8 and 16, channels no multiple of 16, odd
+// planes, no bias, two images, either side of the sum a Conv's: each
+// matches the plain graph.
+TEST(BlockedConcat, GroupedBottleneckFamily) {
+  ensure_loaded();
+  std::vector<Bottleneck> cases;
+  Bottleneck c;
+  cases.push_back(c);
+  c.stride = 1, c.H = c.W = 9, c.widths = {32, 48};
+  cases.push_back(c);
+  c = Bottleneck();
+  c.group_width = 8, c.widths = {24, 80}, c.H = 15, c.W = 13, c.bias = false;
+  cases.push_back(c);
+  c = Bottleneck();
+  c.C0 = 16, c.widths = {32, 32}, c.depths = {1, 3}, c.H = c.W = 17, c.batch = 2;
+  cases.push_back(c);
+  c = Bottleneck();
+  c.widths = {64}, c.depths = {3}, c.H = c.W = 11, c.group_width = 4;
+  cases.push_back(c);
+  c = Bottleneck();
+  c.shortcut_first = false;
+  cases.push_back(c);
+  c.stride = 1, c.widths = {48, 96}, c.H = c.W = 10;
+  cases.push_back(c);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    check_bottleneck(cases[i], 70 + unsigned(i));
+  }
+}
