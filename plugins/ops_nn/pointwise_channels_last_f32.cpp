@@ -26,6 +26,7 @@ namespace {
 using Kind = ops::FusedActivation::Kind;
 constexpr int kMaxVecs = 4;
 constexpr int kTilePixels = 6;
+constexpr int64_t kLongK = 256;
 
 // Y[p][m] = act(sum_k X[k][p] W[k][m] + b[m]) for the channels from the
 // first: X[k][p] at x[k * ldx + p * ldp], channel vector v of W at w + v *
@@ -115,7 +116,7 @@ void tile(const Product& q, int64_t p0, int64_t v0, const __m512 (&bias)[kMaxVec
   }
 }
 
-template <int NV, bool kHalf, Kind A>
+template <int NV, bool kHalf, Kind A, int TP = kTilePixels>
 void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
   __m512 bias[kMaxVecs];
   for (int j = 0; j < kMaxVecs; ++j)
@@ -131,8 +132,10 @@ void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
     if (P - p == 7) return tile<NV, kHalf, 7, A>(q, p, v0, bias, half_bias, f);
     if (P - p == 6) return tile<NV, kHalf, 6, A>(q, p, v0, bias, half_bias, f);
   }
-  for (; p + kTilePixels <= P; p += kTilePixels) tile<NV, kHalf, kTilePixels, A>(q, p, v0, bias, half_bias, f);
+  for (; p + TP <= P; p += TP) tile<NV, kHalf, TP, A>(q, p, v0, bias, half_bias, f);
   switch (P - p) {
+    case 7: if constexpr (TP > 7) tile<NV, kHalf, 7, A>(q, p, v0, bias, half_bias, f); break;
+    case 6: if constexpr (TP > 6) tile<NV, kHalf, 6, A>(q, p, v0, bias, half_bias, f); break;
     case 5: tile<NV, kHalf, 5, A>(q, p, v0, bias, half_bias, f); break;
     case 4: tile<NV, kHalf, 4, A>(q, p, v0, bias, half_bias, f); break;
     case 3: tile<NV, kHalf, 3, A>(q, p, v0, bias, half_bias, f); break;
@@ -147,6 +150,21 @@ void panel(const Product& q, int64_t P, int64_t v0, const VecActivation<A>& f) {
 template <Kind A>
 void run(const Product& q, int64_t P, int64_t vectors, bool half, const ops::FusedActivation& act) {
   const VecActivation<A> f(act);
+  // Long products (the weights of a group of 4 vectors past L1: a project
+  // stage of 1152 inputs streams 295 KiB per tile from L2) take groups of 3
+  // vectors by 8 pixels: 3/8 of a vector loaded per FMA instead of 4/6.
+  if (q.K >= kLongK && !half) {
+    // (A last 4 stay one group of 6-pixel tiles, not 3 + 1.)
+    for (int64_t v0 = 0; v0 < vectors; v0 += 3) {
+      if (vectors - v0 == kMaxVecs) return panel<kMaxVecs, false, A>(q, P, v0, f);
+      switch (std::min<int64_t>(3, vectors - v0)) {
+        case 3: panel<3, false, A, 8>(q, P, v0, f); break;
+        case 2: panel<2, false, A, 8>(q, P, v0, f); break;
+        default: panel<1, false, A, 8>(q, P, v0, f); break;
+      }
+    }
+    return;
+  }
   for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVecs) {
     const int64_t n = std::min<int64_t>(kMaxVecs, vectors - v0);
     if (half && n < kMaxVecs) {

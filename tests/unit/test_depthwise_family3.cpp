@@ -409,3 +409,30 @@ TEST(DepthwiseFamily3, MeansOnlyNodeChecksItsOutputs) {
     EXPECT_NE(std::string(e.what()).find("project stage"), std::string::npos) << e.what();
   }
 }
+
+// The pointwise products' tiles over pixel counts that leave 1-7 pixels
+// after the whole tiles (6 pixels by 4 vectors; 8 by 3 where the products
+// have 256+ inputs): 7x7, 5x5, 6x5, 5x3 images and rows of 13 or 19 pixels,
+// outputs of whole, half (24) and masked vectors (20, 36, 40, 100), groups
+// of 3 vectors ending in 1, 2, 3 or 4, with and without skip connections, at
+// both strides.
+TEST(DepthwiseFamily3, PixelAndChannelRemaindersOfTheProductTiles) {
+  struct Shape {
+    int64_t H, W, C, expand, K, S;
+    bool skip;
+  };
+  const Shape shapes[] = {
+      {7, 7, 24, 72, 5, 1, true},     {7, 7, 40, 480, 3, 1, true},  {7, 13, 36, 200, 3, 2, false},
+      {5, 5, 100, 300, 3, 1, true},   {13, 7, 20, 260, 5, 2, false}, {7, 7, 64, 384, 3, 1, true},
+      {7, 19, 48, 96, 7, 1, false},   {6, 5, 112, 672, 5, 1, true}, {5, 3, 160, 960, 3, 1, true},
+      {6, 5, 16, 256, 3, 2, false},
+  };
+  unsigned seed = 700;
+  for (const Shape& s : shapes) {
+    Net net;
+    net.C0 = 6, net.H = s.H, net.W = s.W, net.C = s.C, net.expand = s.expand, net.K = s.K, net.S = s.S;
+    net.skip = s.skip, net.blocks = 2, net.last_stride_block = 1, net.gemm = false;
+    net.act = Act::kRelu6, net.project_act = Act::kNone;
+    check_net(net, seed++);
+  }
+}
