@@ -28,8 +28,9 @@ float* float_workspace(const sdk::Context& ctx, int64_t n) {
 // (passes/matmul_passes.hpp): MatMul plus `alpha` (float, default 1; a scale
 // moved in by cpu.matmul_scales), `transB` (B stored [..., N, K];
 // cpu.transposed_b), a bias row as third input (cpu.matmul_bias_rows),
-// `activation` ("Gelu") and a residual Z as fourth input
-// (cpu.matmul_epilogues): Y = gelu(alpha A op(B) + bias) + Z. A standard
+// `activation` ("Gelu" or one of fused_activation.hpp's, e.g. "Swish" for
+// SiLU) and a residual Z as fourth input (cpu.matmul_epilogues):
+// Y = act(alpha A op(B) + bias) + Z. A standard
 // MatMul is read as ONNX defines it; only FusedMatMul's extras are read.
 class MatMulKernel {
  public:
@@ -38,8 +39,8 @@ class MatMulKernel {
         alpha_(fused_ ? node.attr_float("alpha", 1.0f) : 1.0f),
         trans_b_(fused_ && node.attr_int("transB", 0) != 0) {
     const std::string act = fused_ ? node.attr_string("activation", "") : "";
-    if (!act.empty() && act != "Gelu") node.fail("attribute activation '" + act + "' is not Gelu");
-    gelu_ = act == "Gelu";
+    epilogue_.gelu = act == "Gelu";
+    if (fused_ && !epilogue_.gelu) epilogue_.act = FusedActivation(node);
     plan_constant_b(node);
   }
   void compute(sdk::Context& ctx) const {
@@ -62,9 +63,9 @@ class MatMulKernel {
                       shape_str(bias.shape()) + " for A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()));
     }
     sdk::Tensor z = fused_ ? ctx.input(3) : sdk::Tensor();
-    const bool epilogue = gelu_ || z.present();
+    const bool epilogue = epilogue_.activates() || z.present();
     if (epilogue) {
-      sdk::check(a.dtype() == SINGA_ONNX_FLOAT, "a fused Gelu or residual needs float inputs");
+      sdk::check(a.dtype() == SINGA_ONNX_FLOAT, "a fused activation or residual needs float inputs");
       if (z.present() && (z.dtype() != SINGA_ONNX_FLOAT || z.shape() != p.out_shape))
         sdk::fail("the residual Z must be float " + shape_str(p.out_shape) + ", got " + shape_str(z.shape()));
     }
@@ -132,8 +133,7 @@ class MatMulKernel {
     sdk::Tensor bias = has_bias ? node.constant(2) : sdk::Tensor();
     if (has_bias && (!bias.present() || bias.dtype() != SINGA_ONNX_FLOAT || bias.numel() != N)) return;
     if (bias.present() && alpha_ != 1.0f) return;
-    MatMulEpilogue epilogue;
-    epilogue.gelu = gelu_;
+    MatMulEpilogue epilogue = epilogue_;
     epilogue.residual = fused_ && node.has_input(3);
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < as.size(); ++d) rows *= as[d];
@@ -149,19 +149,19 @@ class MatMulKernel {
                              epilogue, trans_b_);
   }
 
-  // The fused Gelu and residual where the primitive did not apply them: one
-  // pass over Y after the product.
+  // The fused activation and residual where the primitive did not apply
+  // them: one pass over Y after the product.
   void apply_epilogue(const sdk::Context& ctx, float* y, const sdk::Tensor& z, int64_t n) const {
-    if (!gelu_ && !z.present()) return;
+    if (!epilogue_.activates() && !z.present()) return;
     const float* zd = z.present() ? z.data<float>() : nullptr;
     ctx.parallel_for(n, 16384,
-                     [&](int64_t b, int64_t e) { epilogue_pass(gelu_, y + b, zd ? zd + b : nullptr, e - b); });
+                     [&](int64_t b, int64_t e) { epilogue_pass(epilogue_, y + b, zd ? zd + b : nullptr, e - b); });
   }
 
   bool fused_;  // a FusedMatMul: the attributes and inputs 2 and 3 are read
   float alpha_;
   bool trans_b_;
-  bool gelu_ = false;
+  MatMulEpilogue epilogue_;  // the activation (its residual flag unused here)
   std::unique_ptr<DnnlMatMul> dnnl_;
   std::unique_ptr<RowsMatMul> rows_;
   Shape a_shape_;  // A's shape at create time, which rows_ was planned for

@@ -16,24 +16,29 @@
 
 #include <singa/kernel.hpp>
 
+#include "fused_activation.hpp"
+
 #include <memory>
 
 namespace singa {
 namespace ops {
 namespace math {
 
-// What comes after A B + bias, in this order (core/passes/fuse_matmul_epilogue.cpp):
-// GELU (approximate "none"), then a residual Z of the output's shape added.
-// Each part applies it to its own rows (matmul_dnnl.cpp says how).
+// What comes after A B + bias, in this order (passes/fuse_matmul_epilogue.cpp):
+// GELU (approximate "none") or one of fused_activation.hpp's activations
+// (SiLU, ...), then a residual Z of the output's shape added. Each part
+// applies it to its own rows (matmul_dnnl.cpp says how).
 struct MatMulEpilogue {
   bool gelu = false;
+  FusedActivation act;
   bool residual = false;
+  bool activates() const { return gelu || act.kind != FusedActivation::kNone; }
 };
 
-// The epilogue over n floats of Y already holding A B + bias: GELU when
-// `gelu`, then Z added when z is not null. For the rows no oneDNN post-op
-// covered (matmul_dnnl.cpp's GELU, the sgemm path's both).
-void epilogue_pass(bool gelu, float* y, const float* z, int64_t n);
+// The epilogue over n floats of Y already holding A B + bias: the GELU or
+// activation, then Z added when z is not null. For the rows no oneDNN
+// post-op covered (matmul_dnnl.cpp's activations, the sgemm path's all).
+void epilogue_pass(const MatMulEpilogue& e, float* y, const float* z, int64_t n);
 
 class DnnlMatMul {
  public:

@@ -120,8 +120,8 @@ void run_panels(const RowsMatMul::State& s, const float* a, float* y, const floa
         for (int64_t j = 0; j < w; ++j) y[off + j] = t[j] + bias[j];
       else
         std::memcpy(y + off, t, size_t(w) * sizeof(float));
-      if (s.epilogue.gelu || s.epilogue.residual)
-        epilogue_pass(s.epilogue.gelu, y + off, s.epilogue.residual ? z + off : nullptr, w);
+      if (s.epilogue.activates() || s.epilogue.residual)
+        epilogue_pass(s.epilogue, y + off, s.epilogue.residual ? z + off : nullptr, w);
     }
   }
 }

@@ -35,6 +35,7 @@ SINGA_PLUGIN("ops_nn", "0.1.0", "neural-network ops: conv, pooling, normalisatio
   register_rotary_embedding(reg);
   register_rms_norm(reg);
   register_swiglu(reg);
+  register_glu(reg);
   register_channel_gate(reg);
   register_causal_conv_state(reg);
   register_linear_attention(reg);

@@ -15,6 +15,7 @@
 #include "layouts.hpp"
 #include "nn_common.hpp"
 #include "qdq_convert.hpp"
+#include "qdq_softmax.hpp"
 #include "register.hpp"
 
 #include <cpu_domain.hpp>
@@ -172,6 +173,7 @@ void register_qdq_elementwise(sdk::Registrar& reg) {
   reg.kernel<QdqAdd>(ops::kCpuDomain, "QdqAdd", 1, 1, "cpu", {{"T1", 0, q8}, {"T2", 3, q8}},
                      {{0, kChannelsLastLayout}, {3, kChannelsLastLayout}, {-1, kChannelsLastLayout}});
   reg.kernel<DqAdd>(ops::kCpuDomain, "DqAdd", 1, 1, "cpu", {{"T1", 0, q8}, {"T2", 3, bit(SINGA_ONNX_FLOAT)}});
+  register_qdq_softmax(reg);  // the attention score step (qdq_softmax.cpp)
 }
 
 }  // namespace nn

@@ -38,6 +38,7 @@ void register_onnx_attention(sdk::Registrar& reg);
 void register_rotary_embedding(sdk::Registrar& reg);
 void register_rms_norm(sdk::Registrar& reg);
 void register_swiglu(sdk::Registrar& reg);
+void register_glu(sdk::Registrar& reg);
 void register_channel_gate(sdk::Registrar& reg);
 void register_causal_conv_state(sdk::Registrar& reg);
 void register_linear_attention(sdk::Registrar& reg);

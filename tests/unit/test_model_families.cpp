@@ -361,3 +361,178 @@ TEST(ModelFamilies, HardSwishAsRelu6) {
           }
         }
 }
+
+// A projection's activation as the feed-forward of a conformer, an
+// EfficientFormer or a plain MLP writes it: MatMul(A, W) + b, then SiLU as
+// Mul(y, Sigmoid(y)) in either operand order, or Relu, Sigmoid or Tanh, and
+// optionally a residual Add after it. Row counts through the few-row kernel
+// (<= 8) and oneDNN's (more), K and N off multiples of 16, A of rank 2 and 3,
+// with and without the bias: one FusedMatMul (or FusedGemm), checked against
+// doubles.
+TEST(ModelFamilies, MatMulActivationEpilogue) {
+  struct Case {
+    std::vector<int64_t> a;  // A's shape, [..., K]
+    int64_t N;
+    bool bias, residual;
+  };
+  const std::vector<Case> cases{{{1, 37}, 72, true, false},    {{3, 16}, 17, true, true},
+                                {{7, 50}, 200, false, false},  {{40, 96}, 33, true, true},
+                                {{2, 65, 24}, 130, true, false}, {{130, 19}, 48, false, true}};
+  const std::vector<std::string> acts{"SiLU", "SiLUSwapped", "Relu", "Sigmoid", "Tanh"};
+  unsigned seed = 100;
+  for (const Case& c : cases)
+    for (const std::string& act : acts) {
+      int64_t R = 1;
+      for (size_t d = 0; d + 1 < c.a.size(); ++d) R *= c.a[d];
+      const int64_t K = c.a.back(), N = c.N;
+      SCOPED_TRACE("R " + std::to_string(R) + " K " + std::to_string(K) + " N " + std::to_string(N) + " " + act +
+                   (c.bias ? " bias" : "") + (c.residual ? " residual" : ""));
+      std::vector<int64_t> ys = c.a;
+      ys.back() = N;
+      ModelBuilder m(13);
+      m.input("X", SINGA_ONNX_FLOAT, c.a).output("Y", SINGA_ONNX_FLOAT, ys);
+      const std::vector<float> w = uniform(size_t(K * N), seed, 0.4f), b = uniform(size_t(N), seed + 1, 1.f);
+      const std::vector<float> z = uniform(size_t(R * N), seed + 2, 1.f);
+      const std::vector<float> x = uniform(size_t(R * K), seed + 3, 1.f);
+      seed += 4;
+      m.initializer("W", f32_tensor({K, N}, w));
+      m.node("MatMul", {"X", "W"}, {"p"});
+      std::string y = "p";
+      if (c.bias) {
+        m.initializer("B", f32_tensor({N}, b));
+        m.node("Add", {"B", "p"}, {"pb"});
+        y = "pb";
+      }
+      const std::string a_out = c.residual ? "act" : "Y";
+      if (act == "SiLU" || act == "SiLUSwapped") {
+        m.node("Sigmoid", {y}, {"s"});
+        m.node("Mul", act == "SiLU" ? std::vector<std::string>{y, "s"} : std::vector<std::string>{"s", y}, {a_out});
+      } else {
+        m.node(act, {y}, {a_out});
+      }
+      if (c.residual) {
+        m.initializer("Z", f32_tensor(ys, z));
+        m.node("Add", {"act", "Z"}, {"Y"});
+      }
+      std::vector<double> ref(size_t(R * N));
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t n = 0; n < N; ++n) {
+          double v = c.bias ? b[n] : 0.0;
+          for (int64_t k = 0; k < K; ++k) v += double(x[r * K + k]) * w[k * N + n];
+          if (act == "Relu") v = std::max(v, 0.0);
+          else if (act == "Sigmoid") v = 1 / (1 + std::exp(-v));
+          else if (act == "Tanh") v = std::tanh(v);
+          else v = v / (1 + std::exp(-v));
+          ref[r * N + n] = v + (c.residual ? z[r * N + n] : 0.0);
+        }
+      for (int threads : {1, 2}) {
+        singa::onnx::PrepareOptions o;
+        o.threads = threads;
+        auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+        auto out = rep->run({f32_tensor(c.a, x)});
+        ASSERT_EQ(out.size(), 1u);
+        expect_near(out[0].second, ref);
+        // A 2-D product with a bias becomes a Gemm, whose own pass takes the activation.
+        EXPECT_EQ(count_op(*rep, "FusedMatMul") + count_op(*rep, "FusedGemm") + count_op(*rep, "Gemm"), 1);
+        EXPECT_EQ(count_op(*rep, "Sigmoid") + count_op(*rep, "Mul") + count_op(*rep, "Relu") + count_op(*rep, "Tanh"),
+                  0)
+            << "the activation should be in the FusedMatMul";
+      }
+    }
+}
+
+// The product also read elsewhere (a graph output) keeps its activation
+// apart, and the SiLU's value stays exact.
+TEST(ModelFamilies, MatMulActivationSharedProductStaysApart) {
+  const int64_t R = 5, K = 20, N = 24;
+  ModelBuilder m(13);
+  m.input("X", SINGA_ONNX_FLOAT, {R, K}).output("Y", SINGA_ONNX_FLOAT, {R, N}).output("P", SINGA_ONNX_FLOAT, {R, N});
+  const std::vector<float> w = uniform(size_t(K * N), 3, 0.4f), x = uniform(size_t(R * K), 4, 1.f);
+  m.initializer("W", f32_tensor({K, N}, w));
+  m.node("MatMul", {"X", "W"}, {"P"});
+  m.node("Sigmoid", {"P"}, {"s"});
+  m.node("Mul", {"P", "s"}, {"Y"});
+  singa::onnx::PrepareOptions o;
+  auto rep = singa::onnx::prepare_bytes(m.bytes(), o);
+  auto out = rep->run({f32_tensor({R, K}, x)});
+  ASSERT_EQ(out.size(), 2u);
+  const Tensor& y = out[0].first == "Y" ? out[0].second : out[1].second;
+  std::vector<double> ref(size_t(R * N));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double v = 0;
+      for (int64_t k = 0; k < K; ++k) v += double(x[r * K + k]) * w[k * N + n];
+      ref[r * N + n] = v / (1 + std::exp(-v));
+    }
+  expect_near(y, ref);
+  EXPECT_EQ(count_op(*rep, "Sigmoid"), 1);
+}
+
+// nn.GLU as torch exports it: Split(X, axis) into halves a, b, then
+// Mul(a, Sigmoid(b)) in either operand order, on every axis of a rank-3 X
+// (a conformer's channel axis, the last axis of a GLU feed-forward), sizes
+// off multiples of 16, the split sizes as an input or implied, and the gate
+// on either half: one Glu, checked against doubles. An unequal split stays
+// apart and exact.
+TEST(ModelFamilies, GluAnyAxisOneNode) {
+  const std::vector<int64_t> shape{3, 10, 34};
+  unsigned seed = 300;
+  for (int64_t axis : {0, 1, 2, -1})
+    for (int gate = 0; gate < 2; ++gate)
+      for (int order = 0; order < 2; ++order)
+        for (int sizes_input = 0; sizes_input < 2; ++sizes_input) {
+          const int64_t ax = axis < 0 ? axis + 3 : axis;
+          if (shape[size_t(ax)] % 2) continue;
+          SCOPED_TRACE("axis " + std::to_string(axis) + " gate " + std::to_string(gate) + " order " +
+                       std::to_string(order) + " sizes input " + std::to_string(sizes_input));
+          std::vector<int64_t> ys = shape;
+          ys[size_t(ax)] /= 2;
+          ModelBuilder m(13);
+          m.input("X", SINGA_ONNX_FLOAT, shape).output("Y", SINGA_ONNX_FLOAT, ys);
+          std::vector<std::string> ins{"X"};
+          if (sizes_input) {
+            m.initializer("S", testing_util::i64_tensor({ys[size_t(ax)], ys[size_t(ax)]}));
+            ins.push_back("S");
+          }
+          m.node("Split", ins, {"h0", "h1"});
+          testing_util::add_int(m.last(), "axis", axis);
+          const std::string gv = gate ? "h1" : "h0", v = gate ? "h0" : "h1";
+          m.node("Sigmoid", {gv}, {"s"});
+          m.node("Mul", order ? std::vector<std::string>{"s", v} : std::vector<std::string>{v, "s"}, {"Y"});
+          const std::vector<float> x = uniform(size_t(3 * 10 * 34), seed++, 4.f);
+          int64_t outer = 1, inner = 1;
+          for (int64_t d = 0; d < ax; ++d) outer *= shape[size_t(d)];
+          for (int64_t d = ax + 1; d < 3; ++d) inner *= shape[size_t(d)];
+          const int64_t half = ys[size_t(ax)] * inner;
+          std::vector<double> ref(size_t(outer * half));
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < half; ++i) {
+              const double a = x[size_t(o * 2 * half + i)], b = x[size_t(o * 2 * half + half + i)];
+              ref[size_t(o * half + i)] = gate ? a / (1 + std::exp(-b)) : b / (1 + std::exp(-a));
+            }
+          for (int threads : {1, 2}) {
+            int glus = 0;
+            Tensor y = run(m, f32_tensor(shape, x), threads, nullptr, &glus, "Glu");
+            expect_near(y, ref);
+            EXPECT_EQ(glus, 1) << "the Split, Sigmoid and Mul should be one Glu";
+          }
+        }
+  // Unequal halves (4 + 6 of 10): no Glu, the plain nodes' values.
+  ModelBuilder m(13);
+  m.input("X", SINGA_ONNX_FLOAT, {2, 10}).output("Y", SINGA_ONNX_FLOAT, {2, 4});
+  m.initializer("S", testing_util::i64_tensor({4, 6}));
+  m.node("Split", {"X", "S"}, {"h0", "h1"});
+  testing_util::add_int(m.last(), "axis", 1);
+  m.node("Sigmoid", {"h0"}, {"s"});
+  m.node("Mul", {"h0", "s"}, {"Y"});
+  const std::vector<float> x = uniform(20, 9, 3.f);
+  std::vector<double> ref(8);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t i = 0; i < 4; ++i) {
+      const double a = x[size_t(r * 10 + i)];
+      ref[size_t(r * 4 + i)] = a / (1 + std::exp(-a));
+    }
+  int glus = 0;
+  expect_near(run(m, f32_tensor({2, 10}, x), 1, nullptr, &glus, "Glu"), ref);
+  EXPECT_EQ(glus, 0);
+}

@@ -271,4 +271,123 @@ TEST_F(QdqAmx, QuantizeLinearRoundsAsTheDivision) {
     }
 }
 
+// The attention score step, QuantizeLinear(Softmax(DequantizeLinear(s) [Div|Mul c] [+ mask])),
+// fused as QdqSoftmax (passes/fuse_qdq_softmax.cpp): the same 8-bit
+// probabilities as the separate nodes (pass.cpu.qdq_softmax=0), byte for
+// byte, over ranks 3 and 4, u8 and s8, masks of several broadcasts (either
+// Add operand), rows off the 16-lane grid; and within 1 of an independent
+// double-precision softmax.
+struct SoftmaxCase {
+  const char* name;
+  singa::Shape x;
+  int32_t xt, yt;
+  const char* scale_op;   // "Div", "Mul" or ""
+  singa::Shape mask;      // empty: no mask
+  bool mask_first;        // Add(mask, scores)
+};
+
+TEST_F(QdqAmx, QdqSoftmaxSameAsSeparateNodes) {
+  const std::vector<SoftmaxCase> cases = {
+      {"BERT 1x4x128x128 u8 Div, mask 1x1x1x128", {1, 4, 128, 128}, kU8, kU8, "Div", {1, 1, 1, 128}, false},
+      {"2x3x7x33 s8 Mul, mask 2x1x7x33 first, s8 out", {2, 3, 7, 33}, kS8, kS8, "Mul", {2, 1, 7, 33}, true},
+      {"1x12x5x5 u8, no scale or mask", {1, 12, 5, 5}, kU8, kU8, "", {}, false},
+      {"3x50x19 s8 Div, mask 19", {3, 50, 19}, kS8, kU8, "Div", {19}, false},
+      {"1x2x17x200 u8 Mul, mask 1x2x17x1", {1, 2, 17, 200}, kU8, kU8, "Mul", {1, 2, 17, 1}, false},
+  };
+  for (const SoftmaxCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const float sx = 0.07f, sy = 1.f / 255.f, cst = std::string(c.scale_op) == "Mul" ? 0.1767767f : 5.656854f;
+    const int xz = c.xt == kU8 ? 120 : -3, yz = c.yt == kU8 ? 0 : -128;
+    Tensor xz_t({}, c.xt), yz_t({}, c.yt);
+    if (c.xt == kU8) xz_t.data<uint8_t>()[0] = uint8_t(xz); else xz_t.data<int8_t>()[0] = int8_t(xz);
+    if (c.yt == kU8) yz_t.data<uint8_t>()[0] = uint8_t(yz); else yz_t.data<int8_t>()[0] = int8_t(yz);
+    ModelBuilder m(13);
+    m.input("x", c.xt, c.x).initializer("sx", f32_tensor({}, {sx})).initializer("xz", xz_t);
+    m.node("DequantizeLinear", {"x", "sx", "xz"}, {"xd"});
+    std::string cur = "xd";
+    if (*c.scale_op) {
+      m.initializer("c", f32_tensor({}, {cst})).node(c.scale_op, {cur, "c"}, {"xs"});
+      cur = "xs";
+    }
+    Tensor mask;
+    if (!c.mask.empty()) {
+      mask = Tensor(c.mask, SINGA_ONNX_FLOAT);
+      std::mt19937 rng(5);
+      for (int64_t i = 0; i < mask.numel(); ++i) mask.data<float>()[i] = rng() % 4 == 0 ? -10000.f : float(rng() % 7) * 0.1f;
+      m.input("mask", SINGA_ONNX_FLOAT, c.mask);
+      m.node("Add", c.mask_first ? std::vector<std::string>{"mask", cur} : std::vector<std::string>{cur, "mask"}, {"xm"});
+      cur = "xm";
+    }
+    m.node("Softmax", {cur}, {"p"});
+    m.initializer("sy", f32_tensor({}, {sy})).initializer("yz", yz_t);
+    m.node("QuantizeLinear", {"p", "sy", "yz"}, {"y"}).output("y", c.yt, c.x);
+    const Tensor x = random_q(c.x, c.xt, 31);
+    std::vector<Tensor> in{x};
+    if (!c.mask.empty()) in.push_back(mask);
+    for (int threads : {1, 2}) {
+      auto fused = testing_util::prepare_at(m, threads);
+      auto plain = testing_util::prepare_at(m, threads, {{"pass.cpu.qdq_softmax", "0"}});
+      EXPECT_EQ(testing_util::count_op(*fused, "QdqSoftmax"), 1);
+      EXPECT_EQ(testing_util::count_op(*plain, "QdqSoftmax"), 0);
+      const Tensor yf = fused->run(in)[0].second, yp = plain->run(in)[0].second;
+      ASSERT_EQ(yf.shape(), yp.shape());
+      ASSERT_EQ(yf.nbytes(), yp.nbytes());
+      EXPECT_EQ(std::memcmp(yf.raw_data(), yp.raw_data(), yf.nbytes()), 0) << "threads " << threads;
+      // Independent reference: broadcast by hand, softmax in double.
+      const int64_t n = c.x.back(), rows = x.numel() / n, rank = int64_t(c.x.size());
+      int64_t off_by_more = 0, nonzero = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<double> v(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          double t = double(q_at(x, r * n + i) - xz) * sx;
+          if (std::string(c.scale_op) == "Div") t /= cst;
+          if (std::string(c.scale_op) == "Mul") t *= cst;
+          if (!c.mask.empty()) {
+            // The multi-index of element (r, i) in x, mapped into the mask.
+            int64_t flat = r * n + i, mi = 0, mstride = 1;
+            std::vector<int64_t> idx(static_cast<size_t>(rank));
+            for (int64_t k = rank - 1; k >= 0; --k) idx[size_t(k)] = flat % c.x[size_t(k)], flat /= c.x[size_t(k)];
+            for (int64_t k = 1; k <= int64_t(c.mask.size()); ++k) {
+              const int64_t md = c.mask[c.mask.size() - size_t(k)];
+              if (md != 1) mi += idx[size_t(rank - k)] * mstride;
+              mstride *= md;
+            }
+            t += mask.data<float>()[mi];
+          }
+          v[size_t(i)] = t;
+        }
+        const double mx = *std::max_element(v.begin(), v.end());
+        double sum = 0;
+        for (double& t : v) sum += (t = std::exp(t - mx));
+        for (int64_t i = 0; i < n; ++i) {
+          const double want = std::min(std::max(std::nearbyint(v[size_t(i)] / sum / sy) + yz, c.yt == kU8 ? 0. : -128.),
+                                       c.yt == kU8 ? 255. : 127.);
+          const int got = q_at(yf, r * n + i);
+          off_by_more += std::abs(got - want) > 1;
+          nonzero += got != yz;
+        }
+      }
+      EXPECT_EQ(off_by_more, 0);
+      EXPECT_GT(nonzero, rows) << "the probabilities all quantize to zero: the comparison says little";
+    }
+  }
+}
+
+// Not fused: a Softmax over another axis, and scores the graph reads elsewhere too.
+TEST_F(QdqAmx, QdqSoftmaxLeavesOtherGraphs) {
+  for (int variant : {0, 1}) {
+    Tensor xz({}, kU8), yz({}, kU8);
+    ModelBuilder m(13);
+    m.input("x", kU8, {2, 3, 8}).initializer("sx", f32_tensor({}, {0.05f})).initializer("xz", xz);
+    m.node("DequantizeLinear", {"x", "sx", "xz"}, {"xd"}).node("Softmax", {"xd"}, {"p"});
+    if (variant == 0) testing_util::add_int(m.last(), "axis", 1);
+    m.initializer("sy", f32_tensor({}, {1.f / 255.f})).initializer("yz", yz);
+    m.node("QuantizeLinear", {"p", "sy", "yz"}, {"y"}).output("y", kU8, {2, 3, 8});
+    if (variant == 1) m.output("xd", SINGA_ONNX_FLOAT, {2, 3, 8});
+    auto rep = testing_util::prepare_at(m, 1);
+    EXPECT_EQ(testing_util::count_op(*rep, "QdqSoftmax"), 0) << "variant " << variant;
+    EXPECT_EQ(testing_util::count_op(*rep, "Softmax"), 1) << "variant " << variant;
+  }
+}
+
 }  // namespace

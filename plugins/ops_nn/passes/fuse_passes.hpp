@@ -21,6 +21,7 @@ int fuse_qdq_convs(sdk::Graph& g);          // Conv of DequantizeLinear'd 8-bit 
 int fuse_qdq_elementwise(sdk::Graph& g);    // Q(Relu?(DQ(x))), Q(Relu?(DQ(a) + DQ(b))) (QdqRequantize, QdqAdd)
 int use_qdq_channels_last(sdk::Graph& g);   // channels-last between those 8-bit nodes
 int fuse_dynq_convs(sdk::Graph& g);         // ConvInteger -> Cast -> Mul [-> Add] [-> Relu] (QdqConv, float out)
+int fuse_glus(sdk::Graph& g);               // Split -> Sigmoid -> Mul over the halves (Glu)
 int fuse_conv_activations(sdk::Graph& g);   // Conv/ConvAdd + activation (activation_match.hpp)
 int fuse_squeeze_excites(sdk::Graph& g);    // Mul by a per-channel [Hard]Sigmoid gate
 int fuse_inverted_residuals(sdk::Graph& g); // [expand ->] depthwise -> project [+ skip Add]

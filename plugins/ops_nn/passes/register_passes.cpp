@@ -6,6 +6,7 @@
 #include "register_passes.hpp"
 #include "fuse_attention.hpp"
 #include "fuse_passes.hpp"
+#include "fuse_qdq_softmax.hpp"
 #include "../conv_bf16.hpp"
 #include "fuse_batch_norm_conv.hpp"
 #include "fuse_batch_norm_pool.hpp"
@@ -28,9 +29,11 @@ void register_graph_passes(sdk::Registrar& reg) {
   const Entry entries[] = {
       {kAttentionPass, kAttentionPriority, fuse_attention},  // among ops_math's MatMul passes
       {"cpu.qdq_conv", q + 40, fuse_qdq_convs},
+      {kQdqSoftmaxPass, q + 35, fuse_qdq_softmaxes},  // before qdq_elementwise
       {"cpu.qdq_elementwise", q + 30, fuse_qdq_elementwise},
       {"cpu.qdq_layout", q + 20, use_qdq_channels_last},
       {"cpu.dynq_conv", q + 10, fuse_dynq_convs},
+      {"cpu.glus", 1010, fuse_glus},
       {kPoolBeforeConv, kPoolBeforeConvPriority, pool_before_convs},  // 1005: before BatchNorm+pool takes the pool
       {"cpu.squeeze_excites", 1000, fuse_squeeze_excites},
       {kConvActivations, 990, fuse_conv_activations},
