@@ -17,7 +17,7 @@ namespace singa {
 namespace ops {
 namespace math {
 
-// Elementwise ops whose float16 kernels convert in vector registers (F16C,
+// Elementwise ops (and pools, normalisations) whose float16 kernels convert in vector registers (F16C,
 // AVX-512): the pass cpu.float16_as_float32 leaves such a node `n` in half
 // when none of its inputs is already widened (`wide`: half value -> float32
 // twin), since widening it would add a Cast of each whole input before it
@@ -28,7 +28,15 @@ template <typename Node, typename Wide> bool stays_in_half(const Node& n, const 
       "Floor",   "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Mish", "Mul", "Neg",
       "Mean", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Sum",
       "Tanh",
-      "ThresholdedRelu"};
+      "ThresholdedRelu",
+      // AveragePool's float16 kernel widens groups of planes into the float one
+      // (ops_nn/pool.cpp). MaxPool's does too, but measured slower at 2 threads
+      // than the widened float MaxPool between Casts, so MaxPool still widens.
+      "AveragePool",
+      // Inference BatchNormalization's float16 path widens blocks (ops_nn/batch_norm.cpp).
+      "BatchNormalization",
+      // Its float16 runs widen into the float kernels (ops_nn/norm_common.hpp's normalise_runs).
+      "InstanceNormalization"};
   if (!ops.count(n.op_type())) return false;
   for (const std::string& in : n.input_names())
     if (!in.empty() && wide.count(in)) return false;

@@ -14,6 +14,8 @@
 #include "register.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
+#include <half_convert_f32.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -100,6 +102,26 @@ class BatchNorm : public NodeKernel {
       return;
     }
     check(act_.kind == FusedActivation::kNone, "a fused activation needs float");
+    if (x.dtype() == SINGA_ONNX_FLOAT16) {
+      // Blocks widened (F16C) into the float kernel and rounded once: the
+      // half loop's float arithmetic without its scalar conversions.
+      const uint16_t* px = reinterpret_cast<const uint16_t*>(x.data<half>());
+      uint16_t* py = reinterpret_cast<uint16_t*>(y.data<half>());
+      ctx.parallel_for(N * channels, grain, [&](int64_t pb, int64_t pe) {
+        constexpr int64_t kBlock = 1024;
+        float xf[kBlock], yf[kBlock];
+        for (int64_t p = pb; p < pe; ++p) {
+          const float ap = float(a[size_t(p % channels)]), cp = float(c[size_t(p % channels)]);
+          for (int64_t i = 0; i < inner; i += kBlock) {
+            const int64_t n = std::min(kBlock, inner - i);
+            vec::f16_to_f32(px + p * inner + i, xf, n);
+            affine_activation_f32(xf, yf, n, ap, cp, act_);
+            vec::f32_to_f16(yf, py + p * inner + i, n);
+          }
+        }
+      });
+      return;
+    }
     dispatch_real(x.dtype(), where(), [&](auto tag) {
       using T = decltype(tag);
       using A = acc_t<T>;

@@ -11,6 +11,8 @@
 #include "spatial.hpp"
 #include "vec_math.hpp"  // SINGA_VEC_CLONES
 
+#include <half_convert_f32.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -57,6 +59,33 @@ SINGA_VEC_CLONES void max_row_inside(const float* const* row, int64_t n, float* 
         best = v > best ? v : best;
       }
     y[ow] = best;
+  }
+}
+
+// A float16 pool on the float kernels: groups of planes widened (F16C) into
+// float buffers that stay in cache, pooled by `pool(planes, xf, yf)`, Y
+// rounded once. Widening is exact and max pooling only selects, so MaxPool
+// gives the half loop's bits; an average is summed and divided in float as
+// the half loop does, then rounded once.
+template <class Pool>
+void pool_half_via_float(const sdk::Context& ctx, const sdk::half* x, int64_t planes, int64_t in_plane, sdk::half* y,
+                         int64_t out_plane, Pool&& pool) {
+  const int64_t group = std::clamp<int64_t>(262144 / std::max<int64_t>(1, in_plane), 1, planes);
+  std::vector<float> xf(size_t(group * in_plane)), yf(size_t(group * out_plane));
+  constexpr int64_t kChunk = 4096;
+  for (int64_t p0 = 0; p0 < planes; p0 += group) {
+    const int64_t np = std::min(group, planes - p0), nx = np * in_plane, ny = np * out_plane;
+    const uint16_t* xs = reinterpret_cast<const uint16_t*>(x) + p0 * in_plane;
+    ctx.parallel_for((nx + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
+      const int64_t lo = b * kChunk, hi = std::min(nx, e * kChunk);
+      vec::f16_to_f32(xs + lo, xf.data() + lo, hi - lo);
+    });
+    pool(p0, np, static_cast<const float*>(xf.data()), yf.data());
+    uint16_t* yd = reinterpret_cast<uint16_t*>(y) + p0 * out_plane;
+    ctx.parallel_for((ny + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
+      const int64_t lo = b * kChunk, hi = std::min(ny, e * kChunk);
+      vec::f32_to_f16(yf.data() + lo, yd + lo, hi - lo);
+    });
   }
 }
 
@@ -177,6 +206,18 @@ class MaxPool : public PoolBase {
     if ((!pi || !column_major_) && x.dtype() == SINGA_ONNX_FLOAT && D == 1 && g.k[0] == 1 && g.d[1] == 1 &&
         g.d[2] == 1) {
       max_pool_2d(ctx, g, ys[0] * ys[1], x.data<float>(), y.data<float>(), pi);
+      return;
+    }
+    if ((!pi || !column_major_) && x.dtype() == SINGA_ONNX_FLOAT16 && D == 1 && g.k[0] == 1 && g.d[1] == 1 &&
+        g.d[2] == 1) {
+      pool_half_via_float(ctx, x.data<half>(), ys[0] * ys[1], in_size, y.data<half>(), out_size,
+                          [&](int64_t p0, int64_t np, const float* xf, float* yf) {
+                            // Indices count from the tensor's start (-1 stays: an all-padding window).
+                            int64_t* ip = pi ? pi + p0 * out_size : nullptr;
+                            max_pool_2d(ctx, g, np, xf, yf, ip);
+                            if (ip)
+                              for (int64_t i = 0; i < np * out_size; ++i) ip[i] += ip[i] >= 0 ? p0 * in_size : 0;
+                          });
       return;
     }
     dispatch_among<float, double, half, bfloat16, int8_t, uint8_t>(x.dtype(), where(), [&](auto tag) {
@@ -440,6 +481,11 @@ class AveragePool : public PoolBase {
     const int64_t in_size = g.in_size(), out_size = g.out_size(), H = g.in[1], W = g.in[2];
     if (x.dtype() == SINGA_ONNX_FLOAT && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
       average_pool_2d(ctx, g, ys[0] * ys[1], x.data<float>(), y.data<float>());
+      return;
+    }
+    if (x.dtype() == SINGA_ONNX_FLOAT16 && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
+      pool_half_via_float(ctx, x.data<half>(), ys[0] * ys[1], in_size, y.data<half>(), out_size,
+                          [&](int64_t, int64_t np, const float* xf, float* yf) { average_pool_2d(ctx, g, np, xf, yf); });
       return;
     }
     dispatch_real(x.dtype(), where(), [&](auto tag) {

@@ -724,4 +724,140 @@ TEST_F(OpKernelsVec6, Bf16FallbackWarningLoggedOncePerProcess) {
   EXPECT_EQ(count, 1) << text;
 }
 
+// float16 MaxPool (with Indices) and AveragePool run on the float kernels in
+// groups of planes: against a window-by-window double evaluation of the ONNX
+// definitions over kernel sizes, strides, pads, ceil_mode and
+// count_include_pad, on tensors large enough to take several groups. Max is
+// exact (ties keep the first tap in row-major order); an average is within
+// one half rounding of the exact mean.
+TEST_F(OpKernelsVec6, HalfPoolsMatchWindowReference) {
+  struct Case {
+    Shape in;
+    int64_t kh, kw, sh, sw, pt, pl, pb, pr;
+    int ceil;
+    int include_pad;
+  };
+  const std::vector<Case> cases = {{{2, 40, 40, 50}, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0},
+                                   {{1, 3, 7, 9}, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0},
+                                   {{2, 70, 28, 28}, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1},
+                                   {{1, 5, 11, 13}, 3, 3, 2, 2, 0, 0, 0, 0, 1, 0},
+                                   {{1, 17, 12, 10}, 5, 3, 2, 1, 2, 1, 1, 0, 0, 1},
+                                   {{3, 33, 6, 5}, 1, 4, 1, 3, 0, 2, 0, 2, 1, 0}};
+  for (const Case& c : cases) {
+    const int64_t N = c.in[0], C = c.in[1], H = c.in[2], W = c.in[3];
+    auto out_dim = [&](int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe) {
+      const int64_t span = in + pb + pe - k;
+      int64_t o = (c.ceil ? (span + s - 1) / s : span / s) + 1;
+      if (c.ceil && (o - 1) * s >= in + pb) --o;  // the last window would start in the end padding
+      return o;
+    };
+    const int64_t OH = out_dim(H, c.kh, c.sh, c.pt, c.pb), OW = out_dim(W, c.kw, c.sw, c.pl, c.pr);
+    const Shape ys{N, C, OH, OW};
+    SCOPED_TRACE("case " + std::to_string(&c - cases.data()));
+    std::mt19937 rng(static_cast<unsigned>(H * 31 + W));
+    std::uniform_int_distribution<int> level(-24, 24);  // coarse levels: many ties
+    Tensor x(c.in, SINGA_ONNX_FLOAT16);
+    auto* xp = static_cast<uint16_t*>(x.raw_data());
+    for (int64_t i = 0; i < numel(c.in); ++i) xp[i] = half_bits(float(level(rng)) * 0.375f + 0.001f * float(i % 7));
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      SCOPED_TRACE(op);
+      const bool is_max = std::string(op) == "MaxPool";
+      ModelBuilder m(19);
+      m.input("X", SINGA_ONNX_FLOAT16, c.in);
+      m.node(op, {"X"}, is_max ? std::vector<std::string>{"Y", "I"} : std::vector<std::string>{"Y"});
+      testing_util::add_ints(m.last(), "kernel_shape", {c.kh, c.kw});
+      testing_util::add_ints(m.last(), "strides", {c.sh, c.sw});
+      testing_util::add_ints(m.last(), "pads", {c.pt, c.pl, c.pb, c.pr});
+      add_int(m.last(), "ceil_mode", c.ceil);
+      if (!is_max) add_int(m.last(), "count_include_pad", c.include_pad);
+      m.output("Y", SINGA_ONNX_FLOAT16, ys);
+      if (is_max) m.output("I", SINGA_ONNX_INT64, ys);
+      for (const char* widen : {"1", "0"})
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE(std::string("widen ") + widen + " threads " + std::to_string(threads));
+          singa::onnx::PrepareOptions o;
+          o.threads = threads;
+          o.options = {{"pass.cpu.float16_as_float32", widen}};
+          auto out = singa::onnx::prepare_bytes(m.bytes(), o)->run({x});
+          ASSERT_EQ(out.size(), is_max ? 2u : 1u);
+          ASSERT_EQ(out[0].second.shape(), ys);
+          const auto* yp = static_cast<const uint16_t*>(out[0].second.raw_data());
+          const int64_t* ip = is_max ? static_cast<const int64_t*>(out[1].second.raw_data()) : nullptr;
+          for (int64_t p = 0; p < N * C; ++p)
+            for (int64_t oh = 0; oh < OH; ++oh)
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                double best = 0, sum = 0;
+                int64_t at = -1, taps = 0, padded = 0;
+                for (int64_t i = 0; i < c.kh; ++i)
+                  for (int64_t j = 0; j < c.kw; ++j) {
+                    const int64_t h = oh * c.sh - c.pt + i, w = ow * c.sw - c.pl + j;
+                    padded += h < H + c.pb && w < W + c.pr;
+                    if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                    const double v = half_value(xp[p * H * W + h * W + w]);
+                    if (at < 0 || v > best) best = v, at = p * H * W + h * W + w;
+                    sum += v, ++taps;
+                  }
+                const int64_t o = p * OH * OW + oh * OW + ow;
+                if (is_max) {
+                  ASSERT_EQ(yp[o], half_bits(float(best))) << "at " << o;
+                  ASSERT_EQ(ip[o], at) << "at " << o;
+                } else {
+                  const double want = sum / double(c.include_pad ? padded : taps);
+                  ASSERT_NEAR(half_value(yp[o]), want, std::ldexp(std::max(std::fabs(want), 6e-5), -11)) << "at " << o;
+                }
+              }
+        }
+    }
+  }
+}
+
+// float16 inference BatchNormalization (blocks widened into the float
+// kernel), in half and widened, over channel counts and plane sizes that
+// are not block multiples, against a double evaluation of
+// (x - mean) / sqrt(var + eps) * scale + B: within one half rounding.
+TEST_F(OpKernelsVec6, HalfBatchNormalizationMatchesDoubleReference) {
+  for (const Shape& xs : {Shape{1, 64, 56, 56}, Shape{2, 3, 7, 5}, Shape{3, 17, 45}, Shape{2, 5}}) {
+    const int64_t C = xs[1], S = numel(xs) / (xs[0] * C);
+    SCOPED_TRACE(std::to_string(C) + " channels, " + std::to_string(S) + " per plane");
+    std::mt19937 rng(static_cast<unsigned>(C * 7 + S));
+    std::uniform_real_distribution<float> u(-3.f, 3.f), pos(0.2f, 2.f);
+    Tensor x(xs, SINGA_ONNX_FLOAT16);
+    auto* xp = static_cast<uint16_t*>(x.raw_data());
+    for (int64_t i = 0; i < numel(xs); ++i) xp[i] = half_bits(u(rng));
+    std::vector<Tensor> params;
+    for (int k = 0; k < 4; ++k) {
+      Tensor t({C}, SINGA_ONNX_FLOAT16);
+      for (int64_t i = 0; i < C; ++i) static_cast<uint16_t*>(t.raw_data())[i] = half_bits(k == 3 ? pos(rng) : u(rng));
+      params.push_back(t);
+    }
+    const char* names[4] = {"scale", "B", "mean", "var"};
+    ModelBuilder m(15);
+    m.input("X", SINGA_ONNX_FLOAT16, xs);
+    for (int k = 0; k < 4; ++k) m.initializer(names[k], params[size_t(k)]);
+    m.node("BatchNormalization", {"X", "scale", "B", "mean", "var"}, {"Y"});
+    testing_util::add_float(m.last(), "epsilon", 1e-3f);
+    m.output("Y", SINGA_ONNX_FLOAT16, xs);
+    auto param = [&](int k, int64_t ch) { return double(half_value(static_cast<const uint16_t*>(params[size_t(k)].raw_data())[ch])); };
+    for (const char* widen : {"1", "0"}) {
+      SCOPED_TRACE(std::string("pass.cpu.float16_as_float32=") + widen);
+      run_threads(
+          m, {x},
+          [&](const Tensor& y, const singa::onnx::Rep&) {
+            ASSERT_EQ(y.shape(), xs);
+            const auto* yp = static_cast<const uint16_t*>(y.raw_data());
+            for (int64_t i = 0; i < numel(xs); ++i) {
+              const int64_t ch = (i / S) % C;
+              const double scaled = (half_value(xp[i]) - param(2, ch)) / std::sqrt(param(3, ch) + double(1e-3f)) * param(0, ch);
+              const double want = scaled + param(1, ch);
+              // Half a half ulp of the result, plus float rounding of the terms it is summed from.
+              const double tol = std::ldexp(std::max(std::fabs(want), 6e-5), -11) +
+                                 std::ldexp(std::fabs(scaled) + std::fabs(param(1, ch)) + std::fabs(half_value(xp[i])), -20);
+              ASSERT_NEAR(half_value(yp[i]), want, tol) << "at " << i;
+            }
+          },
+          {{"pass.cpu.float16_as_float32", widen}});
+    }
+  }
+}
+
 }  // namespace
