@@ -309,6 +309,9 @@ def main():
             only = set(args.pop(0).split(","))
         elif a == "--quick":
             quick = True
+        elif a.startswith("-"):
+            # an unknown flag (e.g. --help) must not become the output folder's name
+            sys.exit("usage: %s [--ops A,B,...] [--quick] [OUT_DIR]" % sys.argv[0])
         else:
             out = a
     os.makedirs(out, exist_ok=True)

@@ -52,6 +52,9 @@ def main():
         a = args.pop(0)
         if a == "--ops":
             only = args.pop(0).split(",")
+        elif a.startswith("-"):
+            # an unknown flag (e.g. --help) must not become the output folder's name
+            sys.exit("usage: %s [--ops A,B,...] [OUT_DIR]" % sys.argv[0])
         else:
             out = a
     os.makedirs(out, exist_ok=True)
