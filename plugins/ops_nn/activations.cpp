@@ -1,6 +1,7 @@
 // Elementwise activations (Relu, Sigmoid, Elu, ...) and PRelu.
 #include "nn_common.hpp"
 #include "register.hpp"
+#include "tanh_f64_avx512.hpp"
 #include "unary_f32.hpp"
 #include "vec_math.hpp"
 
@@ -25,6 +26,29 @@ template <class Op, class = void>
 struct has_vec_kind : std::false_type {};
 template <class Op>
 struct has_vec_kind<Op, std::void_t<decltype(Op::kVec)>> : std::true_type {};
+
+// The double kinds with an 8-lane AVX-512 form (tanh_f64_avx512.hpp); the
+// rest of float64 stays on the scalar loop.
+template <class Op>
+constexpr bool has_f64_kind() {
+  if constexpr (has_vec_kind<Op>::value)
+    return Op::kVec == vec::UnaryKind::kTanh || Op::kVec == vec::UnaryKind::kMish;
+  else
+    return false;
+}
+
+// y = Op(x) for doubles when has_f64_kind<Op>() and AVX-512 is on.
+template <class Op>
+void run_f64(const double* x, double* y, int64_t n) {
+#ifdef SINGA_AVX512_BEGIN
+  if constexpr (Op::kVec == vec::UnaryKind::kTanh)
+    vec::f64_detail::tanh_f64(x, y, n);
+  else
+    vec::f64_detail::mish_f64(x, y, n);
+#else
+  (void)x, (void)y, (void)n;
+#endif
+}
 
 // The element types unary_f32.hpp converts through float.
 template <class T>
@@ -72,6 +96,14 @@ class Unary : public NodeKernel {
           return;
         }
       }
+#ifdef SINGA_AVX512_BEGIN
+      if constexpr (std::is_same<T, double>::value && has_f64_kind<Op>()) {
+        if (vec::unary_avx512()) {
+          ctx.parallel_for(x.numel(), kGrain / 2, [&](int64_t b, int64_t e) { run_f64<Op>(px + b, py + b, e - b); });
+          return;
+        }
+      }
+#endif
       ctx.parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) py[i] = from_acc<T>(op_(to_acc<A>(px[i])));
       });

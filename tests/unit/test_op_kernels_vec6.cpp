@@ -861,3 +861,117 @@ TEST_F(OpKernelsVec6, HalfBatchNormalizationMatchesDoubleReference) {
 }
 
 }  // namespace
+
+// float64 Tanh and Mish (8 AVX-512 lanes, tanh_f64_avx512.hpp) against long
+// double references over a dense sweep: tiny and subnormal inputs, the switch
+// at |x| = 0.625, the saturation past 19, +-0, +-inf, NaN; the error in units
+// of the double's last place must stay within a few ulp (libm's own is printed).
+double ulp_error(double y, long double ref) {
+  const double r = static_cast<double>(ref);
+  if (r == 0) return y == 0 ? 0 : std::numeric_limits<double>::infinity();
+  const double step = std::nextafter(std::fabs(r), std::numeric_limits<double>::infinity()) - std::fabs(r);
+  return static_cast<double>(std::fabs(static_cast<long double>(y) - ref) / step);
+}
+
+long double mish_ref(long double x) { return x * std::tanh(std::log1p(std::exp(x))); }
+
+TEST_F(OpKernelsVec6, DoubleTanhAndMishWithinFewUlpOfLongDouble) {
+  std::vector<double> x;
+  for (double m = 1e-310; m < 1e3; m *= 1.0007) x.push_back(m), x.push_back(-m);
+  for (double v = -25; v <= 25; v += 1.0 / 1024) x.push_back(v);
+  for (double v = 0.62; v <= 0.63; v += 1e-6) x.push_back(v), x.push_back(-v);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double v : {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(), 4.9e-324, -4.9e-324, 19.06, 22.0,
+                   40.0, 1e300, -1e300, -708.0, -745.0})
+    x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (const char* op : {"Tanh", "Mish"}) {
+    SCOPED_TRACE(op);
+    const bool tanh = std::string(op) == "Tanh";
+    ModelBuilder m(18);
+    m.input("X", SINGA_ONNX_DOUBLE, {n});
+    m.node(op, {"X"}, {"Y"});
+    m.output("Y", SINGA_ONNX_DOUBLE, {n});
+    run_threads(m, {Tensor::from_vector({n}, SINGA_ONNX_DOUBLE, x)}, [&](const Tensor& y, const singa::onnx::Rep&) {
+      const double* yp = static_cast<const double*>(y.raw_data());
+      double worst = 0, worst_libm = 0, at = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double xi = x[size_t(i)];
+        const double libm = tanh ? std::tanh(xi) : xi * std::tanh(std::log1p(std::exp(xi)));
+        if (std::isnan(libm)) {
+          ASSERT_TRUE(std::isnan(yp[i])) << "at x = " << xi;
+          continue;
+        }
+        if (std::isinf(libm) || xi == 0) {  // +-inf, and +-0 with its sign
+          ASSERT_EQ(std::memcmp(&yp[i], &libm, 8), 0) << "at x = " << xi << ": " << yp[i] << " vs " << libm;
+          continue;
+        }
+        const long double ref = tanh ? std::tanh(static_cast<long double>(xi)) : mish_ref(xi);
+        if (std::fabs(static_cast<double>(ref)) < std::numeric_limits<double>::min()) {
+          // Subnormal results (Mish below x = -708, where libm's exp already
+          // flushes to 0 past -745): an absolute bound.
+          ASSERT_LE(std::fabs(static_cast<long double>(yp[i]) - ref), 1e3 * 4.9e-324) << "at x = " << xi;
+          continue;
+        }
+        ASSERT_EQ(std::signbit(yp[i]), std::signbit(libm)) << "at x = " << xi;
+        const double e = ulp_error(yp[i], ref);
+        if (e > worst) worst = e, at = xi;
+        worst_libm = std::max(worst_libm, ulp_error(libm, ref));
+      }
+      std::printf("%s float64: max %.2f ulp at x = %.17g (libm %.2f ulp) over %lld values\n", op, worst, at,
+                  worst_libm, static_cast<long long>(n));
+      EXPECT_LE(worst, tanh ? 2.5 : 4.0);
+    });
+  }
+}
+
+// Equal-shape float16 / bfloat16 Sum and Mean fold all inputs per cached
+// piece (variadic.cpp): bit-exact with the node-by-node rounded fold over
+// sizes around the piece length, 2 to 5 inputs, one of rank 2.
+TEST_F(OpKernelsVec6, HalfSumMeanOfEqualShapesFoldsPerPiece) {
+  for (int32_t dtype : {SINGA_ONNX_FLOAT16, SINGA_ONNX_BFLOAT16}) {
+    for (int64_t len : {int64_t(1), int64_t(9), int64_t(4095), int64_t(4097), int64_t(3 * 4096 + 5)}) {
+      std::mt19937 rng(static_cast<unsigned>(len + dtype));
+      std::uniform_real_distribution<float> u(-300.f, 300.f);
+      std::vector<Tensor> ins;
+      for (int j = 0; j < 5; ++j) {
+        Tensor t(j == 1 ? Shape{1, len} : Shape{len}, dtype);
+        auto* p = static_cast<uint16_t*>(t.raw_data());
+        for (int64_t i = 0; i < len; ++i) p[i] = bits16(dtype, u(rng));
+        ins.push_back(t);
+      }
+      // A payload NaN and an overflow to infinity in the fold.
+      if (len > 8) {
+        static_cast<uint16_t*>(ins[2].raw_data())[len - 1] = dtype == SINGA_ONNX_FLOAT16 ? 0x7d01 : 0x7f81;
+        static_cast<uint16_t*>(ins[0].raw_data())[3] = bits16(dtype, dtype == SINGA_ONNX_FLOAT16 ? 60000.f : 3e38f);
+        static_cast<uint16_t*>(ins[1].raw_data())[3] = bits16(dtype, dtype == SINGA_ONNX_FLOAT16 ? 60000.f : 3e38f);
+      }
+      for (const char* op : {"Sum", "Mean"}) {
+        for (size_t k : {size_t(2), size_t(3), size_t(5)}) {
+          SCOPED_TRACE(std::string(op) + " of " + std::to_string(k) + " len " + std::to_string(len) +
+                       (dtype == SINGA_ONNX_FLOAT16 ? " f16" : " bf16"));
+          ModelBuilder m(13);
+          std::vector<std::string> names;
+          for (size_t i = 0; i < k; ++i) {
+            names.push_back("X" + std::to_string(i));
+            m.input(names.back(), dtype, ins[i].shape());
+          }
+          m.node(op, names, {"Y"});
+          const Shape out = k > 1 ? Shape{1, len} : Shape{len};
+          m.output("Y", dtype, out);
+          run_threads(m, std::vector<Tensor>(ins.begin(), ins.begin() + long(k)), [&](const Tensor& y, const singa::onnx::Rep&) {
+            ASSERT_EQ(y.shape(), out);
+            const auto* yp = static_cast<const uint16_t*>(y.raw_data());
+            for (int64_t i = 0; i < len; ++i) {
+              auto in = [&](size_t j) { return value16(dtype, static_cast<const uint16_t*>(ins[j].raw_data())[i]); };
+              uint16_t acc = bits16(dtype, in(0) + in(1));
+              for (size_t j = 2; j < k; ++j) acc = bits16(dtype, value16(dtype, acc) + in(j));
+              if (std::string(op) == "Mean") acc = bits16(dtype, value16(dtype, acc) / float(k));
+              ASSERT_EQ(yp[i], acc) << "at " << i;
+            }
+          });
+        }
+      }
+    }
+  }
+}
