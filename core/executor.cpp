@@ -217,10 +217,8 @@ void Executor::plan_memory_of_intermediates() {
 // reader writes over them (takes them over) and the container outlives
 // every reader (memory_plan.cpp). Parts are eligible, take nothing over, are
 // taken over by nothing and sit at 64-byte offsets. Values in a layout other
-// than plain qualify when the output and every input share it: a kernel
-// declaring a layout on Concat takes it as block-major along the axis (each
-// input's bytes at its plain byte offset when the dims before the axis are
-// 1; docs/abi.md, "Layouts"), as the CPU pack's 16-channel blocks are.
+// than plain are not placed: a blocked input's offset in the output can differ
+// from its plain byte offset (docs/abi.md, "Layouts").
 void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const {
   std::vector<bool> taken_over(values.size(), false);
   for (const PlanValue& p : values)
@@ -237,7 +235,7 @@ void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const
       continue;
     const int y = n.outputs[0];
     const graph::Value& out = g_.values[size_t(y)];
-    if (!movable(y) || !out.rank_known) continue;
+    if (!movable(y) || !out.rank_known || !out.layout.empty()) continue;
     int64_t axis = 1;  // Concat-1's default; later opsets require the attribute
     for (const auto& a : n.proto.attribute())
       if (a.name() == "axis") axis = a.i();
@@ -250,7 +248,7 @@ void Executor::plan_concat_inputs_in_place(std::vector<PlanValue>& values) const
     size_t offset = 0;
     for (size_t k = 0; ok && k < n.inputs.size(); ++k) {
       const int v = n.inputs[k];
-      ok = v >= 0 && values[size_t(v)].bytes > 0 && g_.values[size_t(v)].layout == out.layout;
+      ok = v >= 0 && values[size_t(v)].bytes > 0 && g_.values[size_t(v)].layout.empty();
       if (!ok) break;
       if (std::count(n.inputs.begin(), n.inputs.end(), v) == 1) parts.emplace_back(v, offset);
       offset += values[size_t(v)].bytes;
